@@ -1,0 +1,20 @@
+//! The pure domain of adtrail: identifiers, money, account-local dates, the
+//! sync plan and its outcomes, and how Meta's answers are classified.
+//!
+//! Nothing here does I/O or knows an AWS type, so every rule of the seeds'
+//! behaviour reference can be tested table-driven and in milliseconds. The
+//! store, the Graph client and the Lambda handlers call into this crate; it
+//! calls into nothing of theirs.
+
+pub mod dates;
+pub mod error_codes;
+pub mod graph_error;
+pub mod ids;
+pub mod money;
+pub mod outcome;
+pub mod plan;
+pub mod time;
+
+pub use dates::{LocalDate, Timezone};
+pub use ids::{AdAccountId, AdId, IdError, OwnerKey, SiteId};
+pub use money::{Currency, MoneyError};

@@ -1,0 +1,442 @@
+//! How a sync run ended, and what that makes of the account: its next sync
+//! time, state, failure count and `lastError` (the seed's `finishSync`).
+//! Pure, so every branch of the back-off is a table row in the tests.
+
+use crate::dates::LocalDate;
+use crate::error_codes::last_error;
+use crate::plan::{
+    BACKFILL_NEXT_BLOCK_MS, PERMISSION_RETRY_MS, SYNC_INTERVAL_MS, THROTTLE_BACKOFF_MS,
+    USAGE_BACKOFF_PCT, retry_delay,
+};
+
+/// Where an account stands, as `meta.status` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncState {
+    Backfill,
+    Live,
+    Error,
+}
+
+impl SyncState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Backfill => "backfill",
+            Self::Live => "live",
+            Self::Error => "error",
+        }
+    }
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "backfill" => Some(Self::Backfill),
+            "live" => Some(Self::Live),
+            "error" => Some(Self::Error),
+            _ => None,
+        }
+    }
+}
+
+/// What kind of plan a successful run carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanDone {
+    Backfill { next_from: Option<LocalDate> },
+    Live { daily: bool, weekly: bool },
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// Meta refused the token.
+    Token,
+    Throttled,
+    Permission,
+    /// KMS refused or was unreachable: only delays.
+    SealingKey,
+    /// Meta failed, timed out or answered something unreadable.
+    Unavailable,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunOutcome {
+    Ok {
+        usage_pct: u32,
+        regain_ms: Option<i64>,
+        plan: PlanDone,
+        /// Some day had more rows than one call reads.
+        truncated: bool,
+    },
+    Failed {
+        kind: FailureKind,
+        /// A short reason, free of secrets.
+        reason: String,
+        regain_ms: Option<i64>,
+    },
+}
+
+/// The part of a link the outcome depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkProgress {
+    pub sync_state: SyncState,
+    pub failures: u32,
+    pub sync_requested: bool,
+    /// Whether the token the run used is still the connection's token.
+    pub token_still_stored: bool,
+}
+
+/// A field the update sets, clears or leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change<T> {
+    Keep,
+    Set(T),
+    Clear,
+}
+
+/// What to write on the link when the run ends (the run's lease is always
+/// released with it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkUpdate {
+    pub next_sync_at: i64,
+    pub sync_state: SyncState,
+    pub failures: u32,
+    pub last_error: Option<String>,
+    pub backfill_from: Change<LocalDate>,
+    pub last_sync_at: Option<i64>,
+    pub last_daily_resync_at: Option<i64>,
+    pub last_full_resync_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finish {
+    Update(LinkUpdate),
+    /// The token the run used is dead and still stored: stop every account
+    /// of the connection until a new token comes.
+    PauseConnection {
+        last_error: String,
+    },
+}
+
+/// What a run's end makes of its account.
+pub fn finish(link: LinkProgress, outcome: &RunOutcome, started_at: i64, now: i64) -> Finish {
+    let keep = |next_sync_at, sync_state, failures, last_error| LinkUpdate {
+        next_sync_at,
+        sync_state,
+        failures,
+        last_error,
+        backfill_from: Change::Keep,
+        last_sync_at: None,
+        last_daily_resync_at: None,
+        last_full_resync_at: None,
+    };
+    match outcome {
+        RunOutcome::Ok {
+            usage_pct,
+            regain_ms,
+            plan,
+            truncated,
+        } => {
+            let busy = *usage_pct > USAGE_BACKOFF_PCT;
+            let wait = if busy {
+                regain_ms.unwrap_or(0).max(THROTTLE_BACKOFF_MS)
+            } else {
+                0
+            };
+            let error = if *truncated {
+                Some(last_error(
+                    "META_TRUNCATED",
+                    "Meta listed more rows than one call reads for a day; that day may be short",
+                ))
+            } else if busy {
+                Some(last_error("RATE_LIMITED", "backing off"))
+            } else {
+                None
+            };
+            match plan {
+                PlanDone::Backfill {
+                    next_from: Some(next),
+                } => Finish::Update(LinkUpdate {
+                    backfill_from: Change::Set(*next),
+                    ..keep(
+                        now + wait.max(BACKFILL_NEXT_BLOCK_MS),
+                        SyncState::Backfill,
+                        0,
+                        error,
+                    )
+                }),
+                _ => {
+                    let next = if link.sync_requested {
+                        now
+                    } else if wait > 0 {
+                        now + wait
+                    } else {
+                        now + SYNC_INTERVAL_MS
+                    };
+                    let (daily, weekly) = match plan {
+                        PlanDone::Live { daily, weekly } => (*daily, *weekly),
+                        PlanDone::Backfill { .. } => (true, true),
+                    };
+                    Finish::Update(LinkUpdate {
+                        backfill_from: Change::Clear,
+                        last_sync_at: Some(started_at),
+                        last_daily_resync_at: daily.then_some(started_at),
+                        last_full_resync_at: weekly.then_some(started_at),
+                        ..keep(next, SyncState::Live, 0, error)
+                    })
+                }
+            }
+        }
+        RunOutcome::Failed {
+            kind: FailureKind::Token,
+            reason,
+            ..
+        } => {
+            if link.token_still_stored {
+                Finish::PauseConnection {
+                    last_error: last_error("META_TOKEN_INVALID", reason),
+                }
+            } else {
+                // A new token came while this run used the old one: it gets
+                // its chance at once.
+                Finish::Update(keep(now, link.sync_state, link.failures, None))
+            }
+        }
+        RunOutcome::Failed {
+            kind,
+            reason,
+            regain_ms,
+        } => {
+            let failures = link.failures.saturating_add(1);
+            let (delay, code, state) = match kind {
+                FailureKind::Throttled => (
+                    regain_ms.unwrap_or(0).max(THROTTLE_BACKOFF_MS),
+                    "RATE_LIMITED",
+                    link.sync_state,
+                ),
+                FailureKind::Permission => (
+                    PERMISSION_RETRY_MS,
+                    "META_PERMISSION_MISSING",
+                    SyncState::Error,
+                ),
+                FailureKind::SealingKey => (
+                    retry_delay(failures),
+                    "SEALING_KEY_UNAVAILABLE",
+                    link.sync_state,
+                ),
+                FailureKind::Unavailable | FailureKind::Token => {
+                    (retry_delay(failures), "META_UNAVAILABLE", link.sync_state)
+                }
+            };
+            let next = if link.sync_requested {
+                now
+            } else {
+                now + delay
+            };
+            Finish::Update(keep(next, state, failures, Some(last_error(code, reason))))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::{HOUR_MS, MINUTE_MS};
+
+    const NOW: i64 = 1_800_000_000_000;
+    fn link() -> LinkProgress {
+        LinkProgress {
+            sync_state: SyncState::Live,
+            failures: 0,
+            sync_requested: false,
+            token_still_stored: true,
+        }
+    }
+    fn failed(kind: FailureKind, regain_ms: Option<i64>) -> RunOutcome {
+        RunOutcome::Failed {
+            kind,
+            reason: "boom".into(),
+            regain_ms,
+        }
+    }
+    fn update(f: Finish) -> LinkUpdate {
+        match f {
+            Finish::Update(u) => u,
+            other => panic!("{other:?}"),
+        }
+    }
+    fn ok(plan: PlanDone, usage_pct: u32, regain_ms: Option<i64>) -> RunOutcome {
+        RunOutcome::Ok {
+            usage_pct,
+            regain_ms,
+            plan,
+            truncated: false,
+        }
+    }
+
+    #[test]
+    fn back_off_by_outcome() {
+        let live = PlanDone::Live {
+            daily: false,
+            weekly: false,
+        };
+        let rows: Vec<(RunOutcome, u32, i64, Option<&str>, SyncState)> = vec![
+            (ok(live, 10, None), 0, 45 * MINUTE_MS, None, SyncState::Live),
+            (
+                ok(live, 76, None),
+                0,
+                HOUR_MS,
+                Some("RATE_LIMITED"),
+                SyncState::Live,
+            ),
+            (ok(live, 75, None), 0, 45 * MINUTE_MS, None, SyncState::Live),
+            (
+                ok(live, 90, Some(3 * HOUR_MS)),
+                0,
+                3 * HOUR_MS,
+                Some("RATE_LIMITED"),
+                SyncState::Live,
+            ),
+            (
+                failed(FailureKind::Throttled, None),
+                1,
+                HOUR_MS,
+                Some("RATE_LIMITED"),
+                SyncState::Live,
+            ),
+            (
+                failed(FailureKind::Throttled, Some(2 * HOUR_MS)),
+                1,
+                2 * HOUR_MS,
+                Some("RATE_LIMITED"),
+                SyncState::Live,
+            ),
+            (
+                failed(FailureKind::Unavailable, None),
+                1,
+                15 * MINUTE_MS,
+                Some("META_UNAVAILABLE"),
+                SyncState::Live,
+            ),
+            (
+                failed(FailureKind::Permission, None),
+                1,
+                6 * HOUR_MS,
+                Some("META_PERMISSION_MISSING"),
+                SyncState::Error,
+            ),
+            (
+                failed(FailureKind::SealingKey, None),
+                1,
+                15 * MINUTE_MS,
+                Some("SEALING_KEY_UNAVAILABLE"),
+                SyncState::Live,
+            ),
+        ];
+        for (outcome, failures, wait, code, state) in rows {
+            let u = update(finish(link(), &outcome, NOW - 1_000, NOW));
+            assert_eq!(u.next_sync_at - NOW, wait, "{outcome:?}");
+            assert_eq!(u.failures, failures, "{outcome:?}");
+            assert_eq!(
+                u.last_error
+                    .as_deref()
+                    .map(|e| e.split(':').next().unwrap()),
+                code,
+                "{outcome:?}"
+            );
+            assert_eq!(u.sync_state, state, "{outcome:?}");
+        }
+    }
+
+    #[test]
+    fn failures_double_up_to_six_hours() {
+        let mut l = link();
+        let mut waits = vec![];
+        for _ in 0..7 {
+            let u = update(finish(l, &failed(FailureKind::Unavailable, None), NOW, NOW));
+            waits.push((u.next_sync_at - NOW) / MINUTE_MS);
+            l.failures = u.failures;
+        }
+        assert_eq!(waits, vec![15, 30, 60, 120, 240, 360, 360]);
+    }
+
+    #[test]
+    fn a_requested_sync_overrides_the_back_off() {
+        let l = LinkProgress {
+            sync_requested: true,
+            ..link()
+        };
+        let u = update(finish(l, &failed(FailureKind::Throttled, None), NOW, NOW));
+        assert_eq!(u.next_sync_at, NOW);
+    }
+
+    #[test]
+    fn a_backfill_block_moves_the_cursor_and_the_last_one_goes_live() {
+        let next = crate::dates::parse_date("2026-05-02").unwrap();
+        let u = update(finish(
+            link(),
+            &ok(
+                PlanDone::Backfill {
+                    next_from: Some(next),
+                },
+                0,
+                None,
+            ),
+            NOW - 5,
+            NOW,
+        ));
+        assert_eq!(u.backfill_from, Change::Set(next));
+        assert_eq!(u.next_sync_at, NOW + 1_000);
+        assert_eq!(u.last_sync_at, None);
+        let u = update(finish(
+            link(),
+            &ok(PlanDone::Backfill { next_from: None }, 0, None),
+            NOW - 5,
+            NOW,
+        ));
+        assert_eq!(u.backfill_from, Change::Clear);
+        assert_eq!(u.sync_state, SyncState::Live);
+        assert_eq!(
+            (
+                u.last_sync_at,
+                u.last_daily_resync_at,
+                u.last_full_resync_at
+            ),
+            (Some(NOW - 5), Some(NOW - 5), Some(NOW - 5))
+        );
+    }
+
+    #[test]
+    fn a_dead_token_pauses_the_connection_unless_replaced() {
+        assert!(matches!(
+            finish(link(), &failed(FailureKind::Token, None), NOW, NOW),
+            Finish::PauseConnection { .. }
+        ));
+        let replaced = LinkProgress {
+            token_still_stored: false,
+            ..link()
+        };
+        let u = update(finish(
+            replaced,
+            &failed(FailureKind::Token, None),
+            NOW,
+            NOW,
+        ));
+        assert_eq!(u.next_sync_at, NOW);
+    }
+
+    #[test]
+    fn a_truncated_day_is_reported() {
+        let o = RunOutcome::Ok {
+            usage_pct: 0,
+            regain_ms: None,
+            plan: PlanDone::Live {
+                daily: false,
+                weekly: false,
+            },
+            truncated: true,
+        };
+        assert!(
+            update(finish(link(), &o, NOW, NOW))
+                .last_error
+                .unwrap()
+                .starts_with("META_TRUNCATED: ")
+        );
+    }
+}
