@@ -1,1 +1,103 @@
-//! placeholder
+//! The AWS adapters of adtrail: the DynamoDB store (one table, its key
+//! layout in [`keys`]), the KMS seal for Meta tokens, the SQS queues, the
+//! EventBridge bus and the S3 thumbnail bucket.
+//!
+//! Every type here speaks the domain's words (`Site`, `SiteAdAccount`,
+//! `SpendRow`) so the handlers never see an `AttributeValue`. Each SDK error
+//! is kept as the cause of a [`StoreError`], never flattened to a string.
+
+pub mod attr;
+pub mod blobs;
+pub mod bus;
+pub mod connections;
+pub mod counter;
+pub mod error;
+pub mod keys;
+pub mod links;
+pub mod queue;
+pub mod seal;
+pub mod sites;
+pub mod catalog;
+pub mod spend;
+
+pub use counter::RequestCounter;
+pub use error::StoreError;
+
+/// The names of the stack's resources, read once from the environment.
+#[derive(Debug, Clone)]
+pub struct Names {
+    pub table: String,
+    pub sync_queue_url: String,
+    pub bus: String,
+    pub key_id: String,
+    pub bucket: String,
+}
+
+impl Names {
+    /// Reads `TABLE_NAME`, `SYNC_QUEUE_URL`, `BUS_NAME`, `KEY_ID` and
+    /// `THUMBNAIL_BUCKET`.
+    ///
+    /// # Errors
+    /// The name of the first variable that is missing.
+    pub fn from_env() -> Result<Self, String> {
+        let var = |name: &str| std::env::var(name).map_err(|_| format!("{name} is not set"));
+        Ok(Self {
+            table: var("TABLE_NAME")?,
+            sync_queue_url: var("SYNC_QUEUE_URL")?,
+            bus: var("BUS_NAME")?,
+            key_id: var("KEY_ID")?,
+            bucket: var("THUMBNAIL_BUCKET")?,
+        })
+    }
+}
+
+/// The SDK clients and the names they act on, built once per process.
+#[derive(Debug, Clone)]
+pub struct Aws {
+    pub ddb: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    pub kms: aws_sdk_kms::Client,
+    pub events: aws_sdk_eventbridge::Client,
+    pub s3: aws_sdk_s3::Client,
+    pub names: Names,
+    /// Counts the requests each service received (for `make bench`).
+    pub counter: RequestCounter,
+}
+
+impl Aws {
+    /// Builds every client from one SDK configuration. S3 uses path-style
+    /// addresses when an endpoint is overridden (moto locally).
+    pub fn new(config: &aws_config::SdkConfig, names: Names) -> Self {
+        let counter = RequestCounter::default();
+        let ddb = aws_sdk_dynamodb::config::Builder::from(config)
+            .interceptor(counter.for_service("dynamodb"))
+            .build();
+        let sqs = aws_sdk_sqs::config::Builder::from(config)
+            .interceptor(counter.for_service("sqs"))
+            .build();
+        let kms = aws_sdk_kms::config::Builder::from(config)
+            .interceptor(counter.for_service("kms"))
+            .build();
+        let events = aws_sdk_eventbridge::config::Builder::from(config)
+            .interceptor(counter.for_service("eventbridge"))
+            .build();
+        let s3 = aws_sdk_s3::config::Builder::from(config)
+            .force_path_style(config.endpoint_url().is_some())
+            .interceptor(counter.for_service("s3"))
+            .build();
+        Self {
+            ddb: aws_sdk_dynamodb::Client::from_conf(ddb),
+            sqs: aws_sdk_sqs::Client::from_conf(sqs),
+            kms: aws_sdk_kms::Client::from_conf(kms),
+            events: aws_sdk_eventbridge::Client::from_conf(events),
+            s3: aws_sdk_s3::Client::from_conf(s3),
+            names,
+            counter,
+        }
+    }
+
+    /// The same clients acting on other resources (tests give each their own).
+    pub fn with_names(&self, names: Names) -> Self {
+        Self { names, ..self.clone() }
+    }
+}

@@ -1,0 +1,35 @@
+//! Events on the stack's EventBridge bus: what happened, never a secret.
+
+use serde_json::Value;
+
+use crate::{Aws, StoreError};
+
+/// The `source` of every event adtrail puts.
+pub const SOURCE: &str = "adtrail";
+
+impl Aws {
+    /// Puts one event of `detail_type` with `detail` on the bus.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when EventBridge cannot be reached or refuses.
+    pub async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), StoreError> {
+        let entry = aws_sdk_eventbridge::types::PutEventsRequestEntry::builder()
+            .event_bus_name(&self.names.bus)
+            .source(SOURCE)
+            .detail_type(detail_type)
+            .detail(detail.to_string())
+            .build();
+        let out = self
+            .events
+            .put_events()
+            .entries(entry)
+            .send()
+            .await
+            .map_err(|e| StoreError::service("eventbridge", e))?;
+        if out.failed_entry_count > 0 {
+            return Err(StoreError::Condition("EventBridge refused the event"));
+        }
+        tracing::debug!(detail_type, "event put on the bus");
+        Ok(())
+    }
+}

@@ -1,0 +1,179 @@
+//! The ad catalog of a site: campaign → ad set → ad names, Meta's effective
+//! status, the creative type and the stored thumbnail. A field Meta did not
+//! send keeps its stored value.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+
+use crate::attr::{get_s, n, s, Item};
+use crate::keys::{catalog_pk, PK, SK};
+use crate::links::{transaction_failed_at, LeaseCondition};
+use crate::{Aws, StoreError};
+
+/// The most catalog entries a site read returns.
+pub const MAX_CATALOG: usize = 20_000;
+
+/// What the catalog knows of an ad.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CatalogEntry {
+    pub ad_id: String,
+    pub ad_account_id: Option<String>,
+    pub ad_name: Option<String>,
+    pub adset_id: Option<String>,
+    pub adset_name: Option<String>,
+    pub campaign_id: Option<String>,
+    pub campaign_name: Option<String>,
+    pub ad_status: Option<String>,
+    pub creative_type: Option<String>,
+    pub thumbnail_key: Option<String>,
+}
+
+const FIELDS: [&str; 8] = [
+    "adName",
+    "adsetId",
+    "adsetName",
+    "campaignId",
+    "campaignName",
+    "adStatus",
+    "creativeType",
+    "thumbnailKey",
+];
+
+impl CatalogEntry {
+    fn from_item(item: &Item) -> Option<Self> {
+        let get = |k: &str| get_s(item, k).map(str::to_owned);
+        Some(Self {
+            ad_id: get(SK)?,
+            ad_account_id: get("adAccountId"),
+            ad_name: get("adName"),
+            adset_id: get("adsetId"),
+            adset_name: get("adsetName"),
+            campaign_id: get("campaignId"),
+            campaign_name: get("campaignName"),
+            ad_status: get("adStatus"),
+            creative_type: get("creativeType"),
+            thumbnail_key: get("thumbnailKey"),
+        })
+    }
+
+    fn fields(&self) -> [(&'static str, Option<&String>); 7] {
+        [
+            (FIELDS[0], self.ad_name.as_ref()),
+            (FIELDS[1], self.adset_id.as_ref()),
+            (FIELDS[2], self.adset_name.as_ref()),
+            (FIELDS[3], self.campaign_id.as_ref()),
+            (FIELDS[4], self.campaign_name.as_ref()),
+            (FIELDS[5], self.ad_status.as_ref()),
+            (FIELDS[6], self.creative_type.as_ref()),
+        ]
+    }
+
+    /// Fills the fields `other` has, keeping the rest.
+    pub fn merge(&mut self, other: &CatalogEntry) {
+        let pick = |mine: &mut Option<String>, theirs: &Option<String>| {
+            if theirs.is_some() {
+                mine.clone_from(theirs);
+            }
+        };
+        pick(&mut self.ad_name, &other.ad_name);
+        pick(&mut self.adset_id, &other.adset_id);
+        pick(&mut self.adset_name, &other.adset_name);
+        pick(&mut self.campaign_id, &other.campaign_id);
+        pick(&mut self.campaign_name, &other.campaign_name);
+        pick(&mut self.ad_status, &other.ad_status);
+        pick(&mut self.creative_type, &other.creative_type);
+    }
+}
+
+impl Aws {
+    /// A site's catalog by ad id (paged, at most [`MAX_CATALOG`]).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn site_catalog(&self, site: &str) -> Result<HashMap<String, CatalogEntry>, StoreError> {
+        let mut entries = HashMap::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .ddb
+                .query()
+                .table_name(&self.names.table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", s(catalog_pk(site)))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::ddb)?;
+            for entry in out.items().iter().filter_map(CatalogEntry::from_item) {
+                entries.insert(entry.ad_id.clone(), entry);
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() || entries.len() >= MAX_CATALOG {
+                return Ok(entries);
+            }
+        }
+    }
+
+    /// Merges entries into the site's catalog under `cond`, filing each ad
+    /// under the run's account. Answers `false` as soon as the condition fails.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn upsert_catalog(&self, cond: &LeaseCondition, entries: &[CatalogEntry], now: i64) -> Result<bool, StoreError> {
+        let t = &self.names.table;
+        for chunk in entries.chunks(99) {
+            let mut items = vec![cond.check(t)?];
+            for entry in chunk {
+                let mut set = vec!["adAccountId = :acct".to_owned(), "updatedAt = :now".to_owned()];
+                let mut update = Update::builder()
+                    .table_name(t)
+                    .key(PK, s(catalog_pk(cond.site_id())))
+                    .key(SK, s(&entry.ad_id))
+                    .expression_attribute_values(":acct", s(cond.ad_account_id()))
+                    .expression_attribute_values(":now", n(now));
+                for (i, (field, value)) in entry.fields().into_iter().enumerate() {
+                    if let Some(v) = value {
+                        set.push(format!("{field} = :f{i}"));
+                        update = update.expression_attribute_values(format!(":f{i}"), s(v));
+                    }
+                }
+                let update = update
+                    .update_expression(format!("SET {}", set.join(", ")))
+                    .build()
+                    .map_err(StoreError::ddb)?;
+                items.push(TransactWriteItem::builder().update(update).build());
+            }
+            match self.ddb.transact_write_items().set_transact_items(Some(items)).send().await {
+                Ok(_) => {}
+                Err(e) if transaction_failed_at(&e) == Some(0) => return Ok(false),
+                Err(e) => return Err(StoreError::ddb(e)),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Records that an ad's thumbnail is stored under `key`, if the ad is
+    /// still in the catalog.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn set_thumbnail(&self, site: &str, ad: &str, key: &str) -> Result<(), StoreError> {
+        let res = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .key(PK, s(catalog_pk(site)))
+            .key(SK, s(ad))
+            .condition_expression("attribute_exists(pk)")
+            .update_expression("SET thumbnailKey = :key")
+            .expression_attribute_values(":key", s(key))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => Ok(()),
+            Err(e) => Err(StoreError::ddb(e)),
+        }
+    }
+}

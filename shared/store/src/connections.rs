@@ -1,0 +1,187 @@
+//! Meta connections: an owner's sealed token and the ad accounts it lists.
+//!
+//! The listing lives in the connection item (at most [`MAX_LISTED_ACCOUNTS`]
+//! accounts, each field bounded), because a link is always checked against
+//! it and one read is cheaper than a query.
+
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize};
+
+use crate::attr::{get_n, get_s, n, need_s, s, Item};
+use crate::keys::{owner_pk, CONNECTION_SK, PK, SK};
+use crate::{Aws, StoreError};
+
+/// The most ad accounts one connection keeps in its listing.
+pub const MAX_LISTED_ACCOUNTS: usize = 1_000;
+
+/// An ad account as Meta lists it for a token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedAccount {
+    pub ad_account_id: String,
+    pub name: String,
+    pub currency: String,
+    pub timezone: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionStatus {
+    Active,
+    Invalid,
+}
+
+impl ConnectionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Invalid => "invalid",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    pub owner_key: String,
+    pub status: ConnectionStatus,
+    pub sealed_token: Vec<u8>,
+    /// Changes with every stored token: a run's failure condemns only the
+    /// token it used.
+    pub token_version: String,
+    pub accounts: Vec<ListedAccount>,
+    pub invalid_since: Option<i64>,
+    pub last_error: Option<String>,
+    pub link_count: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Connection {
+    fn from_item(item: &Item) -> Result<Self, StoreError> {
+        let accounts = get_s(item, "accounts")
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|_| StoreError::Malformed("connection listing".into()))?
+            .unwrap_or_default();
+        Ok(Self {
+            owner_key: need_s(item, "ownerKey")?,
+            status: match get_s(item, "status") {
+                Some("invalid") => ConnectionStatus::Invalid,
+                _ => ConnectionStatus::Active,
+            },
+            sealed_token: item
+                .get("sealedToken")
+                .and_then(|v| v.as_b().ok())
+                .map(|b| b.as_ref().to_vec())
+                .unwrap_or_default(),
+            token_version: need_s(item, "tokenVersion")?,
+            accounts,
+            invalid_since: get_n(item, "invalidSince"),
+            last_error: get_s(item, "lastError").map(str::to_owned),
+            link_count: get_n(item, "linkCount").unwrap_or(0),
+            created_at: get_n(item, "createdAt").unwrap_or(0),
+            updated_at: get_n(item, "updatedAt").unwrap_or(0),
+        })
+    }
+
+    pub fn listed(&self, account: &str) -> Option<&ListedAccount> {
+        self.accounts.iter().find(|a| a.ad_account_id == account)
+    }
+}
+
+impl Aws {
+    /// Stores a newly validated token (sealed) and its listing, replacing
+    /// the owner's previous token; the connection becomes active again.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn put_connection(
+        &self,
+        owner: &str,
+        sealed_token: Vec<u8>,
+        token_version: &str,
+        accounts: &[ListedAccount],
+        now: i64,
+    ) -> Result<Connection, StoreError> {
+        let listing = serde_json::to_string(&accounts[..accounts.len().min(MAX_LISTED_ACCOUNTS)])
+            .map_err(|_| StoreError::Malformed("listing".into()))?;
+        let out = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .key(PK, s(owner_pk(owner)))
+            .key(SK, s(CONNECTION_SK))
+            .update_expression(
+                "SET ownerKey = :owner, #status = :active, sealedToken = :token, tokenVersion = :version, \
+                 accounts = :accounts, updatedAt = :now, createdAt = if_not_exists(createdAt, :now), \
+                 linkCount = if_not_exists(linkCount, :zero) REMOVE invalidSince, lastError",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":owner", s(owner))
+            .expression_attribute_values(":active", s(ConnectionStatus::Active.as_str()))
+            .expression_attribute_values(":token", AttributeValue::B(Blob::new(sealed_token)))
+            .expression_attribute_values(":version", s(token_version))
+            .expression_attribute_values(":accounts", s(listing))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":zero", n(0))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
+            .send()
+            .await
+            .map_err(StoreError::ddb)?;
+        Connection::from_item(&out.attributes.unwrap_or_default())
+    }
+
+    /// The owner's connection, if any.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn get_connection(&self, owner: &str) -> Result<Option<Connection>, StoreError> {
+        let out = self
+            .ddb
+            .get_item()
+            .table_name(&self.names.table)
+            .key(PK, s(owner_pk(owner)))
+            .key(SK, s(CONNECTION_SK))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(StoreError::ddb)?;
+        out.item.as_ref().map(Connection::from_item).transpose()
+    }
+
+    /// Marks the connection's token dead, if `token_version` is still the
+    /// stored one. Answers whether it was.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn mark_connection_invalid(
+        &self,
+        owner: &str,
+        token_version: &str,
+        last_error: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let res = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .key(PK, s(owner_pk(owner)))
+            .key(SK, s(CONNECTION_SK))
+            .condition_expression("tokenVersion = :version")
+            .update_expression(
+                "SET #status = :invalid, lastError = :err, updatedAt = :now, invalidSince = if_not_exists(invalidSince, :now)",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":version", s(token_version))
+            .expression_attribute_values(":invalid", s(ConnectionStatus::Invalid.as_str()))
+            .expression_attribute_values(":err", s(last_error))
+            .expression_attribute_values(":now", n(now))
+            .send()
+            .await;
+        match res {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e) => Err(StoreError::ddb(e)),
+        }
+    }
+}

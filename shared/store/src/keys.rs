@@ -1,0 +1,132 @@
+//! The key layout of the one DynamoDB table: every item's `pk`/`sk`, and the
+//! three indexes. The only place that builds a key.
+//!
+//! | item | pk | sk | indexes |
+//! | --- | --- | --- | --- |
+//! | site | `site#<siteId>` | `site` | |
+//! | link (site ← ad account) | `site#<siteId>` | `link#<act>` | `owner` (gsi1), `due` while not paused |
+//! | account claim (one site per account) | `acct#<act>` | `claim` | |
+//! | connection (owner's token and listing) | `owner#<ownerKey>` | `connection` | |
+//! | spend row (ad, account-local day) | `spend#<siteId>#<act>` | `<dayStart>#<adId>` | |
+//! | site-day sum of an account | `sum#<siteId>#<act>` | `<dayStart>` | |
+//! | catalog entry | `catalog#<siteId>` | `<adId>` | |
+//! | purge of an unlinked account | `purge#<siteId>` | `<act>` | `work` |
+//!
+//! Indexes: `owner` (`gsi1pk`, `gsi1sk`) lists an owner's links; `due`
+//! (`dueShard`, `nextSyncAt`) lists links whose next sync has come, spread
+//! over [`DUE_SHARDS`] partitions so no one partition is hot, and absent on
+//! paused links; `work` (`workShard`, `workAt`) lists background work (purges)
+//! the same way.
+
+use sha2::{Digest, Sha256};
+
+pub const PK: &str = "pk";
+pub const SK: &str = "sk";
+pub const GSI1: &str = "owner";
+pub const GSI1_PK: &str = "gsi1pk";
+pub const GSI1_SK: &str = "gsi1sk";
+pub const DUE_INDEX: &str = "due";
+pub const DUE_SHARD: &str = "dueShard";
+pub const NEXT_SYNC_AT: &str = "nextSyncAt";
+pub const WORK_INDEX: &str = "work";
+pub const WORK_SHARD: &str = "workShard";
+pub const WORK_AT: &str = "workAt";
+
+/// Partitions of the due-time index.
+pub const DUE_SHARDS: u32 = 8;
+/// Partitions of the work index.
+pub const WORK_SHARDS: u32 = 8;
+
+/// Every index the code queries, with its key attributes: checked against
+/// `template.yaml` by a test.
+pub const INDEXES: [(&str, &str, &str); 3] = [
+    (GSI1, GSI1_PK, GSI1_SK),
+    (DUE_INDEX, DUE_SHARD, NEXT_SYNC_AT),
+    (WORK_INDEX, WORK_SHARD, WORK_AT),
+];
+
+/// A stable shard in `0..shards` for a key.
+pub fn shard_of(key: &str, shards: u32) -> u32 {
+    let digest = Sha256::digest(key.as_bytes());
+    u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]) % shards
+}
+
+pub fn site_pk(site: &str) -> String {
+    format!("site#{site}")
+}
+pub const SITE_SK: &str = "site";
+pub fn link_sk(account: &str) -> String {
+    format!("link#{account}")
+}
+pub const LINK_SK_PREFIX: &str = "link#";
+pub fn claim_pk(account: &str) -> String {
+    format!("acct#{account}")
+}
+pub const CLAIM_SK: &str = "claim";
+pub fn owner_pk(owner: &str) -> String {
+    format!("owner#{owner}")
+}
+pub const CONNECTION_SK: &str = "connection";
+pub fn owner_link_sk(site: &str, account: &str) -> String {
+    format!("link#{site}#{account}")
+}
+pub fn due_shard(site: &str, account: &str) -> String {
+    format!("due#{}", shard_of(&format!("{site}#{account}"), DUE_SHARDS))
+}
+pub fn due_shard_n(n: u32) -> String {
+    format!("due#{n}")
+}
+pub fn spend_pk(site: &str, account: &str) -> String {
+    format!("spend#{site}#{account}")
+}
+/// Day starts are padded so the sort key orders by time.
+pub fn spend_sk(day_start: i64, ad: &str) -> String {
+    format!("{day_start:013}#{ad}")
+}
+pub fn day_sk(day_start: i64) -> String {
+    format!("{day_start:013}")
+}
+pub fn sum_pk(site: &str, account: &str) -> String {
+    format!("sum#{site}#{account}")
+}
+pub fn catalog_pk(site: &str) -> String {
+    format!("catalog#{site}")
+}
+pub fn purge_pk(site: &str) -> String {
+    format!("purge#{site}")
+}
+pub fn purge_shard(site: &str, account: &str) -> String {
+    format!("purge#{}", shard_of(&format!("{site}#{account}"), WORK_SHARDS))
+}
+pub fn purge_shard_n(n: u32) -> String {
+    format!("purge#{n}")
+}
+
+/// Parses a spend sort key back into `(dayStart, adId)`.
+pub fn parse_spend_sk(sk: &str) -> Option<(i64, &str)> {
+    let (day, ad) = sk.split_once('#')?;
+    Some((day.parse().ok()?, ad))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spend_keys_sort_by_day_then_ad() {
+        let a = spend_sk(1_700_000_000_000, "9");
+        let b = spend_sk(1_700_086_400_000, "1");
+        assert!(a < b);
+        assert_eq!(parse_spend_sk(&a), Some((1_700_000_000_000, "9")));
+    }
+
+    #[test]
+    fn shards_spread_and_stay_stable() {
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..200 {
+            seen.insert(shard_of(&format!("site#act_{i}"), DUE_SHARDS));
+        }
+        assert_eq!(seen.len(), DUE_SHARDS as usize);
+        assert_eq!(shard_of("x", 8), shard_of("x", 8));
+    }
+}

@@ -1,0 +1,95 @@
+//! Sites: a host's business unit, with the currency its revenue is in.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use crate::attr::{get_n, get_s, n, need_s, s, Item};
+use crate::keys::{site_pk, PK, SITE_SK, SK};
+use crate::{Aws, StoreError};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    pub site_id: String,
+    pub name: String,
+    pub currency: String,
+    pub country: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Site {
+    fn from_item(item: &Item) -> Result<Self, StoreError> {
+        Ok(Self {
+            site_id: need_s(item, "siteId")?,
+            name: need_s(item, "name")?,
+            currency: need_s(item, "currency")?,
+            country: get_s(item, "country").map(str::to_owned),
+            created_at: get_n(item, "createdAt").unwrap_or(0),
+            updated_at: get_n(item, "updatedAt").unwrap_or(0),
+        })
+    }
+}
+
+impl Aws {
+    /// Registers a site or updates its name, currency and country; keeps its
+    /// creation time and link count. Answers the stored site.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn put_site(
+        &self,
+        site_id: &str,
+        name: &str,
+        currency: &str,
+        country: Option<&str>,
+        now: i64,
+    ) -> Result<Site, StoreError> {
+        let mut update = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .key(PK, s(site_pk(site_id)))
+            .key(SK, s(SITE_SK))
+            .expression_attribute_values(":id", s(site_id))
+            .expression_attribute_values(":name", s(name))
+            .expression_attribute_values(":cur", s(currency))
+            .expression_attribute_values(":now", n(now))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew);
+        let expr = match country {
+            Some(c) => {
+                update = update.expression_attribute_values(":country", s(c));
+                "SET siteId = :id, #name = :name, currency = :cur, country = :country, updatedAt = :now, createdAt = if_not_exists(createdAt, :now)"
+            }
+            None => "SET siteId = :id, #name = :name, currency = :cur, updatedAt = :now, createdAt = if_not_exists(createdAt, :now) REMOVE country",
+        };
+        let out = update
+            .update_expression(expr)
+            .expression_attribute_names("#name", "name")
+            .send()
+            .await
+            .map_err(StoreError::ddb)?;
+        Site::from_item(&out.attributes.unwrap_or_default())
+    }
+
+    /// The site, if registered.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn get_site(&self, site_id: &str) -> Result<Option<Site>, StoreError> {
+        let out = self
+            .ddb
+            .get_item()
+            .table_name(&self.names.table)
+            .key(PK, s(site_pk(site_id)))
+            .key(SK, s(SITE_SK))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(StoreError::ddb)?;
+        out.item.as_ref().map(Site::from_item).transpose()
+    }
+}
+
+/// An attribute value holding a string list, for callers outside this crate.
+pub fn string_value(v: &str) -> AttributeValue {
+    s(v)
+}
