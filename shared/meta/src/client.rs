@@ -1,0 +1,467 @@
+//! The HTTP calls: one `reqwest` client with a timeout, bodies read with a
+//! byte cap, paging followed on the Graph origin only.
+
+use std::time::Duration;
+
+use adtrail_domain::dates::parse_date;
+use adtrail_domain::graph_error::{parse_usage_header, GraphErrorKind, Usage, USAGE_HEADERS};
+use adtrail_domain::ids::check_meta_numeric;
+use adtrail_domain::money::Currency;
+use adtrail_domain::plan::DateRange;
+use serde::Deserialize;
+use serde_json::Value;
+use url::Url;
+
+use crate::error::GraphError;
+use crate::types::*;
+use crate::GRAPH_VERSION;
+
+/// Rows asked per insights page.
+pub const INSIGHTS_PAGE_SIZE: u32 = 500;
+/// Pages read per insights range before it counts as incomplete.
+pub const MAX_INSIGHTS_PAGES: usize = 40;
+const ADS_PAGE_SIZE: u32 = 200;
+const MAX_ADS_PAGES: usize = 25;
+const ACCOUNTS_PAGE_SIZE: u32 = 200;
+const MAX_ACCOUNTS: usize = 1_000;
+const MAX_BODY: usize = 8 * 1024 * 1024;
+const MAX_THUMBNAIL: usize = 1024 * 1024;
+const MAX_NAME: usize = 400;
+
+/// Where Meta is and how long to wait for it.
+#[derive(Debug, Clone)]
+pub struct GraphConfig {
+    /// `https://graph.facebook.com`, or the fake's address.
+    pub base_url: Url,
+    pub timeout: Duration,
+    /// Hosts (and their subdomains) thumbnails may be fetched from.
+    pub thumbnail_hosts: Vec<String>,
+    /// Plain-HTTP hosts allowed for thumbnails: the fake's, locally; empty in
+    /// production.
+    pub insecure_thumbnail_hosts: Vec<String>,
+}
+
+impl GraphConfig {
+    /// Meta's production endpoints.
+    pub fn meta() -> Self {
+        Self {
+            base_url: Url::parse("https://graph.facebook.com").expect("static URL"),
+            timeout: Duration::from_secs(30),
+            thumbnail_hosts: vec!["fbcdn.net".into(), "facebook.com".into(), "fbsbx.com".into(), "cdninstagram.com".into()],
+            insecure_thumbnail_hosts: vec![],
+        }
+    }
+
+    /// Reads `META_GRAPH_URL`; a non-https address (the fake, locally) is
+    /// also allowed to serve thumbnails.
+    ///
+    /// # Errors
+    /// A message when `META_GRAPH_URL` is not a URL.
+    pub fn from_env() -> Result<Self, String> {
+        let mut config = Self::meta();
+        if let Ok(url) = std::env::var("META_GRAPH_URL") {
+            config.base_url = Url::parse(&url).map_err(|_| "META_GRAPH_URL is not a URL".to_owned())?;
+            if let Some(host) = config.base_url.host_str() {
+                config.thumbnail_hosts.push(host.to_owned());
+                if config.base_url.scheme() == "http" {
+                    config.insecure_thumbnail_hosts.push(host.to_owned());
+                }
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// The Graph API client.
+#[derive(Debug, Clone)]
+pub struct GraphClient {
+    http: reqwest::Client,
+    /// No redirects: a CDN URL that redirects elsewhere is not followed.
+    cdn: reqwest::Client,
+    config: GraphConfig,
+}
+
+#[derive(Deserialize)]
+struct Paged {
+    #[serde(default)]
+    data: Vec<Value>,
+    paging: Option<Paging>,
+}
+
+#[derive(Deserialize)]
+struct Paging {
+    next: Option<String>,
+}
+
+fn text(v: &Value, key: &str) -> Option<String> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.chars().filter(|c| !c.is_control()).take(MAX_NAME).collect())
+}
+
+fn meta_id(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).filter(|s| check_meta_numeric(key, s).is_ok()).map(str::to_owned)
+}
+
+fn count(v: &Value, key: &str) -> Result<i64, GraphError> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(0),
+        Some(Value::String(s)) if s.len() <= 18 && !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+            s.parse().map_err(|_| GraphError::malformed(key))
+        }
+        Some(Value::Number(n)) => n.as_i64().filter(|n| *n >= 0).ok_or_else(|| GraphError::malformed(key)),
+        _ => Err(GraphError::malformed(key)),
+    }
+}
+
+impl GraphClient {
+    /// # Errors
+    /// When the TLS backend cannot start.
+    pub fn new(config: GraphConfig) -> Result<Self, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(Duration::from_secs(5))
+            .build()?;
+        let cdn = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .connect_timeout(Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(Self { http, cdn, config })
+    }
+
+    pub fn config(&self) -> &GraphConfig {
+        &self.config
+    }
+
+    fn url(&self, path: &str, query: &[(&str, &str)]) -> Url {
+        let mut url = self.config.base_url.clone();
+        url.set_path(&format!("/{GRAPH_VERSION}/{path}"));
+        url.query_pairs_mut().extend_pairs(query);
+        url
+    }
+
+    /// A `paging.next` URL, if it stays on the Graph origin and carries no
+    /// token of its own.
+    fn next_url(&self, next: &str) -> Result<Url, GraphError> {
+        let url = Url::parse(next).map_err(|_| GraphError::malformed("paging link"))?;
+        let base = &self.config.base_url;
+        if url.scheme() != base.scheme()
+            || url.host_str() != base.host_str()
+            || url.port_or_known_default() != base.port_or_known_default()
+            || url.query_pairs().any(|(k, _)| k == "access_token")
+        {
+            return Err(GraphError::malformed("paging link"));
+        }
+        Ok(url)
+    }
+
+    /// One GET with the token in the header: the JSON body and the usage.
+    async fn get(&self, url: Url, token: &str) -> Result<(Value, Usage), GraphError> {
+        let resp = self.http.get(url).bearer_auth(token).send().await.map_err(GraphError::transport)?;
+        let status = resp.status().as_u16();
+        let mut usage = Usage::default();
+        for name in USAGE_HEADERS {
+            if let Some(v) = resp.headers().get(name).and_then(|v| v.to_str().ok()) {
+                usage = usage.merge(parse_usage_header(v));
+            }
+        }
+        let body = read_bounded(resp, MAX_BODY).await?;
+        let json: Value = serde_json::from_slice(&body).map_err(|_| GraphError::malformed("answer"))?;
+        if let Some(err) = json.get("error") {
+            let mut e = GraphError::from_answer(
+                status,
+                err.get("code").and_then(Value::as_i64),
+                err.get("error_subcode").and_then(Value::as_i64),
+                err.get("is_transient").and_then(Value::as_bool).unwrap_or(false),
+                err.get("message").and_then(Value::as_str).unwrap_or(""),
+                token,
+            );
+            e.regain_ms = usage.regain_ms;
+            return Err(e);
+        }
+        if status >= 400 {
+            let mut e = GraphError::from_answer(status, None, None, false, "", token);
+            e.regain_ms = usage.regain_ms;
+            return Err(e);
+        }
+        Ok((json, usage))
+    }
+
+    /// `GET /me`: who the token belongs to.
+    ///
+    /// # Errors
+    /// [`GraphError`] classified by the domain.
+    pub async fn me(&self, token: &str) -> Result<Me, GraphError> {
+        let (json, _) = self.get(self.url("me", &[("fields", "id,name")]), token).await?;
+        Ok(Me {
+            id: meta_id(&json, "id").ok_or_else(|| GraphError::malformed("user"))?,
+            name: text(&json, "name").unwrap_or_default(),
+        })
+    }
+
+    /// `GET /me/adaccounts`, every page (at most 1,000 accounts).
+    ///
+    /// # Errors
+    /// [`GraphError`] classified by the domain.
+    pub async fn ad_accounts(&self, token: &str) -> Result<Vec<AdAccount>, GraphError> {
+        let limit = ACCOUNTS_PAGE_SIZE.to_string();
+        let mut url = self.url("me/adaccounts", &[("fields", "id,name,currency,timezone_name"), ("limit", &limit)]);
+        let mut accounts = vec![];
+        loop {
+            let (json, _) = self.get(url, token).await?;
+            let page: Paged = serde_json::from_value(json).map_err(|_| GraphError::malformed("account list"))?;
+            for v in &page.data {
+                let id = v.get("id").and_then(Value::as_str).unwrap_or_default();
+                let valid_id = adtrail_domain::AdAccountId::parse("id", id).is_ok();
+                let currency = text(v, "currency").filter(|c| Currency::parse(c).is_ok());
+                let timezone = text(v, "timezone_name").filter(|t| adtrail_domain::Timezone::parse(t).is_some());
+                // An account we cannot file spend for is left out.
+                if let (true, Some(currency), Some(timezone)) = (valid_id, currency, timezone) {
+                    accounts.push(AdAccount { id: id.to_owned(), name: text(v, "name").unwrap_or_default(), currency, timezone });
+                }
+            }
+            match page.paging.and_then(|p| p.next) {
+                Some(next) if accounts.len() < MAX_ACCOUNTS => url = self.next_url(&next)?,
+                _ => break,
+            }
+        }
+        accounts.truncate(MAX_ACCOUNTS);
+        Ok(accounts)
+    }
+
+    /// Spend per ad and day for a range, every page up to
+    /// [`MAX_INSIGHTS_PAGES`]. Meta's "too much data" comes back as an error
+    /// of kind [`GraphErrorKind::TooMuchData`] for the caller to split.
+    ///
+    /// # Errors
+    /// [`GraphError`] classified by the domain.
+    pub async fn insights(&self, token: &str, account: &str, currency: &Currency, range: DateRange) -> Result<Insights, GraphError> {
+        let time_range = format!(r#"{{"since":"{}","until":"{}"}}"#, range.since, range.until);
+        let limit = INSIGHTS_PAGE_SIZE.to_string();
+        let mut url = self.url(
+            &format!("{account}/insights"),
+            &[
+                ("level", "ad"),
+                ("time_increment", "1"),
+                ("time_range", &time_range),
+                ("fields", "ad_id,ad_name,adset_id,adset_name,campaign_id,campaign_name,spend,impressions,clicks"),
+                ("limit", &limit),
+            ],
+        );
+        let mut out = Insights { complete: true, ..Insights::default() };
+        for page_no in 0.. {
+            if page_no == MAX_INSIGHTS_PAGES {
+                out.complete = false;
+                break;
+            }
+            let (json, usage) = self.get(url.clone(), token).await?;
+            out.usage = out.usage.merge(usage);
+            let page: Paged = serde_json::from_value(json).map_err(|_| GraphError::malformed("insights page"))?;
+            for v in &page.data {
+                out.rows.push(parse_spend_row(v, currency, range)?);
+            }
+            // A short or empty page can still have a next one: stop only
+            // when `paging.next` is absent.
+            match page.paging.and_then(|p| p.next) {
+                Some(next) => url = self.next_url(&next)?,
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// `GET /act_…/ads` with creatives: every ad, or only `only` (at most
+    /// 50 ids, for naming ads that brought leads).
+    ///
+    /// # Errors
+    /// [`GraphError`] classified by the domain.
+    pub async fn ads(&self, token: &str, account: &str, only: Option<&[String]>) -> Result<Ads, GraphError> {
+        let limit = ADS_PAGE_SIZE.to_string();
+        let fields = "id,name,effective_status,adset{id,name},campaign{id,name},creative{object_type,thumbnail_url,object_story_spec}";
+        let filtering = only.map(|ids| {
+            serde_json::json!([{"field": "id", "operator": "IN", "value": ids}]).to_string()
+        });
+        let mut query = vec![("fields", fields), ("limit", limit.as_str()), ("thumbnail_width", "320"), ("thumbnail_height", "320")];
+        if let Some(f) = &filtering {
+            query.push(("filtering", f));
+        }
+        let mut url = self.url(&format!("{account}/ads"), &query);
+        let mut out = Ads::default();
+        for _ in 0..MAX_ADS_PAGES {
+            let (json, usage) = self.get(url.clone(), token).await?;
+            out.usage = out.usage.merge(usage);
+            let page: Paged = serde_json::from_value(json).map_err(|_| GraphError::malformed("ads page"))?;
+            out.ads.extend(page.data.iter().filter_map(parse_ad));
+            match page.paging.and_then(|p| p.next) {
+                Some(next) => url = self.next_url(&next)?,
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Fetches a thumbnail Meta's answer pointed at: https on Meta's CDN
+    /// hosts only (and the fake's host locally), no redirects, at most 1 MiB,
+    /// image types only. `None` for a URL outside those rules or a failed
+    /// fetch: a thumbnail is never worth failing a run.
+    pub async fn thumbnail(&self, url: &str) -> Option<Thumbnail> {
+        let url = self.thumbnail_allowed(url)?;
+        let resp = self.cdn.get(url).send().await.ok()?;
+        if !resp.status().is_success() {
+            return None;
+        }
+        let content_type = resp.headers().get("content-type")?.to_str().ok()?.to_ascii_lowercase();
+        let content_type = content_type.split(';').next()?.trim().to_owned();
+        if !matches!(content_type.as_str(), "image/jpeg" | "image/png" | "image/gif" | "image/webp") {
+            return None;
+        }
+        let bytes = read_bounded(resp, MAX_THUMBNAIL).await.ok()?;
+        Some(Thumbnail { bytes, content_type })
+    }
+
+    /// Whether a thumbnail URL obeys the rules; the parsed URL if so.
+    pub fn thumbnail_allowed(&self, url: &str) -> Option<Url> {
+        if url.len() > 2_048 {
+            return None;
+        }
+        let url = Url::parse(url).ok()?;
+        let host = url.host_str()?.to_ascii_lowercase();
+        let on = |hosts: &[String]| hosts.iter().any(|h| host == *h || host.ends_with(&format!(".{h}")));
+        let scheme_ok = match url.scheme() {
+            "https" => true,
+            "http" => on(&self.config.insecure_thumbnail_hosts),
+            _ => false,
+        };
+        (scheme_ok && url.username().is_empty() && url.password().is_none() && on(&self.config.thumbnail_hosts)).then_some(url)
+    }
+}
+
+fn parse_spend_row(v: &Value, currency: &Currency, range: DateRange) -> Result<SpendRow, GraphError> {
+    let ad_id = meta_id(v, "ad_id").ok_or_else(|| GraphError::malformed("ad id"))?;
+    let date = v
+        .get("date_start")
+        .and_then(Value::as_str)
+        .and_then(parse_date)
+        .filter(|d| *d >= range.since && *d <= range.until)
+        .ok_or_else(|| GraphError::malformed("row date"))?;
+    let spend = v.get("spend").and_then(Value::as_str).unwrap_or("0");
+    let spend_cents = currency.parse_minor(spend).map_err(|_| GraphError::malformed("spend"))?;
+    Ok(SpendRow {
+        ad_name: text(v, "ad_name"),
+        adset_id: meta_id(v, "adset_id"),
+        adset_name: text(v, "adset_name"),
+        campaign_id: meta_id(v, "campaign_id"),
+        campaign_name: text(v, "campaign_name"),
+        date,
+        spend_cents,
+        impressions: count(v, "impressions")?,
+        clicks: count(v, "clicks")?,
+        ad_id,
+    })
+}
+
+fn parse_ad(v: &Value) -> Option<Ad> {
+    let id = meta_id(v, "id")?;
+    let creative = v.get("creative");
+    let spec = creative.and_then(|c| c.get("object_story_spec"));
+    let object_type = creative.and_then(|c| c.get("object_type")).and_then(Value::as_str);
+    let carousel = spec
+        .and_then(|s| s.pointer("/link_data/child_attachments"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.len() > 1);
+    let creative_type = creative.map(|_| {
+        if carousel {
+            "carousel"
+        } else if object_type == Some("VIDEO") || spec.and_then(|s| s.get("video_data")).is_some() {
+            "video"
+        } else if object_type == Some("PHOTO") || spec.and_then(|s| s.get("link_data")).is_some() {
+            "image"
+        } else {
+            "other"
+        }
+        .to_owned()
+    });
+    let status = text(v, "effective_status").filter(|s| s.len() <= 40 && s.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'));
+    Some(Ad {
+        name: text(v, "name"),
+        adset_id: v.get("adset").and_then(|a| meta_id(a, "id")),
+        adset_name: v.get("adset").and_then(|a| text(a, "name")),
+        campaign_id: v.get("campaign").and_then(|a| meta_id(a, "id")),
+        campaign_name: v.get("campaign").and_then(|a| text(a, "name")),
+        effective_status: status,
+        creative_type,
+        thumbnail_url: creative.and_then(|c| c.get("thumbnail_url")).and_then(Value::as_str).map(str::to_owned),
+        id,
+    })
+}
+
+/// Reads a body up to `max` bytes; more is an error, not a truncation.
+async fn read_bounded(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, GraphError> {
+    if resp.content_length().is_some_and(|n| n as usize > max) {
+        return Err(GraphError::malformed("oversized answer"));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(GraphError::transport)? {
+        if body.len() + chunk.len() > max {
+            return Err(GraphError::malformed("oversized answer"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Whether an error means the range should be read in halves.
+pub fn too_much_data(e: &GraphError) -> bool {
+    e.kind == GraphErrorKind::TooMuchData
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client() -> GraphClient {
+        let mut c = GraphConfig::meta();
+        c.thumbnail_hosts.push("127.0.0.1".into());
+        c.insecure_thumbnail_hosts.push("127.0.0.1".into());
+        GraphClient::new(c).unwrap()
+    }
+
+    #[test]
+    fn thumbnails_come_from_meta_cdn_over_https_only() {
+        let c = client();
+        assert!(c.thumbnail_allowed("https://scontent.xx.fbcdn.net/v/t45/abc.jpg").is_some());
+        assert!(c.thumbnail_allowed("http://127.0.0.1:9/thumb.png").is_some());
+        for bad in [
+            "http://scontent.xx.fbcdn.net/a.jpg",
+            "https://evil.example/a.jpg",
+            "https://fbcdn.net.evil.example/a.jpg",
+            "https://user:pw@scontent.fbcdn.net/a.jpg",
+            "file:///etc/passwd",
+            "https://169.254.169.254/latest/meta-data",
+        ] {
+            assert!(c.thumbnail_allowed(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn paging_links_must_stay_on_the_graph_origin() {
+        let c = client();
+        assert!(c.next_url("https://graph.facebook.com/v25.0/act_1/insights?after=x").is_ok());
+        assert!(c.next_url("https://evil.example/v25.0/act_1/insights?after=x").is_err());
+        assert!(c.next_url("https://graph.facebook.com/v25.0/x?access_token=leak").is_err());
+    }
+
+    #[test]
+    fn creatives_map_to_four_types() {
+        let ad = |creative: Value| parse_ad(&serde_json::json!({"id": "1", "creative": creative})).unwrap().creative_type;
+        assert_eq!(ad(serde_json::json!({"object_type": "VIDEO"})).as_deref(), Some("video"));
+        assert_eq!(ad(serde_json::json!({"object_type": "PHOTO"})).as_deref(), Some("image"));
+        assert_eq!(
+            ad(serde_json::json!({"object_type": "SHARE", "object_story_spec": {"link_data": {"child_attachments": [{}, {}]}}})).as_deref(),
+            Some("carousel")
+        );
+        assert_eq!(ad(serde_json::json!({"object_type": "STATUS"})).as_deref(), Some("other"));
+    }
+}
