@@ -1,1 +1,20 @@
-//! placeholder
+//! A fake Meta Graph API (v25.0) for the local stack and the tests: a
+//! deterministic sample agency served over real HTTP, as strict as Meta about
+//! how it is called, with knobs for Meta's faults.
+//!
+//! The sample agency has four ad accounts, two per client: Loja X bills in
+//! BRL from São Paulo and Manaus, Pet Mania in USD from New York and Los
+//! Angeles. Each has 3 campaigns × 2 ad sets × 4 ads. Every ad has a spend
+//! for any date, derived from a hash of the ad and the date, and about one
+//! ad-day in five spends nothing and is left out, as Meta leaves it out.
+//!
+//! Knobs (in process through [`FakeMeta::knobs`], or `POST /_fake/knobs`):
+//! throttling with Meta's codes and usage headers, 5xx answers, the "reduce
+//! the amount of data" error above a row count, latency, a token that dies
+//! after a number of calls. Every request served is recorded.
+
+mod agency;
+mod server;
+
+pub use agency::{sample_accounts, SampleAccount, SampleAd, ME_ID, ME_NAME};
+pub use server::{FakeMeta, Knobs, RecordedRequest, Throttle};
