@@ -1,1 +1,80 @@
-//! placeholder
+//! The sync worker: one SQS message is one run of one ad account, leased by
+//! the dispatcher under a `runId`. The run reads Meta (insights, and on daily
+//! runs the ads), writes spend rows with their site-day sums and the catalog
+//! under the run's lease, copies new thumbnails to S3, and records how it
+//! ended and when the account syncs next.
+//!
+//! Messages are parsed one by one, so a malformed body fails only itself
+//! (and, after the queue's receive limit, reaches the dead-letter queue). A
+//! run's Meta failures are outcomes stored on the account, not message
+//! failures: only an AWS failure returns the message to the queue.
+
+mod run;
+
+use std::time::{Duration, Instant};
+
+use adtrail_domain::time::SharedClock;
+use adtrail_meta::GraphClient;
+use adtrail_store::queue::SyncMessage;
+use adtrail_store::Aws;
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use lambda_runtime::LambdaEvent;
+
+pub use run::{RunReport, MAX_THUMBNAILS_PER_RUN};
+
+/// Time kept back from the Lambda deadline: no new Meta read starts within
+/// it, so the run saves what it has and records its outcome.
+pub const DEADLINE_MARGIN: Duration = Duration::from_secs(60);
+
+/// What every run needs, built once per process.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    pub aws: Aws,
+    pub graph: GraphClient,
+    pub clock: SharedClock,
+}
+
+/// Why a message goes back to the queue.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("the message body is not a sync message")]
+    BadMessage(#[source] serde_json::Error),
+    #[error(transparent)]
+    Store(#[from] adtrail_store::StoreError),
+}
+
+/// The Lambda handler: each message in its own future, failures reported
+/// per message.
+///
+/// # Errors
+/// Never for one message's failure; those are batch item failures.
+pub async fn handle(worker: &Worker, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, lambda_runtime::Error> {
+    let stop_reads_at = stop_reads_at(event.context.deadline);
+    let runs = event.payload.records.iter().map(|record| async move {
+        let id = record.message_id.clone().unwrap_or_default();
+        let result = match serde_json::from_str::<SyncMessage>(record.body.as_deref().unwrap_or("")) {
+            Ok(message) => worker.run(&message, stop_reads_at).await.map(|_| ()),
+            Err(e) => Err(WorkerError::BadMessage(e)),
+        };
+        (id, result)
+    });
+    let mut response = SqsBatchResponse::default();
+    for (id, result) in futures::future::join_all(runs).await {
+        if let Err(error) = result {
+            tracing::error!(message_id = %id, error = %error, cause = ?std::error::Error::source(&error).map(ToString::to_string), "sync message failed");
+            response.add_failure(id);
+        }
+    }
+    Ok(response)
+}
+
+/// When to stop starting Meta reads, from the invocation's deadline (epoch
+/// ms; 0 outside Lambda, where a run gets the whole 15-minute lease).
+fn stop_reads_at(deadline_ms: u64) -> Instant {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let left = if deadline_ms > now_ms { Duration::from_millis(deadline_ms - now_ms) } else { Duration::from_secs(14 * 60) };
+    Instant::now() + left.saturating_sub(DEADLINE_MARGIN)
+}

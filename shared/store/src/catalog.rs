@@ -153,26 +153,24 @@ impl Aws {
         Ok(true)
     }
 
-    /// Records that an ad's thumbnail is stored under `key`, if the ad is
-    /// still in the catalog.
+    /// Records, under `cond`, that an ad's thumbnail is stored under `key`.
+    /// Answers `false` when the condition failed.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn set_thumbnail(&self, site: &str, ad: &str, key: &str) -> Result<(), StoreError> {
-        let res = self
-            .ddb
-            .update_item()
+    pub async fn set_thumbnail(&self, cond: &LeaseCondition, ad: &str, key: &str) -> Result<bool, StoreError> {
+        let update = Update::builder()
             .table_name(&self.names.table)
-            .key(PK, s(catalog_pk(site)))
+            .key(PK, s(catalog_pk(cond.site_id())))
             .key(SK, s(ad))
-            .condition_expression("attribute_exists(pk)")
             .update_expression("SET thumbnailKey = :key")
             .expression_attribute_values(":key", s(key))
-            .send()
-            .await;
-        match res {
-            Ok(_) => Ok(()),
-            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => Ok(()),
+            .build()
+            .map_err(StoreError::ddb)?;
+        let items = vec![cond.check(&self.names.table)?, TransactWriteItem::builder().update(update).build()];
+        match self.ddb.transact_write_items().set_transact_items(Some(items)).send().await {
+            Ok(_) => Ok(true),
+            Err(e) if transaction_failed_at(&e) == Some(0) => Ok(false),
             Err(e) => Err(StoreError::ddb(e)),
         }
     }

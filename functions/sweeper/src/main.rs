@@ -1,0 +1,16 @@
+//! The sweeper Lambda: builds its clients once and serves schedule events.
+
+use std::sync::Arc;
+
+use adtrail_domain::time::SystemClock;
+use adtrail_store::{Aws, Names};
+use adtrail_sweeper::{handle, Sweeper};
+use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    tracing::init_default_subscriber();
+    let config = aws_config::load_from_env().await;
+    let sweeper = Sweeper { aws: Aws::new(&config, Names::from_env()?), clock: Arc::new(SystemClock) };
+    run(service_fn(|event: LambdaEvent<_>| handle(&sweeper, event))).await
+}

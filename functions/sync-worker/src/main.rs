@@ -1,0 +1,21 @@
+//! The sync worker Lambda: builds its clients once and serves SQS batches.
+
+use std::sync::Arc;
+
+use adtrail_domain::time::SystemClock;
+use adtrail_meta::{GraphClient, GraphConfig};
+use adtrail_store::{Aws, Names};
+use adtrail_sync_worker::{handle, Worker};
+use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    tracing::init_default_subscriber();
+    let config = aws_config::load_from_env().await;
+    let worker = Worker {
+        aws: Aws::new(&config, Names::from_env()?),
+        graph: GraphClient::new(GraphConfig::from_env()?)?,
+        clock: Arc::new(SystemClock),
+    };
+    run(service_fn(|event: LambdaEvent<_>| handle(&worker, event))).await
+}
