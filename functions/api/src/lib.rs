@@ -1,1 +1,77 @@
-//! placeholder
+//! The HTTP API behind API Gateway (HTTP API, JWT authorizer): sites, the
+//! Meta connection, ad account links, sync requests, status and spend.
+//!
+//! One handler routes every request; each route parses its input strictly,
+//! checks the caller's scope and grant, and answers JSON in camelCase with
+//! money in cents and times in epoch milliseconds. Errors follow the
+//! Conventions: `{"error":{"code","message"}}`, the field named.
+
+pub mod auth;
+pub mod error;
+pub mod input;
+mod routes;
+
+use adtrail_domain::time::SharedClock;
+use adtrail_meta::GraphClient;
+use adtrail_store::Aws;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::Serialize;
+use tracing::Instrument;
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+
+/// What every request needs, built once per process.
+#[derive(Debug, Clone)]
+pub struct Api {
+    pub aws: Aws,
+    pub graph: GraphClient,
+    pub clock: SharedClock,
+}
+
+/// A JSON answer with a status.
+pub(crate) fn json<T: Serialize>(status: u16, body: &T) -> Result<Response<Body>, ApiError> {
+    let text = serde_json::to_string(body).map_err(|e| ApiError {
+        code: adtrail_domain::error_codes::ErrorCode::Internal,
+        message: "an internal error occurred".into(),
+        cause: Some(Box::new(e)),
+    })?;
+    Ok(Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Body::from(text))
+        .expect("static response parts"))
+}
+
+/// The Lambda handler: never fails; every error is an answer.
+///
+/// # Errors
+/// None: the `Result` is the runtime's contract.
+pub async fn handle(api: &Api, req: Request) -> Result<Response<Body>, lambda_http::Error> {
+    let method = req.method().as_str().to_owned();
+    let path = req.raw_http_path();
+    let span = tracing::info_span!("request", method = %method, route = %route_name(&path));
+    let answer = async {
+        let caller = Caller::from_request(&req)?;
+        routes::route(api, &caller, &req, &method, &path).await
+    }
+    .instrument(span)
+    .await;
+    Ok(answer.unwrap_or_else(ApiError::into_response))
+}
+
+/// The path with its ids replaced, for logs: ids are not secrets, but the
+/// route is what one searches logs by.
+fn route_name(path: &str) -> String {
+    path.split('/')
+        .enumerate()
+        .map(|(i, seg)| {
+            if i >= 3 && !matches!(seg, "ad-accounts" | "sync" | "spend") {
+                "{}"
+            } else {
+                seg
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}

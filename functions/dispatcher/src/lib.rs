@@ -51,16 +51,33 @@ impl Dispatcher {
             let mut bodies = vec![];
             for (site_id, ad_account_id) in due {
                 let run_id = uuid::Uuid::new_v4().to_string();
-                if self.aws.lease_link(&site_id, &ad_account_id, &run_id, now).await? {
+                if self
+                    .aws
+                    .lease_link(&site_id, &ad_account_id, &run_id, now)
+                    .await?
+                {
                     tracing::info!(site_id = %site_id, ad_account_id = %ad_account_id, run_id = %run_id, "leased");
-                    let message = SyncMessage { site_id, ad_account_id, run_id };
-                    bodies.push(serde_json::to_string(&message).map_err(|e| StoreError::Malformed(e.to_string()))?);
+                    let message = SyncMessage {
+                        site_id,
+                        ad_account_id,
+                        run_id,
+                    };
+                    bodies.push(
+                        serde_json::to_string(&message)
+                            .map_err(|e| StoreError::Malformed(e.to_string()))?,
+                    );
                 }
             }
             report.leased += bodies.len();
-            let refused = self.aws.send_batch(&self.aws.names.sync_queue_url, &bodies).await?;
+            let refused = self
+                .aws
+                .send_batch(&self.aws.names.sync_queue_url, &bodies)
+                .await?;
             if refused > 0 {
-                tracing::warn!(refused, "SQS refused sync messages; their runs end as RUN_TIMEOUT and retry");
+                tracing::warn!(
+                    refused,
+                    "SQS refused sync messages; their runs end as RUN_TIMEOUT and retry"
+                );
             }
             report.sent += bodies.len() - refused;
         }

@@ -2,15 +2,21 @@
 
 use std::sync::Arc;
 
-use adtrail_dispatcher::{handle, Dispatcher};
+use adtrail_dispatcher::{Dispatcher, handle};
 use adtrail_domain::time::SystemClock;
 use adtrail_store::{Aws, Names};
-use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+use lambda_runtime::{Error, LambdaEvent, run, service_fn, tracing};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     tracing::init_default_subscriber();
     let config = aws_config::load_from_env().await;
-    let dispatcher = Dispatcher { aws: Aws::new(&config, Names::from_env()?), clock: Arc::new(SystemClock) };
-    run(service_fn(|event: LambdaEvent<_>| handle(&dispatcher, event))).await
+    let dispatcher = Dispatcher {
+        aws: Aws::new(&config, Names::from_env()?),
+        clock: Arc::new(SystemClock),
+    };
+    run(service_fn(|event: LambdaEvent<_>| {
+        handle(&dispatcher, event)
+    }))
+    .await
 }

@@ -61,6 +61,9 @@ impl Sweeper {
 ///
 /// # Errors
 /// [`StoreError`] when AWS fails.
-pub async fn handle(sweeper: &Sweeper, _event: LambdaEvent<EventBridgeEvent<serde_json::Value>>) -> Result<SweepReport, lambda_runtime::Error> {
+pub async fn handle(
+    sweeper: &Sweeper,
+    _event: LambdaEvent<EventBridgeEvent<serde_json::Value>>,
+) -> Result<SweepReport, lambda_runtime::Error> {
     Ok(sweeper.sweep().await?)
 }

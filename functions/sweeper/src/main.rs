@@ -4,13 +4,16 @@ use std::sync::Arc;
 
 use adtrail_domain::time::SystemClock;
 use adtrail_store::{Aws, Names};
-use adtrail_sweeper::{handle, Sweeper};
-use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+use adtrail_sweeper::{Sweeper, handle};
+use lambda_runtime::{Error, LambdaEvent, run, service_fn, tracing};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     tracing::init_default_subscriber();
     let config = aws_config::load_from_env().await;
-    let sweeper = Sweeper { aws: Aws::new(&config, Names::from_env()?), clock: Arc::new(SystemClock) };
+    let sweeper = Sweeper {
+        aws: Aws::new(&config, Names::from_env()?),
+        clock: Arc::new(SystemClock),
+    };
     run(service_fn(|event: LambdaEvent<_>| handle(&sweeper, event))).await
 }

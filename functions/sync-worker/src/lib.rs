@@ -15,12 +15,13 @@ use std::time::{Duration, Instant};
 
 use adtrail_domain::time::SharedClock;
 use adtrail_meta::GraphClient;
-use adtrail_store::queue::SyncMessage;
 use adtrail_store::Aws;
+use adtrail_store::queue::SyncMessage;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
+use tracing::Instrument;
 
-pub use run::{RunReport, MAX_THUMBNAILS_PER_RUN};
+pub use run::{MAX_THUMBNAILS_PER_RUN, RunReport};
 
 /// Time kept back from the Lambda deadline: no new Meta read starts within
 /// it, so the run saves what it has and records its outcome.
@@ -48,12 +49,18 @@ pub enum WorkerError {
 ///
 /// # Errors
 /// Never for one message's failure; those are batch item failures.
-pub async fn handle(worker: &Worker, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, lambda_runtime::Error> {
+pub async fn handle(
+    worker: &Worker,
+    event: LambdaEvent<SqsEvent>,
+) -> Result<SqsBatchResponse, lambda_runtime::Error> {
     let stop_reads_at = stop_reads_at(event.context.deadline);
     let runs = event.payload.records.iter().map(|record| async move {
         let id = record.message_id.clone().unwrap_or_default();
         let result = match serde_json::from_str::<SyncMessage>(record.body.as_deref().unwrap_or("")) {
-            Ok(message) => worker.run(&message, stop_reads_at).await.map(|_| ()),
+            Ok(message) => {
+                let span = tracing::info_span!("sync_run", site_id = %message.site_id, ad_account_id = %message.ad_account_id, run_id = %message.run_id);
+                worker.run(&message, stop_reads_at).instrument(span).await.map(|_| ())
+            }
             Err(e) => Err(WorkerError::BadMessage(e)),
         };
         (id, result)
@@ -75,6 +82,10 @@ fn stop_reads_at(deadline_ms: u64) -> Instant {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let left = if deadline_ms > now_ms { Duration::from_millis(deadline_ms - now_ms) } else { Duration::from_secs(14 * 60) };
+    let left = if deadline_ms > now_ms {
+        Duration::from_millis(deadline_ms - now_ms)
+    } else {
+        Duration::from_secs(14 * 60)
+    };
     Instant::now() + left.saturating_sub(DEADLINE_MARGIN)
 }

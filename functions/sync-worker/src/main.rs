@@ -5,8 +5,8 @@ use std::sync::Arc;
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
 use adtrail_store::{Aws, Names};
-use adtrail_sync_worker::{handle, Worker};
-use lambda_runtime::{run, service_fn, tracing, Error, LambdaEvent};
+use adtrail_sync_worker::{Worker, handle};
+use lambda_runtime::{Error, LambdaEvent, run, service_fn, tracing};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {

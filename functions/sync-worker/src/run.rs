@@ -3,12 +3,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
-use adtrail_domain::dates::{day_start, Timezone};
+use adtrail_domain::dates::{Timezone, day_start};
 use adtrail_domain::graph_error::{GraphErrorKind, Usage};
 use adtrail_domain::money::Currency;
-use adtrail_domain::outcome::{finish, FailureKind, Finish, LinkProgress, PlanDone, RunOutcome};
-use adtrail_domain::plan::{plan_sync, DateRange, SyncCursor, SyncPlan};
-use adtrail_meta::{too_much_data, GraphError, Insights};
+use adtrail_domain::outcome::{FailureKind, Finish, LinkProgress, PlanDone, RunOutcome, finish};
+use adtrail_domain::plan::{DateRange, SyncCursor, SyncPlan, plan_sync};
+use adtrail_meta::{GraphError, Insights, too_much_data};
 use adtrail_store::blobs::thumbnail_key;
 use adtrail_store::catalog::CatalogEntry;
 use adtrail_store::connections::{Connection, ConnectionStatus};
@@ -62,7 +62,11 @@ impl Worker {
     ///
     /// # Errors
     /// [`WorkerError::Store`] when AWS fails; the message is retried.
-    pub async fn run(&self, msg: &SyncMessage, stop_reads_at: Instant) -> Result<RunReport, WorkerError> {
+    pub async fn run(
+        &self,
+        msg: &SyncMessage,
+        stop_reads_at: Instant,
+    ) -> Result<RunReport, WorkerError> {
         let started_at = self.clock.now_ms();
         let mut report = RunReport::default();
         let Some(link) = self.aws.get_link(&msg.site_id, &msg.ad_account_id).await? else {
@@ -73,14 +77,30 @@ impl Worker {
             report.stale = true;
             return Ok(report);
         }
-        let _span = tracing::info_span!("sync_run", site_id = %msg.site_id, ad_account_id = %msg.ad_account_id, run_id = %msg.run_id).entered();
         let connection = self.aws.get_connection(&link.owner_key).await?;
-        let token_version = connection.as_ref().map(|c| c.token_version.clone()).unwrap_or_default();
-        let outcome = match self.sync(msg, &link, connection.as_ref(), started_at, stop_reads_at, &mut report).await {
+        let token_version = connection
+            .as_ref()
+            .map(|c| c.token_version.clone())
+            .unwrap_or_default();
+        let outcome = match self
+            .sync(
+                msg,
+                &link,
+                connection.as_ref(),
+                started_at,
+                stop_reads_at,
+                &mut report,
+            )
+            .await
+        {
             Ok(outcome) => outcome,
             Err(Stop::LostLease) => {
                 report.lost_lease = true;
-                RunOutcome::Failed { kind: FailureKind::Unavailable, reason: "link lost".into(), regain_ms: None }
+                RunOutcome::Failed {
+                    kind: FailureKind::Unavailable,
+                    reason: "link lost".into(),
+                    regain_ms: None,
+                }
             }
             Err(Stop::OutOfTime) => RunOutcome::Failed {
                 kind: FailureKind::Unavailable,
@@ -90,7 +110,8 @@ impl Worker {
             Err(Stop::Graph(e)) => graph_failure(&e),
             Err(Stop::Store(e)) => return Err(e.into()),
         };
-        self.finish(msg, &link, &token_version, &outcome, started_at).await?;
+        self.finish(msg, &link, &token_version, &outcome, started_at)
+            .await?;
         Ok(report)
     }
 
@@ -110,7 +131,15 @@ impl Worker {
                 regain_ms: None,
             });
         };
-        let token = match self.aws.unseal(&connection.owner_key, Purpose::MetaConnection, &connection.sealed_token).await {
+        let token = match self
+            .aws
+            .unseal(
+                &connection.owner_key,
+                Purpose::MetaConnection,
+                &connection.sealed_token,
+            )
+            .await
+        {
             Ok(token) => token,
             Err(_) => {
                 return Ok(RunOutcome::Failed {
@@ -120,7 +149,10 @@ impl Worker {
                 });
             }
         };
-        let (Some(tz), Ok(currency)) = (Timezone::parse(&link.timezone), Currency::parse(&link.currency)) else {
+        let (Some(tz), Ok(currency)) = (
+            Timezone::parse(&link.timezone),
+            Currency::parse(&link.currency),
+        ) else {
             return Ok(RunOutcome::Failed {
                 kind: FailureKind::Unavailable,
                 reason: "the account's timezone or currency is not known".into(),
@@ -132,7 +164,10 @@ impl Worker {
             last_sync_at: link.last_sync_at,
             last_daily_resync_at: link.last_daily_resync_at,
             last_full_resync_at: link.last_full_resync_at,
-            backfill_from: link.backfill_from.as_deref().and_then(adtrail_domain::dates::parse_date),
+            backfill_from: link
+                .backfill_from
+                .as_deref()
+                .and_then(adtrail_domain::dates::parse_date),
         };
         let plan = plan_sync(&cursor, started_at);
         let cond = LeaseCondition::Run {
@@ -142,13 +177,27 @@ impl Worker {
         };
         let mut usage = Usage::default();
         let mut parts = vec![];
-        self.read_range(&token, link, &currency, plan.range(), stop_reads_at, &mut usage, &mut parts).await?;
+        self.read_range(
+            &token,
+            link,
+            &currency,
+            plan.range(),
+            stop_reads_at,
+            &mut usage,
+            &mut parts,
+        )
+        .await?;
 
         let mut catalog: BTreeMap<String, CatalogEntry> = BTreeMap::new();
         for part in &parts {
             self.save_part(&cond, part, report).await?;
             for row in &part.rows {
-                let entry = catalog.entry(row.ad_id.clone()).or_insert_with(|| CatalogEntry { ad_id: row.ad_id.clone(), ..Default::default() });
+                let entry = catalog
+                    .entry(row.ad_id.clone())
+                    .or_insert_with(|| CatalogEntry {
+                        ad_id: row.ad_id.clone(),
+                        ..Default::default()
+                    });
                 entry.merge(&CatalogEntry {
                     ad_id: row.ad_id.clone(),
                     ad_name: row.ad_name.clone(),
@@ -165,10 +214,19 @@ impl Worker {
             if Instant::now() >= stop_reads_at {
                 return Err(Stop::OutOfTime);
             }
-            let listed = self.graph.ads(&token, &link.ad_account_id, None).await.map_err(Stop::Graph)?;
+            let listed = self
+                .graph
+                .ads(&token, &link.ad_account_id, None)
+                .await
+                .map_err(Stop::Graph)?;
             usage = usage.merge(listed.usage);
             for ad in listed.ads {
-                let entry = catalog.entry(ad.id.clone()).or_insert_with(|| CatalogEntry { ad_id: ad.id.clone(), ..Default::default() });
+                let entry = catalog
+                    .entry(ad.id.clone())
+                    .or_insert_with(|| CatalogEntry {
+                        ad_id: ad.id.clone(),
+                        ..Default::default()
+                    });
                 entry.merge(&CatalogEntry {
                     ad_id: ad.id.clone(),
                     ad_name: ad.name,
@@ -185,7 +243,8 @@ impl Worker {
                 }
             }
         }
-        self.save_catalog(&cond, catalog, thumbnails, started_at, report).await?;
+        self.save_catalog(&cond, catalog, thumbnails, started_at, report)
+            .await?;
 
         let truncated = parts.iter().any(|p| !p.complete);
         Ok(RunOutcome::Ok {
@@ -218,9 +277,16 @@ impl Worker {
             if Instant::now() >= stop_reads_at {
                 return Err(Stop::OutOfTime);
             }
-            let result = self.graph.insights(token, &link.ad_account_id, currency, range).await;
+            let result = self
+                .graph
+                .insights(token, &link.ad_account_id, currency, range)
+                .await;
             let (rows, complete) = match result {
-                Ok(Insights { rows, complete, usage: u }) => {
+                Ok(Insights {
+                    rows,
+                    complete,
+                    usage: u,
+                }) => {
                     *usage = usage.merge(u);
                     (rows, complete)
                 }
@@ -233,7 +299,11 @@ impl Worker {
                     pending.push(second);
                     pending.push(first);
                 }
-                _ => parts.push(Part { range, rows, complete }),
+                _ => parts.push(Part {
+                    range,
+                    rows,
+                    complete,
+                }),
             }
         }
         Ok(())
@@ -242,18 +312,39 @@ impl Worker {
     /// Writes one part's rows, and, when Meta gave the whole part, drops the
     /// stored rows Meta no longer lists (a day corrected to zero). Rows that
     /// did not change are not written again.
-    async fn save_part(&self, cond: &LeaseCondition, part: &Part, report: &mut RunReport) -> Result<(), Stop> {
+    async fn save_part(
+        &self,
+        cond: &LeaseCondition,
+        part: &Part,
+        report: &mut RunReport,
+    ) -> Result<(), Stop> {
         let first = day_start(part.range.since);
         let last = day_start(part.range.until);
-        let (stored, _) = self.aws.spend_rows(cond.site_id(), cond.ad_account_id(), first, last, usize::MAX).await?;
-        let mut stored: HashMap<(i64, String), SpendRow> = stored.into_iter().map(|r| ((r.day_start, r.ad_id.clone()), r)).collect();
+        let (stored, _) = self
+            .aws
+            .spend_rows(
+                cond.site_id(),
+                cond.ad_account_id(),
+                first,
+                last,
+                usize::MAX,
+            )
+            .await?;
+        let mut stored: HashMap<(i64, String), SpendRow> = stored
+            .into_iter()
+            .map(|r| ((r.day_start, r.ad_id.clone()), r))
+            .collect();
         let mut changes = vec![];
         let mut fresh: BTreeMap<(i64, String), SpendFigures> = BTreeMap::new();
         for row in &part.rows {
             // Meta may list an ad-day twice across pages: the last one wins.
             fresh.insert(
                 (day_start(row.date), row.ad_id.clone()),
-                SpendFigures { spend_cents: row.spend_cents, impressions: row.impressions, clicks: row.clicks },
+                SpendFigures {
+                    spend_cents: row.spend_cents,
+                    impressions: row.impressions,
+                    clicks: row.clicks,
+                },
             );
         }
         for ((day, ad), figures) in fresh {
@@ -262,7 +353,12 @@ impl Worker {
                 continue;
             }
             changes.push(RowChange::Put {
-                row: SpendRow { day_start: day, ad_id: ad, figures, updated_at: self.clock.now_ms() },
+                row: SpendRow {
+                    day_start: day,
+                    ad_id: ad,
+                    figures,
+                    updated_at: self.clock.now_ms(),
+                },
                 old: old.map(|o| o.figures),
             });
         }
@@ -292,9 +388,13 @@ impl Worker {
         let mut need_thumbnail = vec![];
         for (ad, entry) in learnt {
             let current = stored.get(&ad);
-            let mut merged = current.cloned().unwrap_or_else(|| CatalogEntry { ad_id: ad.clone(), ..Default::default() });
+            let mut merged = current.cloned().unwrap_or_else(|| CatalogEntry {
+                ad_id: ad.clone(),
+                ..Default::default()
+            });
             merged.merge(&entry);
-            let mine = current.and_then(|c| c.ad_account_id.as_deref()) == Some(cond.ad_account_id());
+            let mine =
+                current.and_then(|c| c.ad_account_id.as_deref()) == Some(cond.ad_account_id());
             if current != Some(&merged) || !mine {
                 changed.push(entry);
             }
@@ -310,9 +410,13 @@ impl Worker {
         need_thumbnail.truncate(MAX_THUMBNAILS_PER_RUN);
         let copies = futures::stream::iter(need_thumbnail)
             .map(|(ad, url)| async move {
-                let Some(thumb) = self.graph.thumbnail(&url).await else { return Ok(false) };
+                let Some(thumb) = self.graph.thumbnail(&url).await else {
+                    return Ok(false);
+                };
                 let key = thumbnail_key(cond.site_id(), &ad);
-                self.aws.put_thumbnail(&key, thumb.bytes, &thumb.content_type).await?;
+                self.aws
+                    .put_thumbnail(&key, thumb.bytes, &thumb.content_type)
+                    .await?;
                 self.aws.set_thumbnail(cond, &ad, &key).await
             })
             .buffer_unordered(THUMBNAIL_CONCURRENCY)
@@ -341,7 +445,9 @@ impl Worker {
         let Some(current) = current else {
             // Unlinked while the run wrote: take back whatever it wrote
             // after the unlink's own purge ran.
-            self.aws.mark_purge(&msg.site_id, &msg.ad_account_id, now).await?;
+            self.aws
+                .mark_purge(&msg.site_id, &msg.ad_account_id, now)
+                .await?;
             return Ok(());
         };
         if current.run_id.as_deref() != Some(msg.run_id.as_str()) {
@@ -353,11 +459,16 @@ impl Worker {
             sync_state: current.sync_state,
             failures: current.failures,
             sync_requested: current.sync_requested,
-            token_still_stored: connection.as_ref().is_some_and(|c| c.token_version == token_version),
+            token_still_stored: connection
+                .as_ref()
+                .is_some_and(|c| c.token_version == token_version),
         };
         match finish(progress, outcome, started_at, now) {
             Finish::Update(update) => {
-                if self.aws.finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, &update).await?
+                if self
+                    .aws
+                    .finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, &update)
+                    .await?
                     && let (RunOutcome::Failed { .. }, Some(error)) = (outcome, &update.last_error)
                 {
                     self.put_event(
@@ -368,16 +479,34 @@ impl Worker {
                 }
             }
             Finish::PauseConnection { last_error } => {
-                if self.aws.mark_connection_invalid(&link.owner_key, token_version, &last_error, now).await? {
+                if self
+                    .aws
+                    .mark_connection_invalid(&link.owner_key, token_version, &last_error, now)
+                    .await?
+                {
                     for (site, account) in self.aws.owner_links(&link.owner_key).await? {
                         self.aws.pause_link(&site, &account, &last_error).await?;
                     }
-                    self.put_event("ConnectionTokenInvalid", json!({"ownerKey": link.owner_key, "lastError": last_error})).await;
+                    self.put_event(
+                        "ConnectionTokenInvalid",
+                        json!({"ownerKey": link.owner_key, "lastError": last_error}),
+                    )
+                    .await;
                 } else {
                     // A new token was stored between the checks: retry now.
-                    let retry = finish(LinkProgress { token_still_stored: false, ..progress }, outcome, started_at, now);
+                    let retry = finish(
+                        LinkProgress {
+                            token_still_stored: false,
+                            ..progress
+                        },
+                        outcome,
+                        started_at,
+                        now,
+                    );
                     if let Finish::Update(update) = retry {
-                        self.aws.finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, &update).await?;
+                        self.aws
+                            .finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, &update)
+                            .await?;
                     }
                 }
             }
@@ -400,12 +529,18 @@ fn graph_failure(e: &GraphError) -> RunOutcome {
         GraphErrorKind::TokenInvalid => FailureKind::Token,
         GraphErrorKind::Throttled => FailureKind::Throttled,
         GraphErrorKind::Permission => FailureKind::Permission,
-        GraphErrorKind::TooMuchData | GraphErrorKind::Transient | GraphErrorKind::Other => FailureKind::Unavailable,
+        GraphErrorKind::TooMuchData | GraphErrorKind::Transient | GraphErrorKind::Other => {
+            FailureKind::Unavailable
+        }
     };
     let reason = match e.code {
         Some(code) => format!("Meta error {code}: {}", e.message),
         None if e.status > 0 => format!("Meta answered HTTP {}", e.status),
         None => e.message.clone(),
     };
-    RunOutcome::Failed { kind, reason, regain_ms: e.regain_ms }
+    RunOutcome::Failed {
+        kind,
+        reason,
+        regain_ms: e.regain_ms,
+    }
 }

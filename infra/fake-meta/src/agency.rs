@@ -30,10 +30,25 @@ pub struct SampleAd {
 }
 
 const ACCOUNTS: [(&str, &str, &str, &str); 4] = [
-    ("act_1029384756", "Loja X · Principal", "BRL", "America/Sao_Paulo"),
+    (
+        "act_1029384756",
+        "Loja X · Principal",
+        "BRL",
+        "America/Sao_Paulo",
+    ),
     ("act_1029384757", "Loja X · Manaus", "BRL", "America/Manaus"),
-    ("act_2038475610", "Pet Mania · East", "USD", "America/New_York"),
-    ("act_2038475611", "Pet Mania · West", "USD", "America/Los_Angeles"),
+    (
+        "act_2038475610",
+        "Pet Mania · East",
+        "USD",
+        "America/New_York",
+    ),
+    (
+        "act_2038475611",
+        "Pet Mania · West",
+        "USD",
+        "America/Los_Angeles",
+    ),
 ];
 
 /// The four accounts with their catalog.
@@ -66,7 +81,13 @@ pub fn sample_accounts() -> Vec<SampleAccount> {
                     }
                 }
             }
-            SampleAccount { id: (*id).to_owned(), name, currency, timezone, ads }
+            SampleAccount {
+                id: (*id).to_owned(),
+                name,
+                currency,
+                timezone,
+                ads,
+            }
         })
         .collect()
 }

@@ -16,5 +16,5 @@
 mod agency;
 mod server;
 
-pub use agency::{sample_accounts, SampleAccount, SampleAd, ME_ID, ME_NAME};
+pub use agency::{ME_ID, ME_NAME, SampleAccount, SampleAd, sample_accounts};
 pub use server::{FakeMeta, Knobs, RecordedRequest, Throttle};

@@ -14,9 +14,9 @@ use axum::routing::any;
 use axum::{Json, Router};
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::agency::{ad_day, decimal, sample_accounts, SampleAccount, ME_ID, ME_NAME};
+use crate::agency::{ME_ID, ME_NAME, SampleAccount, ad_day, decimal, sample_accounts};
 
 const VERSION: &str = "v25.0";
 const INSIGHT_FIELDS: [&str; 13] = [
@@ -110,7 +110,9 @@ impl FakeMeta {
             accounts: sample_accounts(),
             base_url: format!("http://{addr}"),
         });
-        let app = Router::new().route("/{*path}", any(handle)).with_state(shared.clone());
+        let app = Router::new()
+            .route("/{*path}", any(handle))
+            .with_state(shared.clone());
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
@@ -152,7 +154,13 @@ impl FakeMeta {
     }
 }
 
-fn meta_error(status: StatusCode, code: i64, subcode: Option<i64>, message: &str, transient: bool) -> Response {
+fn meta_error(
+    status: StatusCode,
+    code: i64,
+    subcode: Option<i64>,
+    message: &str,
+    transient: bool,
+) -> Response {
     let mut err = json!({"message": message, "type": "OAuthException", "code": code, "is_transient": transient, "fbtrace_id": "AfakeTrace"});
     if let Some(sub) = subcode {
         err["error_subcode"] = json!(sub);
@@ -164,29 +172,65 @@ fn bad_param(message: &str) -> Response {
     meta_error(StatusCode::BAD_REQUEST, 100, None, message, false)
 }
 
-async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let path = uri.path().to_owned();
-    let query: BTreeMap<String, String> = url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()).into_owned().collect();
-    let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let knobs = shared.inner.lock().unwrap_or_else(|e| e.into_inner()).knobs.clone();
+    let query: BTreeMap<String, String> =
+        url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
+    let authorization = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let knobs = shared
+        .inner
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .knobs
+        .clone();
     if knobs.latency_ms > 0 && !path.starts_with("/_fake/") {
         tokio::time::sleep(Duration::from_millis(knobs.latency_ms)).await;
     }
-    let response = route(&shared, &method, &path, &query, authorization.as_deref(), &body);
+    let response = route(
+        &shared,
+        &method,
+        &path,
+        &query,
+        authorization.as_deref(),
+        &body,
+    );
     let status = response.status().as_u16();
     if !path.starts_with("/_fake/") {
-        shared.inner.lock().unwrap_or_else(|e| e.into_inner()).requests.push(RecordedRequest {
-            method: method.to_string(),
-            path,
-            query: uri.query().unwrap_or("").to_owned(),
-            authorization,
-            status,
-        });
+        shared
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .requests
+            .push(RecordedRequest {
+                method: method.to_string(),
+                path,
+                query: uri.query().unwrap_or("").to_owned(),
+                authorization,
+                status,
+            });
     }
     response
 }
 
-fn route(shared: &Shared, method: &Method, path: &str, query: &BTreeMap<String, String>, auth: Option<&str>, body: &[u8]) -> Response {
+fn route(
+    shared: &Shared,
+    method: &Method,
+    path: &str,
+    query: &BTreeMap<String, String>,
+    auth: Option<&str>,
+    body: &[u8],
+) -> Response {
     // The fake's own controls.
     match (method, path) {
         (&Method::POST, "/_fake/knobs") => {
@@ -204,32 +248,62 @@ fn route(shared: &Shared, method: &Method, path: &str, query: &BTreeMap<String, 
         }
         _ => {}
     }
-    if let Some(ad) = path.strip_prefix("/thumbs/").and_then(|p| p.strip_suffix(".png")) {
+    if let Some(ad) = path
+        .strip_prefix("/thumbs/")
+        .and_then(|p| p.strip_suffix(".png"))
+    {
         if ad.bytes().all(|b| b.is_ascii_digit()) {
             return ([("content-type", "image/png")], PNG_1X1.to_vec()).into_response();
         }
         return StatusCode::NOT_FOUND.into_response();
     }
     let Some(rest) = path.strip_prefix(&format!("/{VERSION}/")) else {
-        return meta_error(StatusCode::BAD_REQUEST, 2635, None, "Requests must name the Graph API version v25.0", false);
+        return meta_error(
+            StatusCode::BAD_REQUEST,
+            2635,
+            None,
+            "Requests must name the Graph API version v25.0",
+            false,
+        );
     };
     if query.contains_key("access_token") {
         return bad_param("Pass the access token in the Authorization header, not in the URL");
     }
-    let Some(token) = auth.and_then(|a| a.strip_prefix("Bearer ")).filter(|t| !t.is_empty()) else {
-        return meta_error(StatusCode::BAD_REQUEST, 2500, None, "An active access token must be used to query this resource", false);
+    let Some(token) = auth
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .filter(|t| !t.is_empty())
+    else {
+        return meta_error(
+            StatusCode::BAD_REQUEST,
+            2500,
+            None,
+            "An active access token must be used to query this resource",
+            false,
+        );
     };
     let mut usage_header = None;
     {
         let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
         if token.contains("invalid") || inner.dead_tokens.contains(token) {
-            return meta_error(StatusCode::BAD_REQUEST, 190, Some(463), "Error validating access token: Session has expired", false);
+            return meta_error(
+                StatusCode::BAD_REQUEST,
+                190,
+                Some(463),
+                "Error validating access token: Session has expired",
+                false,
+            );
         }
         if let Some(left) = inner.knobs.token_dies_after.as_mut() {
             if *left == 0 {
                 inner.dead_tokens.insert(token.to_owned());
                 inner.knobs.token_dies_after = None;
-                return meta_error(StatusCode::BAD_REQUEST, 190, Some(463), "Error validating access token: Session has expired", false);
+                return meta_error(
+                    StatusCode::BAD_REQUEST,
+                    190,
+                    Some(463),
+                    "Error validating access token: Session has expired",
+                    false,
+                );
             }
             *left -= 1;
         }
@@ -238,48 +312,92 @@ fn route(shared: &Shared, method: &Method, path: &str, query: &BTreeMap<String, 
         {
             t.remaining -= 1;
             let (code, regain) = (t.code, t.regain_minutes);
-            let mut r = meta_error(StatusCode::BAD_REQUEST, code, None, "User request limit reached", true);
+            let mut r = meta_error(
+                StatusCode::BAD_REQUEST,
+                code,
+                None,
+                "User request limit reached",
+                true,
+            );
             let buc = json!({"1029384756": [{"type": "ads_insights", "call_count": 100, "total_cputime": 100, "total_time": 100, "estimated_time_to_regain_access": regain}]});
-            r.headers_mut().insert("x-business-use-case-usage", HeaderValue::from_str(&buc.to_string()).expect("ascii"));
+            r.headers_mut().insert(
+                "x-business-use-case-usage",
+                HeaderValue::from_str(&buc.to_string()).expect("ascii"),
+            );
             return r;
         }
         if inner.knobs.fail_5xx > 0 {
             inner.knobs.fail_5xx -= 1;
-            return meta_error(StatusCode::SERVICE_UNAVAILABLE, 2, None, "Service temporarily unavailable", true);
+            return meta_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                2,
+                None,
+                "Service temporarily unavailable",
+                true,
+            );
         }
         if let Some(pct) = inner.knobs.usage_pct {
-            usage_header = Some(json!({"call_count": pct, "total_cputime": pct / 2, "total_time": pct / 2}).to_string());
+            usage_header = Some(
+                json!({"call_count": pct, "total_cputime": pct / 2, "total_time": pct / 2})
+                    .to_string(),
+            );
         }
     }
-    let knobs = shared.inner.lock().unwrap_or_else(|e| e.into_inner()).knobs.clone();
+    let knobs = shared
+        .inner
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .knobs
+        .clone();
     let mut response = if method != Method::GET {
         bad_param("Unsupported post request")
     } else {
         graph_get(shared, rest, query, &knobs)
     };
     if let Some(h) = usage_header {
-        response.headers_mut().insert("x-app-usage", HeaderValue::from_str(&h).expect("ascii"));
+        response
+            .headers_mut()
+            .insert("x-app-usage", HeaderValue::from_str(&h).expect("ascii"));
     }
     response
 }
 
-fn page_size(query: &BTreeMap<String, String>, knobs: &Knobs, default: usize) -> Result<usize, Response> {
+fn page_size(
+    query: &BTreeMap<String, String>,
+    knobs: &Knobs,
+    default: usize,
+) -> Result<usize, Response> {
     let limit = match query.get("limit") {
-        Some(l) => l.parse::<usize>().ok().filter(|l| (1..=5_000).contains(l)).ok_or_else(|| bad_param("Invalid parameter: limit"))?,
+        Some(l) => l
+            .parse::<usize>()
+            .ok()
+            .filter(|l| (1..=5_000).contains(l))
+            .ok_or_else(|| bad_param("Invalid parameter: limit"))?,
         None => default,
     };
     Ok(knobs.max_page.map_or(limit, |m| limit.min(m)))
 }
 
 /// A page of `items` from `after`, with `paging.next` while more remain.
-fn paged(shared: &Shared, path: &str, query: &BTreeMap<String, String>, items: Vec<Value>, size: usize) -> Response {
-    let after = query.get("after").and_then(|a| a.parse::<usize>().ok()).unwrap_or(0);
+fn paged(
+    shared: &Shared,
+    path: &str,
+    query: &BTreeMap<String, String>,
+    items: Vec<Value>,
+    size: usize,
+) -> Response {
+    let after = query
+        .get("after")
+        .and_then(|a| a.parse::<usize>().ok())
+        .unwrap_or(0);
     let page: Vec<Value> = items.iter().skip(after).take(size).cloned().collect();
     let mut answer = json!({ "data": page });
     if after + size < items.len() {
         let mut q = query.clone();
         q.insert("after".into(), (after + size).to_string());
-        let qs = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(q.iter()).finish();
+        let qs = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(q.iter())
+            .finish();
         answer["paging"] = json!({"cursors": {"after": (after + size).to_string()}, "next": format!("{}/{VERSION}/{path}?{qs}", shared.base_url)});
     }
     Json(answer).into_response()
@@ -289,7 +407,12 @@ fn account<'a>(shared: &'a Shared, id: &str) -> Option<&'a SampleAccount> {
     shared.accounts.iter().find(|a| a.id == id)
 }
 
-fn graph_get(shared: &Shared, rest: &str, query: &BTreeMap<String, String>, knobs: &Knobs) -> Response {
+fn graph_get(
+    shared: &Shared,
+    rest: &str,
+    query: &BTreeMap<String, String>,
+    knobs: &Knobs,
+) -> Response {
     let parts: Vec<&str> = rest.split('/').collect();
     match parts.as_slice() {
         ["me"] => Json(json!({"id": ME_ID, "name": ME_NAME})).into_response(),
@@ -307,17 +430,41 @@ fn graph_get(shared: &Shared, rest: &str, query: &BTreeMap<String, String>, knob
         }
         [act, "insights"] => match account(shared, act) {
             Some(acc) => insights(shared, rest, acc, query, knobs),
-            None => meta_error(StatusCode::BAD_REQUEST, 100, Some(33), "Unsupported get request. Object does not exist or cannot be loaded due to missing permissions", false),
+            None => meta_error(
+                StatusCode::BAD_REQUEST,
+                100,
+                Some(33),
+                "Unsupported get request. Object does not exist or cannot be loaded due to missing permissions",
+                false,
+            ),
         },
         [act, "ads"] => match account(shared, act) {
             Some(acc) => ads(shared, rest, acc, query, knobs),
-            None => meta_error(StatusCode::BAD_REQUEST, 100, Some(33), "Unsupported get request. Object does not exist", false),
+            None => meta_error(
+                StatusCode::BAD_REQUEST,
+                100,
+                Some(33),
+                "Unsupported get request. Object does not exist",
+                false,
+            ),
         },
-        _ => meta_error(StatusCode::BAD_REQUEST, 100, Some(33), "Unsupported get request", false),
+        _ => meta_error(
+            StatusCode::BAD_REQUEST,
+            100,
+            Some(33),
+            "Unsupported get request",
+            false,
+        ),
     }
 }
 
-fn insights(shared: &Shared, path: &str, acc: &SampleAccount, query: &BTreeMap<String, String>, knobs: &Knobs) -> Response {
+fn insights(
+    shared: &Shared,
+    path: &str,
+    acc: &SampleAccount,
+    query: &BTreeMap<String, String>,
+    knobs: &Knobs,
+) -> Response {
     if query.get("level").map(String::as_str) != Some("ad") {
         return bad_param("Invalid parameter: level must be one of ad, adset, campaign, account");
     }
@@ -330,12 +477,21 @@ fn insights(shared: &Shared, path: &str, acc: &SampleAccount, query: &BTreeMap<S
     if fields.split(',').any(|f| !INSIGHT_FIELDS.contains(&f)) {
         return bad_param("Invalid parameter: fields contains an unknown field");
     }
-    let range = query.get("time_range").and_then(|t| serde_json::from_str::<Value>(t).ok()).and_then(|v| {
-        let d = |k: &str| v.get(k)?.as_str().and_then(|s| NaiveDate::parse_from_str(s, "%Y-%m-%d").ok());
-        Some((d("since")?, d("until")?))
-    });
+    let range = query
+        .get("time_range")
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .and_then(|v| {
+            let d = |k: &str| {
+                v.get(k)?
+                    .as_str()
+                    .and_then(|s| NaiveDate::parse_from_str(s, "%Y-%m-%d").ok())
+            };
+            Some((d("since")?, d("until")?))
+        });
     let Some((since, until)) = range.filter(|(s, u)| s <= u && (*u - *s).num_days() < 400) else {
-        return bad_param("Invalid parameter: time_range must be {\"since\":\"YYYY-MM-DD\",\"until\":\"YYYY-MM-DD\"}");
+        return bad_param(
+            "Invalid parameter: time_range must be {\"since\":\"YYYY-MM-DD\",\"until\":\"YYYY-MM-DD\"}",
+        );
     };
     let size = match page_size(query, knobs, 25) {
         Ok(s) => s,
@@ -368,7 +524,13 @@ fn insights(shared: &Shared, path: &str, acc: &SampleAccount, query: &BTreeMap<S
     paged(shared, path, query, rows, size)
 }
 
-fn ads(shared: &Shared, path: &str, acc: &SampleAccount, query: &BTreeMap<String, String>, knobs: &Knobs) -> Response {
+fn ads(
+    shared: &Shared,
+    path: &str,
+    acc: &SampleAccount,
+    query: &BTreeMap<String, String>,
+    knobs: &Knobs,
+) -> Response {
     if !query.contains_key("fields") {
         return bad_param("Invalid parameter: fields");
     }
@@ -376,8 +538,15 @@ fn ads(shared: &Shared, path: &str, acc: &SampleAccount, query: &BTreeMap<String
         None => None,
         Some(f) => match serde_json::from_str::<Value>(f).ok().and_then(|v| {
             let rule = v.as_array()?.first()?.clone();
-            (rule.get("field")?.as_str()? == "id" && rule.get("operator")?.as_str()? == "IN").then_some(())?;
-            Some(rule.get("value")?.as_array()?.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+            (rule.get("field")?.as_str()? == "id" && rule.get("operator")?.as_str()? == "IN")
+                .then_some(())?;
+            Some(
+                rule.get("value")?
+                    .as_array()?
+                    .iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect(),
+            )
         }) {
             Some(ids) => Some(ids),
             None => return bad_param("Invalid parameter: filtering"),
@@ -412,8 +581,9 @@ fn ads(shared: &Shared, path: &str, acc: &SampleAccount, query: &BTreeMap<String
 
 /// A valid 1×1 PNG.
 const PNG_1X1: [u8; 67] = [
-    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
-    0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0a, 0x49,
-    0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00, 0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00, 0x00,
-    0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0a, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00, 0x01, 0x00, 0x00,
+    0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae,
+    0x42, 0x60, 0x82,
 ];

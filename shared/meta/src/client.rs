@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use adtrail_domain::dates::parse_date;
-use adtrail_domain::graph_error::{parse_usage_header, GraphErrorKind, Usage, USAGE_HEADERS};
+use adtrail_domain::graph_error::{GraphErrorKind, USAGE_HEADERS, Usage, parse_usage_header};
 use adtrail_domain::ids::check_meta_numeric;
 use adtrail_domain::money::Currency;
 use adtrail_domain::plan::DateRange;
@@ -12,9 +12,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
+use crate::GRAPH_VERSION;
 use crate::error::GraphError;
 use crate::types::*;
-use crate::GRAPH_VERSION;
 
 /// Rows asked per insights page.
 pub const INSIGHTS_PAGE_SIZE: u32 = 500;
@@ -47,7 +47,12 @@ impl GraphConfig {
         Self {
             base_url: Url::parse("https://graph.facebook.com").expect("static URL"),
             timeout: Duration::from_secs(30),
-            thumbnail_hosts: vec!["fbcdn.net".into(), "facebook.com".into(), "fbsbx.com".into(), "cdninstagram.com".into()],
+            thumbnail_hosts: vec![
+                "fbcdn.net".into(),
+                "facebook.com".into(),
+                "fbsbx.com".into(),
+                "cdninstagram.com".into(),
+            ],
             insecure_thumbnail_hosts: vec![],
         }
     }
@@ -60,7 +65,8 @@ impl GraphConfig {
     pub fn from_env() -> Result<Self, String> {
         let mut config = Self::meta();
         if let Ok(url) = std::env::var("META_GRAPH_URL") {
-            config.base_url = Url::parse(&url).map_err(|_| "META_GRAPH_URL is not a URL".to_owned())?;
+            config.base_url =
+                Url::parse(&url).map_err(|_| "META_GRAPH_URL is not a URL".to_owned())?;
             if let Some(host) = config.base_url.host_str() {
                 config.thumbnail_hosts.push(host.to_owned());
                 if config.base_url.scheme() == "http" {
@@ -97,20 +103,33 @@ fn text(v: &Value, key: &str) -> Option<String> {
     v.get(key)
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-        .map(|s| s.chars().filter(|c| !c.is_control()).take(MAX_NAME).collect())
+        .map(|s| {
+            s.chars()
+                .filter(|c| !c.is_control())
+                .take(MAX_NAME)
+                .collect()
+        })
 }
 
 fn meta_id(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).filter(|s| check_meta_numeric(key, s).is_ok()).map(str::to_owned)
+    v.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| check_meta_numeric(key, s).is_ok())
+        .map(str::to_owned)
 }
 
 fn count(v: &Value, key: &str) -> Result<i64, GraphError> {
     match v.get(key) {
         None | Some(Value::Null) => Ok(0),
-        Some(Value::String(s)) if s.len() <= 18 && !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+        Some(Value::String(s))
+            if s.len() <= 18 && !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) =>
+        {
             s.parse().map_err(|_| GraphError::malformed(key))
         }
-        Some(Value::Number(n)) => n.as_i64().filter(|n| *n >= 0).ok_or_else(|| GraphError::malformed(key)),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| GraphError::malformed(key)),
         _ => Err(GraphError::malformed(key)),
     }
 }
@@ -159,7 +178,13 @@ impl GraphClient {
 
     /// One GET with the token in the header: the JSON body and the usage.
     async fn get(&self, url: Url, token: &str) -> Result<(Value, Usage), GraphError> {
-        let resp = self.http.get(url).bearer_auth(token).send().await.map_err(GraphError::transport)?;
+        let resp = self
+            .http
+            .get(url)
+            .bearer_auth(token)
+            .send()
+            .await
+            .map_err(GraphError::transport)?;
         let status = resp.status().as_u16();
         let mut usage = Usage::default();
         for name in USAGE_HEADERS {
@@ -168,13 +193,16 @@ impl GraphClient {
             }
         }
         let body = read_bounded(resp, MAX_BODY).await?;
-        let json: Value = serde_json::from_slice(&body).map_err(|_| GraphError::malformed("answer"))?;
+        let json: Value =
+            serde_json::from_slice(&body).map_err(|_| GraphError::malformed("answer"))?;
         if let Some(err) = json.get("error") {
             let mut e = GraphError::from_answer(
                 status,
                 err.get("code").and_then(Value::as_i64),
                 err.get("error_subcode").and_then(Value::as_i64),
-                err.get("is_transient").and_then(Value::as_bool).unwrap_or(false),
+                err.get("is_transient")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
                 err.get("message").and_then(Value::as_str).unwrap_or(""),
                 token,
             );
@@ -194,7 +222,9 @@ impl GraphClient {
     /// # Errors
     /// [`GraphError`] classified by the domain.
     pub async fn me(&self, token: &str) -> Result<Me, GraphError> {
-        let (json, _) = self.get(self.url("me", &[("fields", "id,name")]), token).await?;
+        let (json, _) = self
+            .get(self.url("me", &[("fields", "id,name")]), token)
+            .await?;
         Ok(Me {
             id: meta_id(&json, "id").ok_or_else(|| GraphError::malformed("user"))?,
             name: text(&json, "name").unwrap_or_default(),
@@ -207,19 +237,32 @@ impl GraphClient {
     /// [`GraphError`] classified by the domain.
     pub async fn ad_accounts(&self, token: &str) -> Result<Vec<AdAccount>, GraphError> {
         let limit = ACCOUNTS_PAGE_SIZE.to_string();
-        let mut url = self.url("me/adaccounts", &[("fields", "id,name,currency,timezone_name"), ("limit", &limit)]);
+        let mut url = self.url(
+            "me/adaccounts",
+            &[
+                ("fields", "id,name,currency,timezone_name"),
+                ("limit", &limit),
+            ],
+        );
         let mut accounts = vec![];
         loop {
             let (json, _) = self.get(url, token).await?;
-            let page: Paged = serde_json::from_value(json).map_err(|_| GraphError::malformed("account list"))?;
+            let page: Paged =
+                serde_json::from_value(json).map_err(|_| GraphError::malformed("account list"))?;
             for v in &page.data {
                 let id = v.get("id").and_then(Value::as_str).unwrap_or_default();
                 let valid_id = adtrail_domain::AdAccountId::parse("id", id).is_ok();
                 let currency = text(v, "currency").filter(|c| Currency::parse(c).is_ok());
-                let timezone = text(v, "timezone_name").filter(|t| adtrail_domain::Timezone::parse(t).is_some());
+                let timezone = text(v, "timezone_name")
+                    .filter(|t| adtrail_domain::Timezone::parse(t).is_some());
                 // An account we cannot file spend for is left out.
                 if let (true, Some(currency), Some(timezone)) = (valid_id, currency, timezone) {
-                    accounts.push(AdAccount { id: id.to_owned(), name: text(v, "name").unwrap_or_default(), currency, timezone });
+                    accounts.push(AdAccount {
+                        id: id.to_owned(),
+                        name: text(v, "name").unwrap_or_default(),
+                        currency,
+                        timezone,
+                    });
                 }
             }
             match page.paging.and_then(|p| p.next) {
@@ -237,7 +280,13 @@ impl GraphClient {
     ///
     /// # Errors
     /// [`GraphError`] classified by the domain.
-    pub async fn insights(&self, token: &str, account: &str, currency: &Currency, range: DateRange) -> Result<Insights, GraphError> {
+    pub async fn insights(
+        &self,
+        token: &str,
+        account: &str,
+        currency: &Currency,
+        range: DateRange,
+    ) -> Result<Insights, GraphError> {
         let time_range = format!(r#"{{"since":"{}","until":"{}"}}"#, range.since, range.until);
         let limit = INSIGHTS_PAGE_SIZE.to_string();
         let mut url = self.url(
@@ -250,7 +299,10 @@ impl GraphClient {
                 ("limit", &limit),
             ],
         );
-        let mut out = Insights { complete: true, ..Insights::default() };
+        let mut out = Insights {
+            complete: true,
+            ..Insights::default()
+        };
         for page_no in 0.. {
             if page_no == MAX_INSIGHTS_PAGES {
                 out.complete = false;
@@ -258,7 +310,8 @@ impl GraphClient {
             }
             let (json, usage) = self.get(url.clone(), token).await?;
             out.usage = out.usage.merge(usage);
-            let page: Paged = serde_json::from_value(json).map_err(|_| GraphError::malformed("insights page"))?;
+            let page: Paged =
+                serde_json::from_value(json).map_err(|_| GraphError::malformed("insights page"))?;
             for v in &page.data {
                 out.rows.push(parse_spend_row(v, currency, range)?);
             }
@@ -277,13 +330,23 @@ impl GraphClient {
     ///
     /// # Errors
     /// [`GraphError`] classified by the domain.
-    pub async fn ads(&self, token: &str, account: &str, only: Option<&[String]>) -> Result<Ads, GraphError> {
+    pub async fn ads(
+        &self,
+        token: &str,
+        account: &str,
+        only: Option<&[String]>,
+    ) -> Result<Ads, GraphError> {
         let limit = ADS_PAGE_SIZE.to_string();
         let fields = "id,name,effective_status,adset{id,name},campaign{id,name},creative{object_type,thumbnail_url,object_story_spec}";
         let filtering = only.map(|ids| {
             serde_json::json!([{"field": "id", "operator": "IN", "value": ids}]).to_string()
         });
-        let mut query = vec![("fields", fields), ("limit", limit.as_str()), ("thumbnail_width", "320"), ("thumbnail_height", "320")];
+        let mut query = vec![
+            ("fields", fields),
+            ("limit", limit.as_str()),
+            ("thumbnail_width", "320"),
+            ("thumbnail_height", "320"),
+        ];
         if let Some(f) = &filtering {
             query.push(("filtering", f));
         }
@@ -292,7 +355,8 @@ impl GraphClient {
         for _ in 0..MAX_ADS_PAGES {
             let (json, usage) = self.get(url.clone(), token).await?;
             out.usage = out.usage.merge(usage);
-            let page: Paged = serde_json::from_value(json).map_err(|_| GraphError::malformed("ads page"))?;
+            let page: Paged =
+                serde_json::from_value(json).map_err(|_| GraphError::malformed("ads page"))?;
             out.ads.extend(page.data.iter().filter_map(parse_ad));
             match page.paging.and_then(|p| p.next) {
                 Some(next) => url = self.next_url(&next)?,
@@ -312,13 +376,24 @@ impl GraphClient {
         if !resp.status().is_success() {
             return None;
         }
-        let content_type = resp.headers().get("content-type")?.to_str().ok()?.to_ascii_lowercase();
+        let content_type = resp
+            .headers()
+            .get("content-type")?
+            .to_str()
+            .ok()?
+            .to_ascii_lowercase();
         let content_type = content_type.split(';').next()?.trim().to_owned();
-        if !matches!(content_type.as_str(), "image/jpeg" | "image/png" | "image/gif" | "image/webp") {
+        if !matches!(
+            content_type.as_str(),
+            "image/jpeg" | "image/png" | "image/gif" | "image/webp"
+        ) {
             return None;
         }
         let bytes = read_bounded(resp, MAX_THUMBNAIL).await.ok()?;
-        Some(Thumbnail { bytes, content_type })
+        Some(Thumbnail {
+            bytes,
+            content_type,
+        })
     }
 
     /// Whether a thumbnail URL obeys the rules; the parsed URL if so.
@@ -328,17 +403,29 @@ impl GraphClient {
         }
         let url = Url::parse(url).ok()?;
         let host = url.host_str()?.to_ascii_lowercase();
-        let on = |hosts: &[String]| hosts.iter().any(|h| host == *h || host.ends_with(&format!(".{h}")));
+        let on = |hosts: &[String]| {
+            hosts
+                .iter()
+                .any(|h| host == *h || host.ends_with(&format!(".{h}")))
+        };
         let scheme_ok = match url.scheme() {
             "https" => true,
             "http" => on(&self.config.insecure_thumbnail_hosts),
             _ => false,
         };
-        (scheme_ok && url.username().is_empty() && url.password().is_none() && on(&self.config.thumbnail_hosts)).then_some(url)
+        (scheme_ok
+            && url.username().is_empty()
+            && url.password().is_none()
+            && on(&self.config.thumbnail_hosts))
+        .then_some(url)
     }
 }
 
-fn parse_spend_row(v: &Value, currency: &Currency, range: DateRange) -> Result<SpendRow, GraphError> {
+fn parse_spend_row(
+    v: &Value,
+    currency: &Currency,
+    range: DateRange,
+) -> Result<SpendRow, GraphError> {
     let ad_id = meta_id(v, "ad_id").ok_or_else(|| GraphError::malformed("ad id"))?;
     let date = v
         .get("date_start")
@@ -347,7 +434,9 @@ fn parse_spend_row(v: &Value, currency: &Currency, range: DateRange) -> Result<S
         .filter(|d| *d >= range.since && *d <= range.until)
         .ok_or_else(|| GraphError::malformed("row date"))?;
     let spend = v.get("spend").and_then(Value::as_str).unwrap_or("0");
-    let spend_cents = currency.parse_minor(spend).map_err(|_| GraphError::malformed("spend"))?;
+    let spend_cents = currency
+        .parse_minor(spend)
+        .map_err(|_| GraphError::malformed("spend"))?;
     Ok(SpendRow {
         ad_name: text(v, "ad_name"),
         adset_id: meta_id(v, "adset_id"),
@@ -366,7 +455,9 @@ fn parse_ad(v: &Value) -> Option<Ad> {
     let id = meta_id(v, "id")?;
     let creative = v.get("creative");
     let spec = creative.and_then(|c| c.get("object_story_spec"));
-    let object_type = creative.and_then(|c| c.get("object_type")).and_then(Value::as_str);
+    let object_type = creative
+        .and_then(|c| c.get("object_type"))
+        .and_then(Value::as_str);
     let carousel = spec
         .and_then(|s| s.pointer("/link_data/child_attachments"))
         .and_then(Value::as_array)
@@ -383,7 +474,8 @@ fn parse_ad(v: &Value) -> Option<Ad> {
         }
         .to_owned()
     });
-    let status = text(v, "effective_status").filter(|s| s.len() <= 40 && s.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'));
+    let status = text(v, "effective_status")
+        .filter(|s| s.len() <= 40 && s.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'));
     Some(Ad {
         name: text(v, "name"),
         adset_id: v.get("adset").and_then(|a| meta_id(a, "id")),
@@ -392,7 +484,10 @@ fn parse_ad(v: &Value) -> Option<Ad> {
         campaign_name: v.get("campaign").and_then(|a| text(a, "name")),
         effective_status: status,
         creative_type,
-        thumbnail_url: creative.and_then(|c| c.get("thumbnail_url")).and_then(Value::as_str).map(str::to_owned),
+        thumbnail_url: creative
+            .and_then(|c| c.get("thumbnail_url"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         id,
     })
 }
@@ -431,8 +526,14 @@ mod tests {
     #[test]
     fn thumbnails_come_from_meta_cdn_over_https_only() {
         let c = client();
-        assert!(c.thumbnail_allowed("https://scontent.xx.fbcdn.net/v/t45/abc.jpg").is_some());
-        assert!(c.thumbnail_allowed("http://127.0.0.1:9/thumb.png").is_some());
+        assert!(
+            c.thumbnail_allowed("https://scontent.xx.fbcdn.net/v/t45/abc.jpg")
+                .is_some()
+        );
+        assert!(
+            c.thumbnail_allowed("http://127.0.0.1:9/thumb.png")
+                .is_some()
+        );
         for bad in [
             "http://scontent.xx.fbcdn.net/a.jpg",
             "https://evil.example/a.jpg",
@@ -448,20 +549,42 @@ mod tests {
     #[test]
     fn paging_links_must_stay_on_the_graph_origin() {
         let c = client();
-        assert!(c.next_url("https://graph.facebook.com/v25.0/act_1/insights?after=x").is_ok());
-        assert!(c.next_url("https://evil.example/v25.0/act_1/insights?after=x").is_err());
-        assert!(c.next_url("https://graph.facebook.com/v25.0/x?access_token=leak").is_err());
+        assert!(
+            c.next_url("https://graph.facebook.com/v25.0/act_1/insights?after=x")
+                .is_ok()
+        );
+        assert!(
+            c.next_url("https://evil.example/v25.0/act_1/insights?after=x")
+                .is_err()
+        );
+        assert!(
+            c.next_url("https://graph.facebook.com/v25.0/x?access_token=leak")
+                .is_err()
+        );
     }
 
     #[test]
     fn creatives_map_to_four_types() {
-        let ad = |creative: Value| parse_ad(&serde_json::json!({"id": "1", "creative": creative})).unwrap().creative_type;
-        assert_eq!(ad(serde_json::json!({"object_type": "VIDEO"})).as_deref(), Some("video"));
-        assert_eq!(ad(serde_json::json!({"object_type": "PHOTO"})).as_deref(), Some("image"));
+        let ad = |creative: Value| {
+            parse_ad(&serde_json::json!({"id": "1", "creative": creative}))
+                .unwrap()
+                .creative_type
+        };
+        assert_eq!(
+            ad(serde_json::json!({"object_type": "VIDEO"})).as_deref(),
+            Some("video")
+        );
+        assert_eq!(
+            ad(serde_json::json!({"object_type": "PHOTO"})).as_deref(),
+            Some("image")
+        );
         assert_eq!(
             ad(serde_json::json!({"object_type": "SHARE", "object_story_spec": {"link_data": {"child_attachments": [{}, {}]}}})).as_deref(),
             Some("carousel")
         );
-        assert_eq!(ad(serde_json::json!({"object_type": "STATUS"})).as_deref(), Some("other"));
+        assert_eq!(
+            ad(serde_json::json!({"object_type": "STATUS"})).as_deref(),
+            Some("other")
+        );
     }
 }

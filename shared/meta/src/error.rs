@@ -1,6 +1,6 @@
 //! A failed Graph call, classified once (by the domain's `classify`).
 
-use adtrail_domain::graph_error::{classify, GraphErrorKind};
+use adtrail_domain::graph_error::{GraphErrorKind, classify};
 
 /// The longest message of Meta's that we keep.
 const MAX_MESSAGE: usize = 200;
@@ -21,7 +21,14 @@ pub struct GraphError {
 }
 
 impl GraphError {
-    pub fn from_answer(status: u16, code: Option<i64>, subcode: Option<i64>, transient: bool, message: &str, token: &str) -> Self {
+    pub fn from_answer(
+        status: u16,
+        code: Option<i64>,
+        subcode: Option<i64>,
+        transient: bool,
+        message: &str,
+        token: &str,
+    ) -> Self {
         Self {
             kind: classify(status, code, subcode, transient),
             status,
@@ -40,7 +47,11 @@ impl GraphError {
             status: 0,
             code: None,
             subcode: None,
-            message: if source.is_timeout() { "Meta did not answer in time".into() } else { "Meta could not be reached".into() },
+            message: if source.is_timeout() {
+                "Meta did not answer in time".into()
+            } else {
+                "Meta could not be reached".into()
+            },
             regain_ms: None,
             source: Some(source),
         }
@@ -63,7 +74,11 @@ impl GraphError {
 /// Meta's message made safe to store and show: bounded, printable, and with
 /// any copy of the token removed.
 pub fn scrub(message: &str, token: &str) -> String {
-    let mut text: String = message.chars().filter(|c| !c.is_control()).take(MAX_MESSAGE).collect();
+    let mut text: String = message
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_MESSAGE)
+        .collect();
     if token.len() >= 8 {
         text = text.replace(token, "[token]");
     }

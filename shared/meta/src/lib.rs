@@ -10,7 +10,7 @@ mod client;
 mod error;
 pub mod types;
 
-pub use client::{too_much_data, GraphClient, GraphConfig, INSIGHTS_PAGE_SIZE, MAX_INSIGHTS_PAGES};
+pub use client::{GraphClient, GraphConfig, INSIGHTS_PAGE_SIZE, MAX_INSIGHTS_PAGES, too_much_data};
 pub use error::GraphError;
 pub use types::*;
 

@@ -20,13 +20,20 @@ pub fn b(v: bool) -> AttributeValue {
 }
 
 pub fn get_s<'a>(item: &'a Item, key: &str) -> Option<&'a str> {
-    item.get(key).and_then(|v| v.as_s().ok()).map(String::as_str)
+    item.get(key)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
 }
 pub fn get_n(item: &Item, key: &str) -> Option<i64> {
-    item.get(key).and_then(|v| v.as_n().ok()).and_then(|t| t.parse().ok())
+    item.get(key)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|t| t.parse().ok())
 }
 pub fn get_bool(item: &Item, key: &str) -> bool {
-    item.get(key).and_then(|v| v.as_bool().ok()).copied().unwrap_or(false)
+    item.get(key)
+        .and_then(|v| v.as_bool().ok())
+        .copied()
+        .unwrap_or(false)
 }
 pub fn need_s(item: &Item, key: &str) -> Result<String, StoreError> {
     get_s(item, key)

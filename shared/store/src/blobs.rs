@@ -15,7 +15,12 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when S3 refuses or cannot be reached.
-    pub async fn put_thumbnail(&self, key: &str, bytes: Vec<u8>, content_type: &str) -> Result<(), StoreError> {
+    pub async fn put_thumbnail(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        content_type: &str,
+    ) -> Result<(), StoreError> {
         self.s3
             .put_object()
             .bucket(&self.names.bucket)
@@ -41,7 +46,11 @@ impl Aws {
             .send()
             .await
             .map_err(|e| StoreError::service("s3", e))?;
-        let data = out.body.collect().await.map_err(|e| StoreError::service("s3", e))?;
+        let data = out
+            .body
+            .collect()
+            .await
+            .map_err(|e| StoreError::service("s3", e))?;
         Ok(data.into_bytes().to_vec())
     }
 }

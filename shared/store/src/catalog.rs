@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
-use crate::attr::{get_s, n, s, Item};
-use crate::keys::{catalog_pk, PK, SK};
-use crate::links::{transaction_failed_at, LeaseCondition};
+use crate::attr::{Item, get_s, n, s};
+use crate::keys::{PK, SK, catalog_pk};
+use crate::links::{LeaseCondition, transaction_failed_at};
 use crate::{Aws, StoreError};
 
 /// The most catalog entries a site read returns.
@@ -91,7 +91,10 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn site_catalog(&self, site: &str) -> Result<HashMap<String, CatalogEntry>, StoreError> {
+    pub async fn site_catalog(
+        &self,
+        site: &str,
+    ) -> Result<HashMap<String, CatalogEntry>, StoreError> {
         let mut entries = HashMap::new();
         let mut start = None;
         loop {
@@ -120,12 +123,20 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn upsert_catalog(&self, cond: &LeaseCondition, entries: &[CatalogEntry], now: i64) -> Result<bool, StoreError> {
+    pub async fn upsert_catalog(
+        &self,
+        cond: &LeaseCondition,
+        entries: &[CatalogEntry],
+        now: i64,
+    ) -> Result<bool, StoreError> {
         let t = &self.names.table;
         for chunk in entries.chunks(99) {
             let mut items = vec![cond.check(t)?];
             for entry in chunk {
-                let mut set = vec!["adAccountId = :acct".to_owned(), "updatedAt = :now".to_owned()];
+                let mut set = vec![
+                    "adAccountId = :acct".to_owned(),
+                    "updatedAt = :now".to_owned(),
+                ];
                 let mut update = Update::builder()
                     .table_name(t)
                     .key(PK, s(catalog_pk(cond.site_id())))
@@ -144,7 +155,13 @@ impl Aws {
                     .map_err(StoreError::ddb)?;
                 items.push(TransactWriteItem::builder().update(update).build());
             }
-            match self.ddb.transact_write_items().set_transact_items(Some(items)).send().await {
+            match self
+                .ddb
+                .transact_write_items()
+                .set_transact_items(Some(items))
+                .send()
+                .await
+            {
                 Ok(_) => {}
                 Err(e) if transaction_failed_at(&e) == Some(0) => return Ok(false),
                 Err(e) => return Err(StoreError::ddb(e)),
@@ -158,7 +175,12 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn set_thumbnail(&self, cond: &LeaseCondition, ad: &str, key: &str) -> Result<bool, StoreError> {
+    pub async fn set_thumbnail(
+        &self,
+        cond: &LeaseCondition,
+        ad: &str,
+        key: &str,
+    ) -> Result<bool, StoreError> {
         let update = Update::builder()
             .table_name(&self.names.table)
             .key(PK, s(catalog_pk(cond.site_id())))
@@ -167,8 +189,17 @@ impl Aws {
             .expression_attribute_values(":key", s(key))
             .build()
             .map_err(StoreError::ddb)?;
-        let items = vec![cond.check(&self.names.table)?, TransactWriteItem::builder().update(update).build()];
-        match self.ddb.transact_write_items().set_transact_items(Some(items)).send().await {
+        let items = vec![
+            cond.check(&self.names.table)?,
+            TransactWriteItem::builder().update(update).build(),
+        ];
+        match self
+            .ddb
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
             Ok(_) => Ok(true),
             Err(e) if transaction_failed_at(&e) == Some(0) => Ok(false),
             Err(e) => Err(StoreError::ddb(e)),

@@ -8,8 +8,8 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
-use crate::attr::{get_n, get_s, n, need_s, s, Item};
-use crate::keys::{owner_pk, CONNECTION_SK, PK, SK};
+use crate::attr::{Item, get_n, get_s, n, need_s, s};
+use crate::keys::{CONNECTION_SK, PK, SK, owner_pk};
 use crate::{Aws, StoreError};
 
 /// The most ad accounts one connection keeps in its listing.
@@ -180,7 +180,12 @@ impl Aws {
             .await;
         match res {
             Ok(_) => Ok(true),
-            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
             Err(e) => Err(StoreError::ddb(e)),
         }
     }

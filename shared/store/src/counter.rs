@@ -17,10 +17,16 @@ pub struct RequestCounter(Arc<Mutex<BTreeMap<&'static str, u64>>>);
 
 impl RequestCounter {
     pub fn for_service(&self, service: &'static str) -> ServiceCounter {
-        ServiceCounter { service, counts: self.clone() }
+        ServiceCounter {
+            service,
+            counts: self.clone(),
+        }
     }
     pub fn get(&self, service: &str) -> u64 {
-        self.0.lock().map(|m| m.get(service).copied().unwrap_or(0)).unwrap_or(0)
+        self.0
+            .lock()
+            .map(|m| m.get(service).copied().unwrap_or(0))
+            .unwrap_or(0)
     }
     pub fn reset(&self) {
         if let Ok(mut m) = self.0.lock() {

@@ -28,7 +28,10 @@ pub enum StoreError {
 
 impl StoreError {
     pub fn service(service: &'static str, source: impl StdError + Send + Sync + 'static) -> Self {
-        Self::Service { service, source: Box::new(source) }
+        Self::Service {
+            service,
+            source: Box::new(source),
+        }
     }
     pub fn ddb(source: impl StdError + Send + Sync + 'static) -> Self {
         Self::service("dynamodb", source)

@@ -96,7 +96,10 @@ pub fn purge_pk(site: &str) -> String {
     format!("purge#{site}")
 }
 pub fn purge_shard(site: &str, account: &str) -> String {
-    format!("purge#{}", shard_of(&format!("{site}#{account}"), WORK_SHARDS))
+    format!(
+        "purge#{}",
+        shard_of(&format!("{site}#{account}"), WORK_SHARDS)
+    )
 }
 pub fn purge_shard_n(n: u32) -> String {
     format!("purge#{n}")

@@ -9,6 +9,7 @@
 pub mod attr;
 pub mod blobs;
 pub mod bus;
+pub mod catalog;
 pub mod connections;
 pub mod counter;
 pub mod error;
@@ -17,7 +18,6 @@ pub mod links;
 pub mod queue;
 pub mod seal;
 pub mod sites;
-pub mod catalog;
 pub mod spend;
 
 pub use counter::RequestCounter;
@@ -98,6 +98,9 @@ impl Aws {
 
     /// The same clients acting on other resources (tests give each their own).
     pub fn with_names(&self, names: Names) -> Self {
-        Self { names, ..self.clone() }
+        Self {
+            names,
+            ..self.clone()
+        }
     }
 }

@@ -6,13 +6,14 @@
 //! spend and catalog writes), so an unlinked account or a run replaced after
 //! its lease takes no write.
 
-use aws_sdk_dynamodb::types::{
-    AttributeValue, CancellationReason, ConditionCheck, Delete, Put, ReturnValue, TransactWriteItem, Update,
-};
 use adtrail_domain::outcome::{Change, LinkUpdate, SyncState};
 use adtrail_domain::plan::{LEASE_MS, MAX_LINKS_PER_CONNECTION, MAX_LINKS_PER_SITE};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, CancellationReason, ConditionCheck, Delete, Put, ReturnValue,
+    TransactWriteItem, Update,
+};
 
-use crate::attr::{get_bool, get_n, get_s, n, need_s, s, Item};
+use crate::attr::{Item, get_bool, get_n, get_s, n, need_s, s};
 use crate::connections::ListedAccount;
 use crate::keys::*;
 use crate::{Aws, StoreError};
@@ -48,7 +49,9 @@ impl SiteAdAccount {
             name: need_s(item, "name")?,
             currency: need_s(item, "currency")?,
             timezone: need_s(item, "timezone")?,
-            sync_state: get_s(item, "syncState").and_then(SyncState::parse).unwrap_or(SyncState::Backfill),
+            sync_state: get_s(item, "syncState")
+                .and_then(SyncState::parse)
+                .unwrap_or(SyncState::Backfill),
             last_sync_at: get_n(item, "lastSyncAt"),
             last_daily_resync_at: get_n(item, "lastDailyResyncAt"),
             last_full_resync_at: get_n(item, "lastFullResyncAt"),
@@ -87,9 +90,16 @@ pub enum LinkError {
 #[derive(Debug, Clone)]
 pub enum LeaseCondition {
     /// The run still holds the link.
-    Run { site_id: String, ad_account_id: String, run_id: String },
+    Run {
+        site_id: String,
+        ad_account_id: String,
+        run_id: String,
+    },
     /// The account is not linked to the site (a purge after an unlink).
-    Unlinked { site_id: String, ad_account_id: String },
+    Unlinked {
+        site_id: String,
+        ad_account_id: String,
+    },
 }
 
 impl LeaseCondition {
@@ -123,7 +133,10 @@ impl LeaseCondition {
 }
 
 fn key(site: &str, account: &str) -> [(String, AttributeValue); 2] {
-    [(PK.into(), s(site_pk(site))), (SK.into(), s(link_sk(account)))]
+    [
+        (PK.into(), s(site_pk(site))),
+        (SK.into(), s(link_sk(account))),
+    ]
 }
 
 fn cancelled_at(reasons: &[CancellationReason]) -> Option<usize> {
@@ -134,7 +147,9 @@ fn cancelled_at(reasons: &[CancellationReason]) -> Option<usize> {
 
 /// The index of the item that failed a cancelled transaction, if any.
 pub fn transaction_failed_at(
-    err: &aws_sdk_dynamodb::error::SdkError<aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError>,
+    err: &aws_sdk_dynamodb::error::SdkError<
+        aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError,
+    >,
 ) -> Option<usize> {
     match err.as_service_error() {
         Some(aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(e)) => {
@@ -215,10 +230,18 @@ impl Aws {
             .transact_write_items()
             .transact_items(TransactWriteItem::builder().put(put_link).build())
             .transact_items(TransactWriteItem::builder().put(put_claim).build())
-            .transact_items(TransactWriteItem::builder().update(count(site_pk(site), SITE_SK, MAX_LINKS_PER_SITE)?).build())
             .transact_items(
                 TransactWriteItem::builder()
-                    .update(count(owner_pk(owner), CONNECTION_SK, MAX_LINKS_PER_CONNECTION)?)
+                    .update(count(site_pk(site), SITE_SK, MAX_LINKS_PER_SITE)?)
+                    .build(),
+            )
+            .transact_items(
+                TransactWriteItem::builder()
+                    .update(count(
+                        owner_pk(owner),
+                        CONNECTION_SK,
+                        MAX_LINKS_PER_CONNECTION,
+                    )?)
                     .build(),
             )
             .transact_items(TransactWriteItem::builder().delete(stop_purge).build())
@@ -228,15 +251,27 @@ impl Aws {
             Ok(_) => SiteAdAccount::from_item(&item).map_err(LinkError::from),
             Err(e) => match transaction_failed_at(&e) {
                 Some(0 | 1) => Err(LinkError::Claimed),
-                Some(2) => Err(self.limit_or_gone(&site_pk(site), SITE_SK, LinkError::SiteLimit).await),
-                Some(3) => Err(self.limit_or_gone(&owner_pk(owner), CONNECTION_SK, LinkError::ConnectionLimit).await),
+                Some(2) => Err(self
+                    .limit_or_gone(&site_pk(site), SITE_SK, LinkError::SiteLimit)
+                    .await),
+                Some(3) => Err(self
+                    .limit_or_gone(&owner_pk(owner), CONNECTION_SK, LinkError::ConnectionLimit)
+                    .await),
                 _ => Err(StoreError::ddb(e).into()),
             },
         }
     }
 
     async fn limit_or_gone(&self, pk: &str, sk: &str, limit: LinkError) -> LinkError {
-        match self.ddb.get_item().table_name(&self.names.table).key(PK, s(pk)).key(SK, s(sk)).send().await {
+        match self
+            .ddb
+            .get_item()
+            .table_name(&self.names.table)
+            .key(PK, s(pk))
+            .key(SK, s(sk))
+            .send()
+            .await
+        {
             Ok(out) if out.item.is_none() => LinkError::Gone,
             Ok(_) => limit,
             Err(e) => StoreError::ddb(e).into(),
@@ -258,7 +293,11 @@ impl Aws {
             .send()
             .await
             .map_err(StoreError::ddb)?;
-        Ok(out.item.as_ref().and_then(|i| get_s(i, "siteId")).map(str::to_owned))
+        Ok(out
+            .item
+            .as_ref()
+            .and_then(|i| get_s(i, "siteId"))
+            .map(str::to_owned))
     }
 
     /// Unlinks: the link and the claim go, the counts drop, and a purge of
@@ -268,7 +307,12 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn unlink_account(&self, site: &str, account: &str, now: i64) -> Result<bool, StoreError> {
+    pub async fn unlink_account(
+        &self,
+        site: &str,
+        account: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
         let Some(link) = self.get_link(site, account).await? else {
             return Ok(false);
         };
@@ -311,7 +355,11 @@ impl Aws {
             .transact_write_items()
             .transact_items(TransactWriteItem::builder().delete(delete_link).build())
             .transact_items(TransactWriteItem::builder().delete(delete_claim).build())
-            .transact_items(TransactWriteItem::builder().update(uncount(site_pk(site), SITE_SK)?).build())
+            .transact_items(
+                TransactWriteItem::builder()
+                    .update(uncount(site_pk(site), SITE_SK)?)
+                    .build(),
+            )
             .transact_items(TransactWriteItem::builder().put(purge).build());
         if self.get_connection(&link.owner_key).await?.is_some() {
             tx = tx.transact_items(
@@ -331,7 +379,11 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn get_link(&self, site: &str, account: &str) -> Result<Option<SiteAdAccount>, StoreError> {
+    pub async fn get_link(
+        &self,
+        site: &str,
+        account: &str,
+    ) -> Result<Option<SiteAdAccount>, StoreError> {
         let out = self
             .ddb
             .get_item()
@@ -385,7 +437,9 @@ impl Aws {
                 .await
                 .map_err(StoreError::ddb)?;
             for item in out.items() {
-                if let (Some(site), Some(acct)) = (get_s(item, "siteId"), get_s(item, "adAccountId")) {
+                if let (Some(site), Some(acct)) =
+                    (get_s(item, "siteId"), get_s(item, "adAccountId"))
+                {
                     keys.push((site.to_owned(), acct.to_owned()));
                 }
             }
@@ -402,7 +456,11 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn due_links(&self, now: i64, per_shard: i32) -> Result<Vec<(String, String)>, StoreError> {
+    pub async fn due_links(
+        &self,
+        now: i64,
+        per_shard: i32,
+    ) -> Result<Vec<(String, String)>, StoreError> {
         let queries = (0..DUE_SHARDS).map(|shard| {
             self.ddb
                 .query()
@@ -418,8 +476,12 @@ impl Aws {
         for out in futures::future::join_all(queries).await {
             let out = out.map_err(StoreError::ddb)?;
             for item in out.items() {
-                let (Some(pk), Some(sk)) = (get_s(item, PK), get_s(item, SK)) else { continue };
-                if let (Some(site), Some(acct)) = (pk.strip_prefix("site#"), sk.strip_prefix(LINK_SK_PREFIX)) {
+                let (Some(pk), Some(sk)) = (get_s(item, PK), get_s(item, SK)) else {
+                    continue;
+                };
+                if let (Some(site), Some(acct)) =
+                    (pk.strip_prefix("site#"), sk.strip_prefix(LINK_SK_PREFIX))
+                {
                     due.push((site.to_owned(), acct.to_owned()));
                 }
             }
@@ -434,13 +496,21 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn lease_link(&self, site: &str, account: &str, run_id: &str, now: i64) -> Result<bool, StoreError> {
+    pub async fn lease_link(
+        &self,
+        site: &str,
+        account: &str,
+        run_id: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
         let res = self
             .ddb
             .update_item()
             .table_name(&self.names.table)
             .set_key(Some(key(site, account).into_iter().collect()))
-            .condition_expression("attribute_exists(pk) AND attribute_exists(dueShard) AND nextSyncAt <= :now")
+            .condition_expression(
+                "attribute_exists(pk) AND attribute_exists(dueShard) AND nextSyncAt <= :now",
+            )
             .update_expression("SET runId = :run, runStartedAt = :now, nextSyncAt = :until")
             .expression_attribute_values(":run", s(run_id))
             .expression_attribute_values(":now", n(now))
@@ -450,7 +520,10 @@ impl Aws {
             .await;
         let old = match res {
             Ok(out) => out.attributes.unwrap_or_default(),
-            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => {
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
                 return Ok(false);
             }
             Err(e) => return Err(StoreError::ddb(e)),
@@ -467,7 +540,10 @@ impl Aws {
                 .expression_attribute_values(":run", s(run_id))
                 .expression_attribute_values(
                     ":err",
-                    s(adtrail_domain::error_codes::last_error("RUN_TIMEOUT", "the previous sync did not finish")),
+                    s(adtrail_domain::error_codes::last_error(
+                        "RUN_TIMEOUT",
+                        "the previous sync did not finish",
+                    )),
                 )
                 .send()
                 .await
@@ -481,7 +557,13 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn finish_run(&self, site: &str, account: &str, run_id: &str, u: &LinkUpdate) -> Result<bool, StoreError> {
+    pub async fn finish_run(
+        &self,
+        site: &str,
+        account: &str,
+        run_id: &str,
+        u: &LinkUpdate,
+    ) -> Result<bool, StoreError> {
         let mut set = vec![
             "nextSyncAt = :next",
             "syncState = :state",
@@ -530,7 +612,12 @@ impl Aws {
         let expr = format!("SET {} REMOVE {}", set.join(", "), remove.join(", "));
         match req.update_expression(expr).send().await {
             Ok(_) => Ok(true),
-            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
             Err(e) => Err(StoreError::ddb(e)),
         }
     }
@@ -540,7 +627,12 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn pause_link(&self, site: &str, account: &str, last_error: &str) -> Result<(), StoreError> {
+    pub async fn pause_link(
+        &self,
+        site: &str,
+        account: &str,
+        last_error: &str,
+    ) -> Result<(), StoreError> {
         let res = self
             .ddb
             .update_item()
@@ -556,7 +648,12 @@ impl Aws {
             .await;
         match res {
             Ok(_) => Ok(()),
-            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
             Err(e) => Err(StoreError::ddb(e)),
         }
     }
@@ -566,7 +663,11 @@ impl Aws {
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn resume_link(&self, link: &SiteAdAccount, now: i64) -> Result<(), StoreError> {
-        let state = if link.synced() { SyncState::Live } else { SyncState::Backfill };
+        let state = if link.synced() {
+            SyncState::Live
+        } else {
+            SyncState::Backfill
+        };
         let res = self
             .ddb
             .update_item()
@@ -582,7 +683,12 @@ impl Aws {
             .await;
         match res {
             Ok(_) => Ok(()),
-            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
             Err(e) => Err(StoreError::ddb(e)),
         }
     }
@@ -592,7 +698,12 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn request_sync(&self, site: &str, account: &str, now: i64) -> Result<(), StoreError> {
+    pub async fn request_sync(
+        &self,
+        site: &str,
+        account: &str,
+        now: i64,
+    ) -> Result<(), StoreError> {
         let idle = self
             .ddb
             .update_item()
@@ -605,7 +716,9 @@ impl Aws {
             .await;
         match idle {
             Ok(_) => return Ok(()),
-            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => {}
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) => {}
             Err(e) => return Err(StoreError::ddb(e)),
         }
         let busy = self
@@ -620,8 +733,73 @@ impl Aws {
             .await;
         match busy {
             Ok(_) => Ok(()),
-            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
             Err(e) => Err(StoreError::ddb(e)),
         }
+    }
+}
+
+impl Aws {
+    /// Which site each of `accounts` feeds, if any: `BatchGetItem`, 100
+    /// keys a call, unprocessed keys asked again (a few times at most).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn account_claims(
+        &self,
+        accounts: &[String],
+    ) -> Result<std::collections::HashMap<String, String>, StoreError> {
+        use aws_sdk_dynamodb::types::KeysAndAttributes;
+        let mut claims = std::collections::HashMap::new();
+        for chunk in accounts.chunks(100) {
+            let keys: Vec<Item> = chunk
+                .iter()
+                .map(|a| {
+                    [
+                        (PK.to_owned(), s(claim_pk(a))),
+                        (SK.to_owned(), s(CLAIM_SK)),
+                    ]
+                    .into_iter()
+                    .collect()
+                })
+                .collect();
+            let mut request = Some(
+                KeysAndAttributes::builder()
+                    .set_keys(Some(keys))
+                    .build()
+                    .map_err(StoreError::ddb)?,
+            );
+            for _ in 0..5 {
+                let Some(req) = request.take() else { break };
+                let out = self
+                    .ddb
+                    .batch_get_item()
+                    .request_items(&self.names.table, req)
+                    .send()
+                    .await
+                    .map_err(StoreError::ddb)?;
+                for item in out
+                    .responses
+                    .as_ref()
+                    .and_then(|r| r.get(&self.names.table))
+                    .into_iter()
+                    .flatten()
+                {
+                    if let (Some(pk), Some(site)) = (get_s(item, PK), get_s(item, "siteId")) {
+                        claims.insert(pk.trim_start_matches("acct#").to_owned(), site.to_owned());
+                    }
+                }
+                request = out
+                    .unprocessed_keys
+                    .and_then(|mut u| u.remove(&self.names.table))
+                    .filter(|k| !k.keys.is_empty());
+            }
+        }
+        Ok(claims)
     }
 }

@@ -21,7 +21,11 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when SQS cannot be reached.
-    pub async fn send_batch(&self, queue_url: &str, bodies: &[String]) -> Result<usize, StoreError> {
+    pub async fn send_batch(
+        &self,
+        queue_url: &str,
+        bodies: &[String],
+    ) -> Result<usize, StoreError> {
         let mut refused = 0;
         for chunk in bodies.chunks(10) {
             let entries = chunk

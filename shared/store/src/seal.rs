@@ -26,7 +26,12 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::SealingKey`] when KMS refuses or cannot be reached.
-    pub async fn seal(&self, owner: &str, purpose: Purpose, secret: &str) -> Result<Vec<u8>, StoreError> {
+    pub async fn seal(
+        &self,
+        owner: &str,
+        purpose: Purpose,
+        secret: &str,
+    ) -> Result<Vec<u8>, StoreError> {
         let out = self
             .kms
             .encrypt()
@@ -47,7 +52,12 @@ impl Aws {
     /// # Errors
     /// [`StoreError::SealingKey`] when KMS refuses (a wrong context, a
     /// disabled key) or cannot be reached.
-    pub async fn unseal(&self, owner: &str, purpose: Purpose, sealed: &[u8]) -> Result<String, StoreError> {
+    pub async fn unseal(
+        &self,
+        owner: &str,
+        purpose: Purpose,
+        sealed: &[u8],
+    ) -> Result<String, StoreError> {
         let out = self
             .kms
             .decrypt()
@@ -61,6 +71,7 @@ impl Aws {
         let plain = out
             .plaintext
             .ok_or_else(|| StoreError::Malformed("KMS answered no plaintext".into()))?;
-        String::from_utf8(plain.into_inner()).map_err(|_| StoreError::Malformed("sealed token is not text".into()))
+        String::from_utf8(plain.into_inner())
+            .map_err(|_| StoreError::Malformed("sealed token is not text".into()))
     }
 }

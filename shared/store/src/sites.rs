@@ -2,8 +2,8 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::attr::{get_n, get_s, n, need_s, s, Item};
-use crate::keys::{site_pk, PK, SITE_SK, SK};
+use crate::attr::{Item, get_n, get_s, n, need_s, s};
+use crate::keys::{PK, SITE_SK, SK, site_pk};
 use crate::{Aws, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,9 @@ impl Aws {
                 update = update.expression_attribute_values(":country", s(c));
                 "SET siteId = :id, #name = :name, currency = :cur, country = :country, updatedAt = :now, createdAt = if_not_exists(createdAt, :now)"
             }
-            None => "SET siteId = :id, #name = :name, currency = :cur, updatedAt = :now, createdAt = if_not_exists(createdAt, :now) REMOVE country",
+            None => {
+                "SET siteId = :id, #name = :name, currency = :cur, updatedAt = :now, createdAt = if_not_exists(createdAt, :now) REMOVE country"
+            }
         };
         let out = update
             .update_expression(expr)

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 
-use crate::attr::{get_n, get_s, n, s, Item};
+use crate::attr::{Item, get_n, get_s, n, s};
 use crate::keys::*;
-use crate::links::{transaction_failed_at, LeaseCondition};
+use crate::links::{LeaseCondition, transaction_failed_at};
 use crate::{Aws, StoreError};
 
 /// DynamoDB's cap on the items of one transaction.
@@ -64,8 +64,13 @@ pub struct SpendRow {
 /// A change to one row: its new figures, or its removal.
 #[derive(Debug, Clone)]
 pub enum RowChange {
-    Put { row: SpendRow, old: Option<SpendFigures> },
-    Delete { row: SpendRow },
+    Put {
+        row: SpendRow,
+        old: Option<SpendFigures>,
+    },
+    Delete {
+        row: SpendRow,
+    },
 }
 
 impl RowChange {
@@ -126,7 +131,9 @@ impl Aws {
                 .await
                 .map_err(StoreError::ddb)?;
             for item in out.items() {
-                let Some((day_start, ad)) = get_s(item, SK).and_then(parse_spend_sk) else { continue };
+                let Some((day_start, ad)) = get_s(item, SK).and_then(parse_spend_sk) else {
+                    continue;
+                };
                 if rows.len() >= cap {
                     return Ok((rows, true));
                 }
@@ -188,7 +195,11 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn write_spend(&self, cond: &LeaseCondition, changes: &[RowChange]) -> Result<bool, StoreError> {
+    pub async fn write_spend(
+        &self,
+        cond: &LeaseCondition,
+        changes: &[RowChange],
+    ) -> Result<bool, StoreError> {
         let mut chunk: Vec<&RowChange> = vec![];
         let mut days = std::collections::BTreeSet::new();
         for change in changes {
@@ -209,7 +220,11 @@ impl Aws {
         self.write_spend_chunk(cond, &chunk).await
     }
 
-    async fn write_spend_chunk(&self, cond: &LeaseCondition, chunk: &[&RowChange]) -> Result<bool, StoreError> {
+    async fn write_spend_chunk(
+        &self,
+        cond: &LeaseCondition,
+        chunk: &[&RowChange],
+    ) -> Result<bool, StoreError> {
         let t = &self.names.table;
         let (site, account) = (cond.site_id(), cond.ad_account_id());
         let mut items = vec![cond.check(t)?];
@@ -262,7 +277,13 @@ impl Aws {
         if items.len() == 1 {
             return Ok(true);
         }
-        match self.ddb.transact_write_items().set_transact_items(Some(items)).send().await {
+        match self
+            .ddb
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
             Ok(_) => Ok(true),
             Err(e) if transaction_failed_at(&e) == Some(0) => Ok(false),
             Err(e) => Err(StoreError::ddb(e)),
@@ -274,11 +295,24 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn purge_step(&self, site: &str, account: &str, max_rows: usize) -> Result<PurgeStep, StoreError> {
-        let cond = LeaseCondition::Unlinked { site_id: site.into(), ad_account_id: account.into() };
-        let (rows, _) = self.spend_rows(site, account, 0, 9_999_999_999_999, max_rows).await?;
+    pub async fn purge_step(
+        &self,
+        site: &str,
+        account: &str,
+        max_rows: usize,
+    ) -> Result<PurgeStep, StoreError> {
+        let cond = LeaseCondition::Unlinked {
+            site_id: site.into(),
+            ad_account_id: account.into(),
+        };
+        let (rows, _) = self
+            .spend_rows(site, account, 0, 9_999_999_999_999, max_rows)
+            .await?;
         if !rows.is_empty() {
-            let changes: Vec<RowChange> = rows.into_iter().map(|row| RowChange::Delete { row }).collect();
+            let changes: Vec<RowChange> = rows
+                .into_iter()
+                .map(|row| RowChange::Delete { row })
+                .collect();
             if !self.write_spend(&cond, &changes).await? {
                 self.drop_purge_marker(site, account).await?;
                 return Ok(PurgeStep::Relinked);
@@ -287,7 +321,12 @@ impl Aws {
         }
         // The rows are gone, so every sum is zero: drop the items.
         let sums = self.day_sums(site, account, 0, 9_999_999_999_999).await?;
-        for days in sums.keys().copied().collect::<Vec<_>>().chunks(MAX_TRANSACTION_ITEMS - 1) {
+        for days in sums
+            .keys()
+            .copied()
+            .collect::<Vec<_>>()
+            .chunks(MAX_TRANSACTION_ITEMS - 1)
+        {
             let mut items = vec![cond.check(&self.names.table)?];
             for day in days {
                 let delete = Delete::builder()
@@ -298,7 +337,13 @@ impl Aws {
                     .map_err(StoreError::ddb)?;
                 items.push(TransactWriteItem::builder().delete(delete).build());
             }
-            match self.ddb.transact_write_items().set_transact_items(Some(items)).send().await {
+            match self
+                .ddb
+                .transact_write_items()
+                .set_transact_items(Some(items))
+                .send()
+                .await
+            {
                 Ok(_) => {}
                 Err(e) if transaction_failed_at(&e) == Some(0) => {
                     self.drop_purge_marker(site, account).await?;
@@ -349,7 +394,10 @@ impl Aws {
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn pending_purges(&self, per_shard: i32) -> Result<Vec<(String, String)>, StoreError> {
+    pub async fn pending_purges(
+        &self,
+        per_shard: i32,
+    ) -> Result<Vec<(String, String)>, StoreError> {
         let mut found = vec![];
         for shard in 0..WORK_SHARDS {
             let out = self

@@ -1,0 +1,172 @@
+//! Who is calling: the JWT claims API Gateway's authorizer verified, in its
+//! shape (every claim a string; an array arrives as `"[a b]"`). The handler
+//! enforces scope, grant and ownership itself from them.
+
+use std::collections::{BTreeSet, HashMap};
+
+use adtrail_domain::error_codes::ErrorCode;
+use lambda_http::request::RequestContext;
+use lambda_http::{Request, RequestExt};
+
+use crate::error::ApiError;
+
+pub const HOST: &str = "adtrail:host";
+pub const CONFIGURE: &str = "adtrail:configure";
+pub const READ: &str = "adtrail:read";
+
+/// The caller, from the verified claims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub sub: String,
+    pub scopes: BTreeSet<String>,
+    /// The dashboard's grant: the sites it may act on.
+    pub sites: BTreeSet<String>,
+}
+
+/// A claim that may be a space-separated string or `"[a b]"`.
+fn words(value: &str) -> BTreeSet<String> {
+    value
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split([' ', ','])
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+impl Caller {
+    /// # Errors
+    /// `UNAUTHENTICATED` when the request carries no verified claims.
+    pub fn from_request(req: &Request) -> Result<Self, ApiError> {
+        let claims: Option<HashMap<String, String>> = match req.request_context_ref() {
+            Some(RequestContext::ApiGatewayV2(ctx)) => ctx
+                .authorizer
+                .as_ref()
+                .and_then(|a| a.jwt.as_ref())
+                .map(|j| j.claims.clone()),
+            _ => None,
+        };
+        let Some(claims) = claims else {
+            return Err(ApiError::new(
+                ErrorCode::Unauthenticated,
+                "a bearer token is required",
+            ));
+        };
+        let sub = claims.get("sub").cloned().unwrap_or_default();
+        let scopes = claims.get("scope").map(|s| words(s)).unwrap_or_default();
+        let sites = claims.get("sites").map(|s| words(s)).unwrap_or_default();
+        if sub.is_empty() || scopes.is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::Unauthenticated,
+                "the token carries no subject or scope",
+            ));
+        }
+        Ok(Self { sub, scopes, sites })
+    }
+
+    pub fn is_host(&self) -> bool {
+        self.scopes.contains(HOST)
+    }
+
+    /// Host-only operations (sites, board columns, leads).
+    ///
+    /// # Errors
+    /// `FORBIDDEN` for any other scope.
+    pub fn require_host(&self) -> Result<(), ApiError> {
+        if self.is_host() {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "this operation needs the adtrail:host scope",
+            ))
+        }
+    }
+
+    /// Reads of a site: the host, or a dashboard whose grant covers it.
+    ///
+    /// # Errors
+    /// `FORBIDDEN`, naming nothing of the site.
+    pub fn may_read(&self, site: &str) -> Result<(), ApiError> {
+        if self.is_host()
+            || ((self.scopes.contains(READ) || self.scopes.contains(CONFIGURE))
+                && self.sites.contains(site))
+        {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "the token does not grant access to a requested site",
+            ))
+        }
+    }
+
+    /// The Meta setup of a site: the host, or a configuring dashboard whose
+    /// grant covers it.
+    ///
+    /// # Errors
+    /// `FORBIDDEN`.
+    pub fn may_configure(&self, site: &str) -> Result<(), ApiError> {
+        if self.is_host() || (self.scopes.contains(CONFIGURE) && self.sites.contains(site)) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "the token may not configure a requested site",
+            ))
+        }
+    }
+
+    /// The owner a path names: any key for the host; for a dashboard only
+    /// `me` or its own `dashboard:<sub>`.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` for another owner.
+    pub fn owner(&self, named: &str, write: bool) -> Result<String, ApiError> {
+        let own = format!("dashboard:{}", self.sub);
+        if self.is_host() {
+            return Ok(if named == "me" { own } else { named.to_owned() });
+        }
+        let allowed = if write {
+            self.scopes.contains(CONFIGURE)
+        } else {
+            self.scopes.contains(CONFIGURE) || self.scopes.contains(READ)
+        };
+        if allowed && (named == "me" || named == own) {
+            Ok(own)
+        } else {
+            Err(ApiError::forbidden(
+                "a dashboard acts only as its own owner (use \"me\")",
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_arrive_as_strings_or_bracketed_arrays() {
+        assert_eq!(
+            words("[a b]"),
+            ["a", "b"].into_iter().map(String::from).collect()
+        );
+        assert_eq!(words("adtrail:read adtrail:configure").len(), 2);
+        assert!(words("").is_empty());
+    }
+
+    #[test]
+    fn dashboards_act_only_as_themselves() {
+        let c = Caller {
+            sub: "u1".into(),
+            scopes: [CONFIGURE.to_owned()].into(),
+            sites: ["s1".to_owned()].into(),
+        };
+        assert_eq!(c.owner("me", true).unwrap(), "dashboard:u1");
+        assert_eq!(c.owner("dashboard:u1", true).unwrap(), "dashboard:u1");
+        assert!(c.owner("dashboard:u2", true).is_err());
+        assert!(c.owner("host-owner", true).is_err());
+        assert!(c.may_configure("s1").is_ok());
+        assert!(c.may_configure("s2").is_err());
+        assert!(c.require_host().is_err());
+    }
+}

@@ -1,0 +1,113 @@
+//! Reading requests: bodies bounded and parsed strictly (unknown fields and
+//! wrong types are errors naming the field), query strings, path ids.
+
+use std::collections::HashMap;
+
+use adtrail_domain::ids::IdError;
+use lambda_http::{Body, Request, RequestExt};
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// The largest body any route takes.
+pub const MAX_BODY: usize = 64 * 1024;
+
+impl From<IdError> for ApiError {
+    fn from(e: IdError) -> Self {
+        ApiError::invalid(e.to_string())
+    }
+}
+
+/// Parses the JSON body into `T`, naming the field that is wrong.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` for a missing, oversized or malformed body.
+pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
+    let bytes: &[u8] = match req.body() {
+        Body::Empty => b"",
+        Body::Text(t) => t.as_bytes(),
+        Body::Binary(b) => b,
+        _ => b"",
+    };
+    if bytes.len() > MAX_BODY {
+        return Err(ApiError::invalid(format!(
+            "body is larger than {MAX_BODY} bytes"
+        )));
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::invalid("body is required (a JSON object)"));
+    }
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let what = inner.to_string();
+        // serde's own words, cut before its position note.
+        let what = what
+            .split(" at line ")
+            .next()
+            .unwrap_or("malformed")
+            .to_owned();
+        if path == "." || path.is_empty() {
+            ApiError::invalid(format!("body: {what}"))
+        } else {
+            ApiError::invalid(format!("{path}: {what}"))
+        }
+    })
+}
+
+/// The query string's parameters; a repeated parameter is an error.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming a repeated or unknown parameter.
+pub fn query(req: &Request, allowed: &[&str]) -> Result<HashMap<String, String>, ApiError> {
+    let params = req.query_string_parameters();
+    let mut out = HashMap::new();
+    for (key, _) in params.iter() {
+        if !allowed.contains(&key) {
+            return Err(ApiError::invalid(format!("{key}: unknown query parameter")));
+        }
+        let values = params.all(key).unwrap_or_default();
+        if values.len() > 1 {
+            return Err(ApiError::invalid(format!("{key}: given more than once")));
+        }
+        if let Some(v) = values.first() {
+            out.insert(key.to_owned(), (*v).to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// An epoch-ms query parameter.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming the parameter.
+pub fn millis(params: &HashMap<String, String>, name: &str) -> Result<Option<i64>, ApiError> {
+    params
+        .get(name)
+        .map(|v| {
+            v.parse::<i64>()
+                .ok()
+                .filter(|n| (0..=253_402_300_799_999).contains(n))
+                .ok_or_else(|| ApiError::invalid(format!("{name}: must be epoch milliseconds")))
+        })
+        .transpose()
+}
+
+/// Text a person typed (a name): trimmed, 1..=max characters, no control or
+/// zero-width characters.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming the field.
+pub fn plain_text(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
+    let value = value.trim();
+    if value.is_empty() || value.chars().count() > max {
+        return Err(ApiError::invalid(format!(
+            "{field}: must be 1 to {max} characters"
+        )));
+    }
+    if value.chars().any(|c| c.is_control() || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}')) {
+        return Err(ApiError::invalid(format!("{field}: must not contain control or invisible characters")));
+    }
+    Ok(value.to_owned())
+}

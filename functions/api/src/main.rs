@@ -1,0 +1,21 @@
+//! The API Lambda: builds its clients once and serves API Gateway requests.
+
+use std::sync::Arc;
+
+use adtrail_api::{Api, handle};
+use adtrail_domain::time::SystemClock;
+use adtrail_meta::{GraphClient, GraphConfig};
+use adtrail_store::{Aws, Names};
+use lambda_http::{Error, Request, run, service_fn, tracing};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    tracing::init_default_subscriber();
+    let config = aws_config::load_from_env().await;
+    let api = Api {
+        aws: Aws::new(&config, Names::from_env()?),
+        graph: GraphClient::new(GraphConfig::from_env()?)?,
+        clock: Arc::new(SystemClock),
+    };
+    run(service_fn(|req: Request| handle(&api, req))).await
+}

@@ -1,0 +1,138 @@
+//! Linking ad accounts to sites, unlinking them, and asking for a sync now.
+
+use adtrail_domain::error_codes::ErrorCode;
+use adtrail_domain::{AdAccountId, SiteId};
+use adtrail_store::links::LinkError;
+use lambda_http::{Body, Request, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::input::json_body;
+use crate::routes::connections::resolve_owner;
+use crate::routes::reads::account_view;
+use crate::{Api, json};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LinkBody {
+    owner_key: String,
+}
+
+pub(crate) async fn link(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+    site: &str,
+    account: &str,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    let account = AdAccountId::parse("adAccountId", account)?;
+    let body: LinkBody = json_body(req)?;
+    caller.may_configure(site.as_str())?;
+    let owner = resolve_owner(caller, &body.owner_key, true)?;
+    if api.aws.get_site(site.as_str()).await?.is_none() {
+        return Err(ApiError::not_found("siteId: no such site"));
+    }
+    let Some(connection) = api.aws.get_connection(&owner).await? else {
+        return Err(ApiError::not_found(
+            "ownerKey: no Meta connection is stored for this owner",
+        ));
+    };
+    let Some(listed) = connection.listed(account.as_str()).cloned() else {
+        return Err(ApiError::not_found(
+            "adAccountId: the connection's token does not list this ad account",
+        ));
+    };
+    if let Some(existing) = api.aws.get_link(site.as_str(), account.as_str()).await? {
+        // Linking again what is already linked changes nothing.
+        return json(200, &account_view(&existing, None));
+    }
+    match api
+        .aws
+        .link_account(site.as_str(), &owner, &listed, api.clock.now_ms())
+        .await
+    {
+        Ok(link) => {
+            request_dispatch(api, site.as_str()).await;
+            json(201, &account_view(&link, None))
+        }
+        Err(LinkError::Claimed) => Err(ApiError::new(
+            ErrorCode::Conflict,
+            "adAccountId: the ad account already feeds another site; unlink it there first",
+        )),
+        Err(LinkError::SiteLimit) => Err(ApiError::new(
+            ErrorCode::LimitExceeded,
+            "siteId: a site links at most 20 ad accounts",
+        )),
+        Err(LinkError::ConnectionLimit) => Err(ApiError::new(
+            ErrorCode::LimitExceeded,
+            "ownerKey: a connection links at most 500 ad accounts",
+        )),
+        Err(LinkError::Gone) => Err(ApiError::not_found(
+            "siteId: the site or the connection was removed meanwhile",
+        )),
+        Err(LinkError::Store(e)) => Err(e.into()),
+    }
+}
+
+pub(crate) async fn unlink(
+    api: &Api,
+    caller: &Caller,
+    site: &str,
+    account: &str,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    let account = AdAccountId::parse("adAccountId", account)?;
+    caller.may_configure(site.as_str())?;
+    if !api
+        .aws
+        .unlink_account(site.as_str(), account.as_str(), api.clock.now_ms())
+        .await?
+    {
+        return Err(ApiError::not_found(
+            "adAccountId: the ad account is not linked to this site",
+        ));
+    }
+    json(
+        200,
+        &json!({"siteId": site.as_str(), "adAccountId": account.as_str(), "unlinked": true}),
+    )
+}
+
+pub(crate) async fn sync_now(
+    api: &Api,
+    caller: &Caller,
+    site: &str,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    caller.may_configure(site.as_str())?;
+    if api.aws.get_site(site.as_str()).await?.is_none() {
+        return Err(ApiError::not_found("siteId: no such site"));
+    }
+    let links = api.aws.site_links(site.as_str()).await?;
+    let now = api.clock.now_ms();
+    for link in &links {
+        api.aws
+            .request_sync(&link.site_id, &link.ad_account_id, now)
+            .await?;
+    }
+    request_dispatch(api, site.as_str()).await;
+    json(
+        202,
+        &json!({"siteId": site.as_str(), "requested": links.len()}),
+    )
+}
+
+/// Tells the dispatcher (through the bus rule) that work is due now rather
+/// than at the next minute. Best effort: the schedule runs it anyway.
+async fn request_dispatch(api: &Api, site: &str) {
+    if let Err(error) = api
+        .aws
+        .put_event("SyncRequested", &json!({"siteId": site}))
+        .await
+    {
+        tracing::warn!(error = %error, "could not put SyncRequested on the bus");
+    }
+}

@@ -1,0 +1,41 @@
+//! The route table.
+
+mod connections;
+mod links;
+mod reads;
+mod sites;
+
+use lambda_http::{Body, Request, Response};
+
+use crate::Api;
+use crate::auth::Caller;
+use crate::error::ApiError;
+
+pub(crate) async fn route(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+    method: &str,
+    path: &str,
+) -> Result<Response<Body>, ApiError> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match (method, segments.as_slice()) {
+        ("PUT", ["v1", "sites", site]) => sites::put_site(api, caller, req, site).await,
+        ("PUT", ["v1", "meta", "connections", owner]) => {
+            connections::put_connection(api, caller, req, owner).await
+        }
+        ("GET", ["v1", "meta", "connections", owner]) => {
+            connections::get_connection(api, caller, owner).await
+        }
+        ("PUT", ["v1", "sites", site, "ad-accounts", account]) => {
+            links::link(api, caller, req, site, account).await
+        }
+        ("DELETE", ["v1", "sites", site, "ad-accounts", account]) => {
+            links::unlink(api, caller, site, account).await
+        }
+        ("POST", ["v1", "sites", site, "sync"]) => links::sync_now(api, caller, site).await,
+        ("GET", ["v1", "meta", "status"]) => reads::status(api, caller, req).await,
+        ("GET", ["v1", "sites", site, "spend"]) => reads::spend(api, caller, req, site).await,
+        _ => Err(ApiError::not_found("no such route")),
+    }
+}
