@@ -1,0 +1,69 @@
+//! Assembles a whole local stack in one process: the emulator, the stack's
+//! resources, the fake Meta (unless `META_GRAPH_URL` names another Graph
+//! API), the runner and the HTTP API. `make local`, `make demo`, the
+//! benchmarks and the end-to-end tests all start from here.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use adtrail_fake_meta::FakeMeta;
+use adtrail_meta::{GraphClient, GraphConfig};
+
+use crate::http::{serve, Local};
+use crate::jwt::DevKeys;
+use crate::moto::{sdk_config, Moto};
+use crate::runner::{MovableClock, Runner};
+use crate::stack::LocalStack;
+use crate::template::{default_path, Template};
+
+/// A running local stack.
+pub struct App {
+    pub local: Arc<Local>,
+    pub api_url: String,
+    /// The fake, when this process started one.
+    pub fake: Option<FakeMeta>,
+    pub moto: Moto,
+}
+
+impl App {
+    pub fn runner(&self) -> &Runner {
+        &self.local.runner
+    }
+    pub fn host_token(&self) -> String {
+        self.local.keys.host_token()
+    }
+}
+
+/// Starts everything. `api_addr` may use port 0.
+///
+/// # Errors
+/// A message saying what could not start.
+pub async fn start(api_addr: SocketAddr, clock: Arc<dyn MovableClock>, prefix: &str) -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
+    let moto = Moto::ensure()?;
+    let config = sdk_config(&moto.url).await;
+    let template = Template::load(&default_path())?;
+    let stack = LocalStack::create(&config, template, prefix).await?;
+    let (graph_config, fake) = match std::env::var("META_GRAPH_URL") {
+        Ok(_) => (GraphConfig::from_env()?, None),
+        Err(_) => {
+            let fake = FakeMeta::start("127.0.0.1:0".parse()?).await?;
+            (fake_graph_config(&fake), Some(fake))
+        }
+    };
+    let runner = Runner::new(stack, GraphClient::new(graph_config)?, clock);
+    let local = Arc::new(Local { runner, keys: DevKeys::local() });
+    let (bound, _task) = serve(local.clone(), api_addr).await?;
+    Ok(App { local, api_url: format!("http://{bound}"), fake, moto })
+}
+
+/// The Graph client's configuration for a fake at its address: the same
+/// rules as production, with the fake's plain-HTTP host allowed for
+/// thumbnails.
+pub fn fake_graph_config(fake: &FakeMeta) -> GraphConfig {
+    let mut config = GraphConfig::meta();
+    config.base_url = url::Url::parse(&fake.url()).expect("the fake's URL");
+    config.timeout = std::time::Duration::from_secs(10);
+    config.thumbnail_hosts.push("127.0.0.1".into());
+    config.insecure_thumbnail_hosts.push("127.0.0.1".into());
+    config
+}

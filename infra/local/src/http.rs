@@ -1,0 +1,150 @@
+//! The local HTTP API: what API Gateway does in the cloud (verify the
+//! RS256 bearer token, hand the function its claims in API Gateway's v2
+//! event shape), plus the local-only admin routes `/_local/tick` and
+//! `/_local/clock`, which never exist in the Lambda.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use base64::Engine;
+use serde_json::{json, Value};
+
+use crate::jwt::DevKeys;
+use crate::runner::Runner;
+
+/// The local API's state.
+pub struct Local {
+    pub runner: Runner,
+    pub keys: DevKeys,
+}
+
+/// Serves the API on `addr` until the process ends.
+///
+/// # Errors
+/// When the address cannot be bound.
+pub async fn serve(local: Arc<Local>, addr: SocketAddr) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let app = Router::new().fallback(handle).with_state(local);
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((bound, task))
+}
+
+fn json_response(status: StatusCode, body: Value) -> Response {
+    (status, [("content-type", "application/json")], body.to_string()).into_response()
+}
+
+async fn handle(State(local): State<Arc<Local>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    match (method.as_str(), uri.path()) {
+        ("POST", "/_local/tick") => match local.runner.tick().await {
+            Ok(report) => json_response(StatusCode::OK, json!(report)),
+            Err(e) => json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"error": e.to_string()})),
+        },
+        ("POST", "/_local/clock") => {
+            let ask: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let moved = match (ask.get("advanceMs").and_then(Value::as_i64), ask.get("nowMs").and_then(Value::as_i64)) {
+                (Some(ms), None) => local.runner.advance(ms).await,
+                (None, Some(ms)) => local.runner.set_clock(ms).await,
+                _ => return json_response(StatusCode::BAD_REQUEST, json!({"error": "give advanceMs or nowMs"})),
+            };
+            match moved {
+                Ok(now) => json_response(StatusCode::OK, json!({"nowMs": now})),
+                Err(e) => json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"error": e.to_string()})),
+            }
+        }
+        _ => invoke_api(&local, &method, &uri, &headers, &body).await,
+    }
+}
+
+/// What API Gateway does before the function: the JWT authorizer, then the
+/// v2 event.
+async fn invoke_api(local: &Local, method: &Method, uri: &Uri, headers: &HeaderMap, body: &[u8]) -> Response {
+    let token = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let Some(claims) = token.and_then(|t| local.keys.verify(t).ok()) else {
+        return json_response(StatusCode::UNAUTHORIZED, json!({"message": "Unauthorized"}));
+    };
+    let event = api_gateway_event(method, uri, headers, body, Some(&claims));
+    let request = match lambda_http::request::from_str(&event.to_string()) {
+        Ok(r) => r,
+        Err(_) => return json_response(StatusCode::BAD_REQUEST, json!({"message": "Bad Request"})),
+    };
+    let response = adtrail_api::handle(&local.runner.api, request).await.unwrap_or_else(|_| {
+        lambda_http::Response::builder().status(500).body(lambda_http::Body::Empty).expect("static response")
+    });
+    let (parts, body) = response.into_parts();
+    let bytes: Vec<u8> = match body {
+        lambda_http::Body::Empty => vec![],
+        lambda_http::Body::Text(t) => t.into_bytes(),
+        lambda_http::Body::Binary(b) => b,
+        _ => vec![],
+    };
+    Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// An API Gateway HTTP API (payload 2.0) event, with the authorizer's
+/// claims as API Gateway passes them.
+pub fn api_gateway_event(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+    claims: Option<&std::collections::HashMap<String, String>>,
+) -> Value {
+    let mut header_map = serde_json::Map::new();
+    for (k, v) in headers {
+        if let Ok(v) = v.to_str() {
+            header_map.insert(k.as_str().to_ascii_lowercase(), json!(v));
+        }
+    }
+    let mut query = serde_json::Map::new();
+    for (k, v) in url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()) {
+        // API Gateway joins a repeated parameter with commas.
+        let joined = match query.get(k.as_ref()).and_then(Value::as_str) {
+            Some(prev) => format!("{prev},{v}"),
+            None => v.into_owned(),
+        };
+        query.insert(k.into_owned(), json!(joined));
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
+    let (body_text, base64) = match std::str::from_utf8(body) {
+        Ok(t) => (t.to_owned(), false),
+        Err(_) => (base64::engine::general_purpose::STANDARD.encode(body), true),
+    };
+    let mut event = json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": uri.path(),
+        "rawQueryString": uri.query().unwrap_or(""),
+        "headers": header_map,
+        "requestContext": {
+            "accountId": "000000000000",
+            "apiId": "local",
+            "domainName": "127.0.0.1",
+            "domainPrefix": "local",
+            "http": {"method": method.as_str(), "path": uri.path(), "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "local"},
+            "requestId": uuid::Uuid::new_v4().to_string(),
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "",
+            "timeEpoch": now,
+        },
+        "isBase64Encoded": base64,
+    });
+    if !query.is_empty() {
+        event["queryStringParameters"] = Value::Object(query);
+    }
+    if !body.is_empty() {
+        event["body"] = json!(body_text);
+    }
+    if let Some(claims) = claims {
+        event["requestContext"]["authorizer"] = json!({"jwt": {"claims": claims, "scopes": null}});
+    }
+    event
+}

@@ -1,0 +1,63 @@
+//! `adtrail-local serve` (`make local`) keeps the local stack running;
+//! `adtrail-local demo` (`make demo`) runs the scenario and exits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use adtrail_domain::time::{SystemClock, Clock, VirtualClock};
+use adtrail_local::app::start;
+use adtrail_local::OffsetClock;
+
+mod demo;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let prefix = format!("local-{}", SystemClock.now_ms());
+    match std::env::args().nth(1).as_deref() {
+        Some("demo") => {
+            let clock = Arc::new(VirtualClock::starting_at(SystemClock.now_ms()));
+            let app = start("127.0.0.1:0".parse()?, clock, &prefix).await?;
+            demo::run(&app).await
+        }
+        Some("serve") | None => {
+            let addr = std::env::var("ADTRAIL_LOCAL_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
+            let app = start(addr.parse()?, Arc::new(OffsetClock::default()), &prefix).await?;
+            println!("adtrail local stack");
+            println!("  API:       {}", app.api_url);
+            println!("  AWS (moto): {}", app.moto.url);
+            match &app.fake {
+                Some(fake) => println!("  Meta:      {} (the fake sample agency)", fake.url()),
+                None => println!("  Meta:      {}", std::env::var("META_GRAPH_URL").unwrap_or_default()),
+            }
+            println!("  admin:     POST /_local/tick, POST /_local/clock {{\"advanceMs\":N}}");
+            println!("\nexport TOKEN={}", app.host_token());
+            // The schedules: the dispatcher every minute, the sweeper every
+            // five, each followed by draining the queues.
+            let mut minute = 0u64;
+            loop {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => return Ok(()),
+                    _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+                }
+                minute += 1;
+                let runner = app.runner();
+                let result = async {
+                    runner.dispatch().await?;
+                    if minute % 5 == 0 {
+                        runner.sweep().await?;
+                    }
+                    runner.drain().await
+                }
+                .await;
+                if let Err(e) = result {
+                    eprintln!("schedule failed: {e}");
+                }
+            }
+        }
+        Some(other) => Err(format!("unknown command {other}: use serve or demo").into()),
+    }
+}

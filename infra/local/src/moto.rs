@@ -1,0 +1,89 @@
+//! The AWS emulator: moto in server mode from the project's virtualenv,
+//! started on a free port unless `AWS_ENDPOINT_URL` names one already
+//! running, and the SDK configuration that points every client at it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+
+/// A moto server this process started; stopped when dropped.
+#[derive(Debug)]
+pub struct Moto {
+    pub url: String,
+    child: Option<Child>,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Where `moto_server` is: `ADTRAIL_MOTO_SERVER`, or the project's `.venv`.
+pub fn moto_binary() -> PathBuf {
+    std::env::var_os("ADTRAIL_MOTO_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/moto_server"))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MotoError {
+    #[error("moto_server could not start from {path} (run `make venv` first)")]
+    Spawn { path: String, #[source] source: std::io::Error },
+    #[error("moto_server did not answer on {0}")]
+    NoAnswer(String),
+}
+
+impl Moto {
+    /// The emulator named by `AWS_ENDPOINT_URL`, or a new one.
+    ///
+    /// # Errors
+    /// [`MotoError`] when a new server cannot start.
+    pub fn ensure() -> Result<Self, MotoError> {
+        if let Ok(url) = std::env::var("AWS_ENDPOINT_URL") {
+            return Ok(Self { url, child: None });
+        }
+        Self::start()
+    }
+
+    /// Starts `moto_server` on a free loopback port and waits for it.
+    ///
+    /// # Errors
+    /// [`MotoError`] when it cannot start or does not answer in 30 s.
+    pub fn start() -> Result<Self, MotoError> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(5000);
+        let path = moto_binary();
+        let child = Command::new(&path)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|source| MotoError::Spawn { path: path.display().to_string(), source })?;
+        let url = format!("http://127.0.0.1:{port}");
+        let moto = Self { url: url.clone(), child: Some(child) };
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(30) {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Ok(moto);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(MotoError::NoAnswer(url))
+    }
+}
+
+/// An SDK configuration for the emulator at `url`: dummy credentials, one
+/// region, no instance metadata lookups.
+pub async fn sdk_config(url: &str) -> SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(url)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_sqs::config::Credentials::new("testing", "testing", None, None, "local"))
+        .load()
+        .await
+}

@@ -1,0 +1,171 @@
+//! Creates the stack's resources in the AWS emulator (moto in server mode)
+//! from `template.yaml`: the table with its indexes, the queues with their
+//! redrive, the KMS key, the bucket and the bus. Every name carries a
+//! prefix, so tests running in parallel each get their own stack.
+
+use std::collections::BTreeMap;
+
+use adtrail_store::{Aws, Names};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
+    ScalarAttributeType,
+};
+use aws_sdk_sqs::types::QueueAttributeName;
+
+use crate::template::{KeyElement, Template};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StackError {
+    #[error("creating {what} in the emulator failed")]
+    Create {
+        what: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+fn create(what: &'static str) -> impl FnOnce(Box<dyn std::error::Error + Send + Sync>) -> StackError {
+    move |source| StackError::Create { what, source }
+}
+
+/// A queue of the local stack.
+#[derive(Debug, Clone)]
+pub struct LocalQueue {
+    pub logical_id: String,
+    pub url: String,
+    pub arn: String,
+    pub visibility_timeout: i64,
+    pub dead_letter_url: Option<String>,
+    pub consumer: Option<(String, i64)>,
+}
+
+/// The resources of one local stack.
+#[derive(Debug, Clone)]
+pub struct LocalStack {
+    pub aws: Aws,
+    pub queues: Vec<LocalQueue>,
+    pub template: Template,
+}
+
+fn key_schema(keys: &[KeyElement]) -> Result<Vec<KeySchemaElement>, StackError> {
+    keys.iter()
+        .map(|k| {
+            KeySchemaElement::builder()
+                .attribute_name(&k.name)
+                .key_type(KeyType::from(k.kind.as_str()))
+                .build()
+                .map_err(|e| create("a key schema")(Box::new(e)))
+        })
+        .collect()
+}
+
+impl LocalStack {
+    /// Creates every resource under `prefix`.
+    ///
+    /// # Errors
+    /// [`StackError`] when the emulator refuses a resource.
+    pub async fn create(config: &aws_config::SdkConfig, template: Template, prefix: &str) -> Result<Self, StackError> {
+        let bootstrap = Aws::new(
+            config,
+            Names { table: String::new(), sync_queue_url: String::new(), bus: String::new(), key_id: String::new(), bucket: String::new() },
+        );
+        // The table, as the template defines it.
+        let table = format!("{prefix}-{}", template.table_id);
+        let mut req = bootstrap.ddb.create_table().table_name(&table).billing_mode(BillingMode::PayPerRequest);
+        for (name, kind) in &template.table.attributes {
+            req = req.attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name(name)
+                    .attribute_type(ScalarAttributeType::from(kind.as_str()))
+                    .build()
+                    .map_err(|e| create("an attribute")(Box::new(e)))?,
+            );
+        }
+        req = req.set_key_schema(Some(key_schema(&template.table.keys)?));
+        for index in &template.table.indexes {
+            let mut projection = Projection::builder().projection_type(ProjectionType::from(index.projection.as_str()));
+            for attr in &index.non_key {
+                projection = projection.non_key_attributes(attr);
+            }
+            req = req.global_secondary_indexes(
+                GlobalSecondaryIndex::builder()
+                    .index_name(&index.name)
+                    .set_key_schema(Some(key_schema(&index.keys)?))
+                    .projection(projection.build())
+                    .build()
+                    .map_err(|e| create("an index")(Box::new(e)))?,
+            );
+        }
+        req.send().await.map_err(|e| create("the table")(Box::new(e)))?;
+
+        // Queues: dead-letter queues first, so the others can point at them.
+        let mut ordered = template.queues.clone();
+        ordered.sort_by_key(|q| q.redrive.is_some());
+        let mut made: BTreeMap<String, (String, String)> = BTreeMap::new();
+        let mut queues = vec![];
+        for q in &ordered {
+            let mut req = bootstrap
+                .sqs
+                .create_queue()
+                .queue_name(format!("{prefix}-{}", q.logical_id))
+                .attributes(QueueAttributeName::VisibilityTimeout, q.visibility_timeout.to_string());
+            if let Some(r) = q.retention {
+                req = req.attributes(QueueAttributeName::MessageRetentionPeriod, r.to_string());
+            }
+            let mut dead_letter_url = None;
+            if let Some((dlq, max)) = &q.redrive
+                && let Some((url, arn)) = made.get(dlq)
+            {
+                dead_letter_url = Some(url.clone());
+                req = req.attributes(
+                    QueueAttributeName::RedrivePolicy,
+                    serde_json::json!({"deadLetterTargetArn": arn, "maxReceiveCount": max}).to_string(),
+                );
+            }
+            let url = req.send().await.map_err(|e| create("a queue")(Box::new(e)))?.queue_url.unwrap_or_default();
+            let arn = bootstrap
+                .sqs
+                .get_queue_attributes()
+                .queue_url(&url)
+                .attribute_names(QueueAttributeName::QueueArn)
+                .send()
+                .await
+                .map_err(|e| create("a queue's ARN")(Box::new(e)))?
+                .attributes
+                .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+                .unwrap_or_default();
+            made.insert(q.logical_id.clone(), (url.clone(), arn.clone()));
+            queues.push(LocalQueue {
+                logical_id: q.logical_id.clone(),
+                url,
+                arn,
+                visibility_timeout: q.visibility_timeout,
+                dead_letter_url,
+                consumer: q.consumer.clone(),
+            });
+        }
+
+        let key_id = bootstrap
+            .kms
+            .create_key()
+            .description(format!("{prefix} tokens"))
+            .send()
+            .await
+            .map_err(|e| create("the key")(Box::new(e)))?
+            .key_metadata
+            .map(|m| m.key_id)
+            .unwrap_or_default();
+        let bucket = format!("{prefix}-thumbnails").to_ascii_lowercase();
+        bootstrap.s3.create_bucket().bucket(&bucket).send().await.map_err(|e| create("the bucket")(Box::new(e)))?;
+        let bus = format!("{prefix}-adtrail");
+        bootstrap.events.create_event_bus().name(&bus).send().await.map_err(|e| create("the bus")(Box::new(e)))?;
+
+        let sync_queue_url = queues.iter().find(|q| q.consumer.as_ref().is_some_and(|(f, _)| f == "SyncWorkerFunction")).map(|q| q.url.clone()).unwrap_or_default();
+        let aws = bootstrap.with_names(Names { table, sync_queue_url, bus, key_id, bucket });
+        Ok(Self { aws, queues, template })
+    }
+
+    pub fn queue(&self, logical_id: &str) -> Option<&LocalQueue> {
+        self.queues.iter().find(|q| q.logical_id == logical_id)
+    }
+}
