@@ -24,11 +24,13 @@ impl Drop for Moto {
     }
 }
 
-/// Where `moto_server` is: `ADTRAIL_MOTO_SERVER`, or the project's `.venv`.
-pub fn moto_binary() -> PathBuf {
-    std::env::var_os("ADTRAIL_MOTO_SERVER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/moto_server"))
+/// The project's virtualenv Python and the moto launcher beside this crate
+/// (`infra/moto/server.py`, moto with its transactions made linear-time and
+/// thread-safe); `ADTRAIL_PYTHON` overrides the interpreter.
+pub fn moto_command() -> (PathBuf, PathBuf) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = std::env::var_os("ADTRAIL_PYTHON").map(PathBuf::from).unwrap_or_else(|| root.join(".venv/bin/python"));
+    (python, root.join("infra/moto/server.py"))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,8 +59,9 @@ impl Moto {
     /// [`MotoError`] when it cannot start or does not answer in 30 s.
     pub fn start() -> Result<Self, MotoError> {
         let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(5000);
-        let path = moto_binary();
+        let (path, script) = moto_command();
         let child = Command::new(&path)
+            .arg(&script)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -18,9 +18,11 @@ pub enum StoreError {
     #[error("stored item is malformed: {0}")]
     Malformed(String),
     /// The service failed or could not be reached.
-    #[error("{service} request failed")]
+    #[error("{service} request failed: {detail}")]
     Service {
         service: &'static str,
+        /// The SDK's error with its whole context (code, message, request id).
+        detail: String,
         #[source]
         source: Cause,
     },
@@ -28,8 +30,10 @@ pub enum StoreError {
 
 impl StoreError {
     pub fn service(service: &'static str, source: impl StdError + Send + Sync + 'static) -> Self {
+        let detail = aws_smithy_types::error::display::DisplayErrorContext(&source).to_string();
         Self::Service {
             service,
+            detail,
             source: Box::new(source),
         }
     }

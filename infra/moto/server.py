@@ -1,0 +1,122 @@
+"""moto in server mode, for the local stack and the tests.
+
+One change to moto 5.2.5, made here rather than in the virtualenv: its
+DynamoDB `TransactWriteItems` deep-copies every table it touches before each
+transaction (for rollback) without a lock. That costs O(table size) per call,
+so a 90-day backfill of a few thousand spend rows took minutes, and two
+transactions at once crash the server ("dictionary changed size during
+iteration"). This version keeps moto's semantics, all-or-nothing with a
+cancellation reason per item, but checks every condition before it writes
+anything, snapshots only the items it touches, and holds one lock over the
+DynamoDB backend so concurrent requests see each transaction whole.
+
+Usage: python infra/moto/server.py -H 127.0.0.1 -p PORT (moto_server's flags).
+"""
+
+import copy
+import functools
+import sys
+import threading
+
+from moto.dynamodb.comparisons import get_filter_expression
+from moto.dynamodb.exceptions import (
+    MultipleTransactionsException,
+    TooManyTransactionsException,
+    TransactionCanceledException,
+    TransactWriteSingleOpException,
+)
+from moto.dynamodb.models import DynamoDBBackend
+from moto.server import main
+
+LOCK = threading.RLock()
+
+
+def locked(method):
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        with LOCK:
+            return method(*args, **kwargs)
+
+    return wrapper
+
+
+def _key_of(backend, op_type, op):
+    if op_type == "Put":
+        table = backend.get_table(op["TableName"])
+        attrs = op["Item"]
+        key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+        if table.range_key_attr is not None:
+            key[table.range_key_attr] = attrs[table.range_key_attr]
+        return key
+    return op["Key"]
+
+
+def transact_write_items(self, transact_items):
+    if len(transact_items) > 100:
+        raise TooManyTransactionsException()
+    seen = set()
+    plan = []
+    errors = []
+    # Phase 1: every condition against the state before the transaction.
+    for item in transact_items:
+        if len(item) > 1:
+            raise TransactWriteSingleOpException
+        op_type, op = next(iter(item.items()))
+        if op_type not in {"ConditionCheck", "Put", "Delete", "Update"}:
+            raise ValueError("Unsupported transaction operation")
+        key = _key_of(self, op_type, op)
+        unique = (str(op["TableName"]), str(dict(sorted(key.items()))))
+        if unique in seen:
+            raise MultipleTransactionsException()
+        seen.add(unique)
+        current = self.get_item(op["TableName"], key)
+        condition = op.get("ConditionExpression")
+        failed = None
+        if condition is not None:
+            check = get_filter_expression(
+                condition, op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+            )
+            if not check.expr(current):
+                old = None
+                if op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" and current:
+                    old = current.to_json()["Attributes"]
+                failed = ("ConditionalCheckFailed", "The conditional request failed", old)
+        errors.append(failed or (None, None, None))
+        plan.append((op_type, op, key, copy.deepcopy(current.to_json()["Attributes"]) if current else None))
+    if any(code is not None for code, _, _ in errors):
+        raise TransactionCanceledException(errors)
+    # Phase 2: the writes, undone item by item if one of them fails.
+    done = []
+    try:
+        for op_type, op, key, before in plan:
+            names, values = op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+            if op_type == "Put":
+                self.put_item(op["TableName"], op["Item"])
+            elif op_type == "Delete":
+                self.delete_item(op["TableName"], key)
+            elif op_type == "Update":
+                self.update_item(
+                    op["TableName"],
+                    key,
+                    update_expression=op["UpdateExpression"],
+                    condition_expression=None,
+                    expression_attribute_names=names,
+                    expression_attribute_values=values,
+                )
+            if op_type != "ConditionCheck":
+                done.append((op["TableName"], key, before))
+    except Exception:
+        for table_name, key, before in reversed(done):
+            if before is None:
+                self.delete_item(table_name, key)
+            else:
+                self.put_item(table_name, before)
+        raise
+
+
+DynamoDBBackend.transact_write_items = locked(transact_write_items)
+for name in ("put_item", "get_item", "query", "scan", "update_item", "delete_item", "batch_get_item", "batch_write_item"):
+    setattr(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name)))
+
+if __name__ == "__main__":
+    sys.exit(main())
