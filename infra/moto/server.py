@@ -15,8 +15,10 @@ Usage: python infra/moto/server.py -H 127.0.0.1 -p PORT (moto_server's flags).
 
 import copy
 import functools
+import os
 import sys
 import threading
+import time
 
 from moto.dynamodb.comparisons import get_filter_expression
 from moto.dynamodb.exceptions import (
@@ -118,5 +120,25 @@ DynamoDBBackend.transact_write_items = locked(transact_write_items)
 for name in ("put_item", "get_item", "query", "scan", "update_item", "delete_item", "batch_get_item", "batch_write_item"):
     setattr(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name)))
 
+
+def exit_with_parent():
+    """Ends the server when the process that started it is gone, so a test
+    run that dies never leaves an emulator behind."""
+    parent = int(os.environ.get("ADTRAIL_MOTO_PARENT", "0"))
+    if parent <= 0:
+        return
+
+    def watch():
+        while True:
+            try:
+                os.kill(parent, 0)
+            except OSError:
+                os._exit(0)
+            time.sleep(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 if __name__ == "__main__":
+    exit_with_parent()
     sys.exit(main())

@@ -63,6 +63,7 @@ impl Moto {
         let child = Command::new(&path)
             .arg(&script)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .env("ADTRAIL_MOTO_PARENT", std::process::id().to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -1,0 +1,56 @@
+# adtrail: the two commands a newcomer needs are `make demo` and `make test`.
+# Everything the local stack needs (moto, cfn-lint, SAM CLI) goes into a
+# project virtualenv made here; the fake Meta is the project's own Rust code.
+
+VENV ?= .venv
+PYTHON := $(abspath $(VENV))/bin/python
+STAMP := $(VENV)/.installed-$(shell sha256sum infra/requirements.txt | cut -c1-16)
+export ADTRAIL_PYTHON := $(PYTHON)
+export SAM_CLI_TELEMETRY := 0
+
+.PHONY: demo local test lint lint-template bench build-lambdas venv fmt clean
+
+$(STAMP): infra/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r infra/requirements.txt
+	touch $@
+
+venv: $(STAMP)
+
+## The whole system on a laptop: two sites, the sample agency, backfill, spend.
+demo: venv
+	cargo run --quiet -p adtrail-local -- demo
+
+## Keep the local stack running (API at http://127.0.0.1:3000).
+local: venv
+	cargo run --quiet -p adtrail-local -- serve
+
+## Every test: the template's lint, unit, store (moto) and end-to-end tests.
+test: venv lint-template
+	infra/run-tests.sh
+
+lint-template: venv
+	$(VENV)/bin/cfn-lint template.yaml
+	$(VENV)/bin/sam validate --lint --region us-east-1 --template-file template.yaml
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+## Figures: requests per 1,000 ad-day rows, worker peak memory, binary sizes.
+bench: venv
+	cargo run --release --quiet -p adtrail-local --bin adtrail-bench
+
+## Release arm64 binaries, as `sam build` makes them (needs cargo-lambda).
+build-lambdas: venv
+	$(VENV)/bin/pip install --quiet cargo-lambda
+	rustup target add aarch64-unknown-linux-gnu
+	PATH=$(abspath $(VENV))/bin:$$PATH cargo lambda build --release --arm64 \
+		--bin adtrail-api --bin adtrail-dispatcher --bin adtrail-sync-worker --bin adtrail-sweeper
+
+fmt:
+	cargo fmt --all
+
+clean:
+	rm -rf $(VENV) target .aws-sam

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs every test against one moto server started for the run (from the
+# project virtualenv, through infra/moto/server.py) and stopped after it.
+# The fake Meta needs no start: each test runs its own in process.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${ADTRAIL_PYTHON:-$PWD/.venv/bin/python}"
+port=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+ADTRAIL_MOTO_PARENT=$$ "$PYTHON" infra/moto/server.py -H 127.0.0.1 -p "$port" >"${TMPDIR:-/tmp}/adtrail-moto-$port.log" 2>&1 &
+moto=$!
+trap 'kill $moto 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+  (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+  sleep 0.2
+done
+export AWS_ENDPOINT_URL="http://127.0.0.1:$port"
+export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
+export ADTRAIL_PYTHON="$PYTHON"
+cargo test --workspace --all-targets "$@"
