@@ -270,3 +270,78 @@ async fn two_dispatchers_at_once_send_exactly_one_message_per_due_account() {
     let drained = h.runner().drain().await.unwrap();
     assert_eq!(drained.delivered, 4);
 }
+
+#[tokio::test]
+async fn an_unlink_mid_run_stops_its_writes_and_the_sweeper_purges_the_spend() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    let (rows, _) = h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap();
+    assert!(!rows.is_empty());
+    // A weekly run, slowed down, is in flight when the account is unlinked.
+    h.fake().set_knobs(Knobs { latency_ms: 150, row_cap: Some(60), ..Knobs::default() });
+    h.runner().set_clock(T0 + 7 * DAY_MS - 5 * HOUR_MS + 30 * MINUTE_MS).await.unwrap();
+    h.runner().dispatch().await.unwrap();
+    let drain = h.runner().drain();
+    let unlink = async {
+        // Wait until the run has started reading Meta.
+        while !h.fake().requests().iter().any(|r| r.path.ends_with(&format!("{LOJA_PRINCIPAL}/insights"))) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let (status, body) = h.call("DELETE", &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"), None).await;
+        assert_eq!(status, 200, "{body}");
+        h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap().0
+    };
+    let (drained, at_unlink) = tokio::join!(drain, unlink);
+    drained.unwrap();
+    let (after_run, _) = h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap();
+    assert_eq!(after_run, at_unlink, "nothing was written after the unlink");
+    // The sweeper takes the spend out, sums included; the other account stays.
+    h.fake().set_knobs(Knobs::default());
+    let sweep = h.runner().sweep().await.unwrap();
+    assert_eq!(sweep.purges_done, 1);
+    let (rows, _) = h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap();
+    assert!(rows.is_empty());
+    assert!(h.aws().day_sums("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2).await.unwrap().is_empty());
+    h.assert_sums_match_rows("loja-x", LOJA_MANAUS).await;
+    let (_, status) = h.call("GET", "/v1/meta/status?siteIds=loja-x", None).await;
+    assert_eq!(status["sites"][0]["adAccounts"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_relink_during_the_purge_stops_it_and_the_backfill_rewrites() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    let (before, _) = h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap();
+    h.call("DELETE", &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"), None).await;
+    // One purge step takes part of the rows, sums in step.
+    h.aws().purge_step("loja-x", LOJA_PRINCIPAL, 100).await.unwrap();
+    h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
+    let (status, body) = h.call("PUT", &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"), Some(json!({"ownerKey": "agency"}))).await;
+    assert_eq!(status, 201, "{body}");
+    let sweep = h.runner().sweep().await.unwrap();
+    assert_eq!((sweep.purges_done, sweep.purge_steps), (0, 0), "the relink removed the purge");
+    h.sync_until_live(10).await;
+    let (after, _) = h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap();
+    assert_eq!(after.len(), before.len());
+    h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
+}
+
+#[tokio::test]
+async fn a_poison_message_reaches_the_dead_letter_queue_after_the_receive_limit() {
+    let h = Harness::start().await;
+    let queue = h.runner().stack.queue("SyncQueue").unwrap().clone();
+    h.aws().send_batch(&queue.url, &["{not a sync message".to_owned()]).await.unwrap();
+    let mut failures = 0;
+    for _ in 0..8 {
+        failures += h.runner().drain().await.unwrap().failed;
+        // The queue's visibility timeout passes on the runner's clock.
+        h.runner().advance(queue.visibility_timeout * 1_000 + 1).await.unwrap();
+    }
+    assert_eq!(failures, 5, "maxReceiveCount deliveries, then redrive");
+    let dlq = queue.dead_letter_url.unwrap();
+    let out = h.aws().sqs.receive_message().queue_url(&dlq).max_number_of_messages(10).send().await.unwrap();
+    let bodies: Vec<String> = out.messages.unwrap_or_default().into_iter().filter_map(|m| m.body).collect();
+    assert_eq!(bodies, vec!["{not a sync message".to_owned()]);
+}
