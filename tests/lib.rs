@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use adtrail_domain::time::VirtualClock;
 use adtrail_fake_meta::FakeMeta;
-use adtrail_local::app::{start, App};
 use adtrail_local::Runner;
-use adtrail_store::links::SiteAdAccount;
+use adtrail_local::app::{App, start};
 use adtrail_store::Aws;
-use serde_json::{json, Value};
+use adtrail_store::links::SiteAdAccount;
+use serde_json::{Value, json};
 
 /// 2026-06-30T12:00:00Z: the tests' "now", a Tuesday.
 pub const T0: i64 = 1_782_820_800_000;
@@ -38,10 +38,18 @@ impl Harness {
     pub async fn start_at(now: i64) -> Self {
         let clock = VirtualClock::starting_at(now);
         let prefix = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let app = start("127.0.0.1:0".parse().expect("addr"), Arc::new(clock.clone()), &prefix)
-            .await
-            .expect("the local stack starts (is moto reachable? run through `make test`)");
-        Self { app, clock, http: reqwest::Client::new() }
+        let app = start(
+            "127.0.0.1:0".parse().expect("addr"),
+            Arc::new(clock.clone()),
+            &prefix,
+        )
+        .await
+        .expect("the local stack starts (is moto reachable? run through `make test`)");
+        Self {
+            app,
+            clock,
+            http: reqwest::Client::new(),
+        }
     }
 
     pub fn runner(&self) -> &Runner {
@@ -60,13 +68,22 @@ impl Harness {
     /// Calls the API with the host's token: the status and the JSON body.
     pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
         let token = self.app.host_token();
-        self.call_as(Some(&token), method, path, body.map(|b| b.to_string())).await
+        self.call_as(Some(&token), method, path, body.map(|b| b.to_string()))
+            .await
     }
 
     /// Calls the API with any token (or none) and a raw body.
-    pub async fn call_as(&self, token: Option<&str>, method: &str, path: &str, body: Option<String>) -> (u16, Value) {
+    pub async fn call_as(
+        &self,
+        token: Option<&str>,
+        method: &str,
+        path: &str,
+        body: Option<String>,
+    ) -> (u16, Value) {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
-        let mut req = self.http.request(method, format!("{}{path}", self.app.api_url));
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.app.api_url));
         if let Some(t) = token {
             req = req.bearer_auth(t);
         }
@@ -76,25 +93,51 @@ impl Harness {
         let resp = req.send().await.expect("the local API answers");
         let status = resp.status().as_u16();
         let text = resp.text().await.unwrap_or_default();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     /// Two sites, the agency connected as owner `agency`, every account
     /// linked to the site billing in its currency.
     pub async fn link_agency(&self) {
         for (site, currency) in [("loja-x", "BRL"), ("pet-mania", "USD")] {
-            let (status, body) = self.call("PUT", &format!("/v1/sites/{site}"), Some(json!({"name": site, "currency": currency}))).await;
+            let (status, body) = self
+                .call(
+                    "PUT",
+                    &format!("/v1/sites/{site}"),
+                    Some(json!({"name": site, "currency": currency})),
+                )
+                .await;
             assert_eq!(status, 200, "{body}");
         }
         self.connect(TOKEN).await;
-        for (site, account) in [("loja-x", LOJA_PRINCIPAL), ("loja-x", LOJA_MANAUS), ("pet-mania", PET_EAST), ("pet-mania", PET_WEST)] {
-            let (status, body) = self.call("PUT", &format!("/v1/sites/{site}/ad-accounts/{account}"), Some(json!({"ownerKey": "agency"}))).await;
+        for (site, account) in [
+            ("loja-x", LOJA_PRINCIPAL),
+            ("loja-x", LOJA_MANAUS),
+            ("pet-mania", PET_EAST),
+            ("pet-mania", PET_WEST),
+        ] {
+            let (status, body) = self
+                .call(
+                    "PUT",
+                    &format!("/v1/sites/{site}/ad-accounts/{account}"),
+                    Some(json!({"ownerKey": "agency"})),
+                )
+                .await;
             assert_eq!(status, 201, "{body}");
         }
     }
 
     pub async fn connect(&self, token: &str) -> Value {
-        let (status, body) = self.call("PUT", "/v1/meta/connections/agency", Some(json!({"accessToken": token}))).await;
+        let (status, body) = self
+            .call(
+                "PUT",
+                "/v1/meta/connections/agency",
+                Some(json!({"accessToken": token})),
+            )
+            .await;
         assert_eq!(status, 200, "{body}");
         body
     }
@@ -118,7 +161,11 @@ impl Harness {
     }
 
     pub async fn link(&self, site: &str, account: &str) -> SiteAdAccount {
-        self.aws().get_link(site, account).await.expect("read").expect("linked")
+        self.aws()
+            .get_link(site, account)
+            .await
+            .expect("read")
+            .expect("linked")
     }
 
     /// The insights time ranges the fake served for one account, in order.
@@ -126,32 +173,55 @@ impl Harness {
         self.fake()
             .requests()
             .iter()
-            .filter(|r| r.path == format!("/v25.0/{account}/insights") && !r.query.contains("after="))
+            .filter(|r| {
+                r.path == format!("/v25.0/{account}/insights") && !r.query.contains("after=")
+            })
             .filter_map(|r| {
                 let q: std::collections::HashMap<String, String> = url_decode(&r.query);
                 let range: Value = serde_json::from_str(q.get("time_range")?).ok()?;
-                Some((range["since"].as_str()?.to_owned(), range["until"].as_str()?.to_owned()))
+                Some((
+                    range["since"].as_str()?.to_owned(),
+                    range["until"].as_str()?.to_owned(),
+                ))
             })
             .collect()
     }
 
     /// Asserts that every site-day sum equals the rows it sums.
     pub async fn assert_sums_match_rows(&self, site: &str, account: &str) {
-        let (rows, _) = self.aws().spend_rows(site, account, 0, 9_999_999_999_999, usize::MAX).await.expect("rows");
-        let sums = self.aws().day_sums(site, account, 0, 9_999_999_999_999).await.expect("sums");
-        let mut from_rows = std::collections::BTreeMap::<i64, adtrail_store::spend::SpendFigures>::new();
+        let (rows, _) = self
+            .aws()
+            .spend_rows(site, account, 0, 9_999_999_999_999, usize::MAX)
+            .await
+            .expect("rows");
+        let sums = self
+            .aws()
+            .day_sums(site, account, 0, 9_999_999_999_999)
+            .await
+            .expect("sums");
+        let mut from_rows =
+            std::collections::BTreeMap::<i64, adtrail_store::spend::SpendFigures>::new();
         for r in &rows {
             from_rows.entry(r.day_start).or_default().add(r.figures);
         }
         for (day, sum) in &sums {
-            assert_eq!(from_rows.get(day).copied().unwrap_or_default(), *sum, "day {day} of {site}/{account}");
+            assert_eq!(
+                from_rows.get(day).copied().unwrap_or_default(),
+                *sum,
+                "day {day} of {site}/{account}"
+            );
         }
         for day in from_rows.keys() {
-            assert!(sums.contains_key(day), "day {day} of {site}/{account} has rows but no sum");
+            assert!(
+                sums.contains_key(day),
+                "day {day} of {site}/{account} has rows but no sum"
+            );
         }
     }
 }
 
 pub fn url_decode(query: &str) -> std::collections::HashMap<String, String> {
-    url::form_urlencoded::parse(query.as_bytes()).into_owned().collect()
+    url::form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect()
 }

@@ -25,15 +25,27 @@ async fn a_backfill_reads_90_days_in_three_blocks_then_goes_live() {
     let link = h.link("loja-x", LOJA_PRINCIPAL).await;
     assert_eq!(link.sync_state.as_str(), "live");
     assert!(link.last_sync_at.is_some() && link.backfill_from.is_none() && link.run_id.is_none());
-    assert_eq!(link.next_sync_at, Some(h.now() + 45 * MINUTE_MS), "live: every 45 minutes");
+    assert_eq!(
+        link.next_sync_at,
+        Some(h.now() + 45 * MINUTE_MS),
+        "live: every 45 minutes"
+    );
     // The last block read the catalog, thumbnails included.
     let catalog = h.aws().site_catalog("loja-x").await.unwrap();
     assert_eq!(catalog.len(), 48);
-    let ad = catalog.values().find(|c| c.ad_account_id.as_deref() == Some(LOJA_PRINCIPAL)).unwrap();
+    let ad = catalog
+        .values()
+        .find(|c| c.ad_account_id.as_deref() == Some(LOJA_PRINCIPAL))
+        .unwrap();
     assert!(ad.ad_name.is_some() && ad.ad_status.is_some() && ad.creative_type.is_some());
     let key = ad.thumbnail_key.clone().expect("a thumbnail copied");
     assert_eq!(&h.aws().get_thumbnail(&key).await.unwrap()[..4], b"\x89PNG");
-    for (site, account) in [("loja-x", LOJA_PRINCIPAL), ("loja-x", LOJA_MANAUS), ("pet-mania", PET_EAST), ("pet-mania", PET_WEST)] {
+    for (site, account) in [
+        ("loja-x", LOJA_PRINCIPAL),
+        ("loja-x", LOJA_MANAUS),
+        ("pet-mania", PET_EAST),
+        ("pet-mania", PET_WEST),
+    ] {
         h.assert_sums_match_rows(site, account).await;
     }
 
@@ -41,19 +53,39 @@ async fn a_backfill_reads_90_days_in_three_blocks_then_goes_live() {
     h.fake().clear_requests();
     h.runner().advance(45 * MINUTE_MS).await.unwrap();
     h.runner().tick().await.unwrap();
-    assert_eq!(h.insights_ranges(LOJA_PRINCIPAL), vec![("2026-06-29".to_owned(), "2026-06-30".to_owned())]);
+    assert_eq!(
+        h.insights_ranges(LOJA_PRINCIPAL),
+        vec![("2026-06-29".to_owned(), "2026-06-30".to_owned())]
+    );
 
     // The next local day after 04:00 (07:00Z in São Paulo): the daily 7 days
     // and the catalog; a week after the backfill the weekly 28 days.
     h.fake().clear_requests();
-    h.runner().set_clock(T0 + DAY_MS - 5 * HOUR_MS + 30 * MINUTE_MS).await.unwrap(); // 07:30Z July 1st
+    h.runner()
+        .set_clock(T0 + DAY_MS - 5 * HOUR_MS + 30 * MINUTE_MS)
+        .await
+        .unwrap(); // 07:30Z July 1st
     h.runner().tick().await.unwrap();
-    assert_eq!(h.insights_ranges(LOJA_PRINCIPAL), vec![("2026-06-25".to_owned(), "2026-07-01".to_owned())]);
-    assert!(h.fake().requests().iter().any(|r| r.path == format!("/v25.0/{LOJA_PRINCIPAL}/ads")));
+    assert_eq!(
+        h.insights_ranges(LOJA_PRINCIPAL),
+        vec![("2026-06-25".to_owned(), "2026-07-01".to_owned())]
+    );
+    assert!(
+        h.fake()
+            .requests()
+            .iter()
+            .any(|r| r.path == format!("/v25.0/{LOJA_PRINCIPAL}/ads"))
+    );
     h.fake().clear_requests();
-    h.runner().set_clock(T0 + 7 * DAY_MS - 5 * HOUR_MS + 30 * MINUTE_MS).await.unwrap();
+    h.runner()
+        .set_clock(T0 + 7 * DAY_MS - 5 * HOUR_MS + 30 * MINUTE_MS)
+        .await
+        .unwrap();
     h.runner().tick().await.unwrap();
-    assert_eq!(h.insights_ranges(LOJA_PRINCIPAL), vec![("2026-06-10".to_owned(), "2026-07-07".to_owned())]);
+    assert_eq!(
+        h.insights_ranges(LOJA_PRINCIPAL),
+        vec![("2026-06-10".to_owned(), "2026-07-07".to_owned())]
+    );
     h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
 }
 
@@ -63,7 +95,13 @@ async fn spend_is_null_until_the_backfill_ends_then_known_per_day() {
     h.link_agency().await;
     let to = T0 - T0 % DAY_MS;
     let from = to - 29 * DAY_MS;
-    let (status, before) = h.call("GET", &format!("/v1/sites/loja-x/spend?from={from}&to={to}"), None).await;
+    let (status, before) = h
+        .call(
+            "GET",
+            &format!("/v1/sites/loja-x/spend?from={from}&to={to}"),
+            None,
+        )
+        .await;
     assert_eq!(status, 200, "{before}");
     assert_eq!(before["totals"]["spendCents"], json!(null));
     assert_eq!(before["days"].as_array().unwrap().len(), 30);
@@ -71,29 +109,57 @@ async fn spend_is_null_until_the_backfill_ends_then_known_per_day() {
     assert_eq!(before["spendCurrency"], json!(null));
 
     h.sync_until_live(10).await;
-    let (_, after) = h.call("GET", &format!("/v1/sites/loja-x/spend?from={from}&to={to}"), None).await;
+    let (_, after) = h
+        .call(
+            "GET",
+            &format!("/v1/sites/loja-x/spend?from={from}&to={to}"),
+            None,
+        )
+        .await;
     assert_eq!(after["spendCurrency"], "BRL");
     assert_eq!(after["currencyMismatch"], false);
     let days = after["days"].as_array().unwrap();
     let sum: i64 = days.iter().map(|d| d["spendCents"].as_i64().unwrap()).sum();
     assert_eq!(after["totals"]["spendCents"].as_i64().unwrap(), sum);
     assert!(sum > 0);
-    let ads: i64 = after["ads"].as_array().unwrap().iter().map(|a| a["spendCents"].as_i64().unwrap()).sum();
+    let ads: i64 = after["ads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["spendCents"].as_i64().unwrap())
+        .sum();
     assert_eq!(ads, sum, "the per-ad list and the per-day sums agree");
     assert!(after["ads"][0]["adName"].is_string());
     // A range before any spend: zero, not null, since the accounts are synced.
     let old = from - 200 * DAY_MS;
-    let (_, empty) = h.call("GET", &format!("/v1/sites/loja-x/spend?from={old}&to={old}"), None).await;
+    let (_, empty) = h
+        .call(
+            "GET",
+            &format!("/v1/sites/loja-x/spend?from={old}&to={old}"),
+            None,
+        )
+        .await;
     assert_eq!(empty["totals"]["spendCents"], json!(0));
 }
 
 #[tokio::test]
 async fn an_account_billing_in_another_currency_gives_null_spend_with_a_mismatch() {
     let h = Harness::start().await;
-    h.call("PUT", "/v1/sites/loja-x", Some(json!({"name": "Loja X", "currency": "BRL"}))).await;
+    h.call(
+        "PUT",
+        "/v1/sites/loja-x",
+        Some(json!({"name": "Loja X", "currency": "BRL"})),
+    )
+    .await;
     h.connect(TOKEN).await;
     for account in [LOJA_PRINCIPAL, PET_EAST] {
-        let (s, b) = h.call("PUT", &format!("/v1/sites/loja-x/ad-accounts/{account}"), Some(json!({"ownerKey": "agency"}))).await;
+        let (s, b) = h
+            .call(
+                "PUT",
+                &format!("/v1/sites/loja-x/ad-accounts/{account}"),
+                Some(json!({"ownerKey": "agency"})),
+            )
+            .await;
         assert_eq!(s, 201, "{b}");
     }
     for _ in 0..4 {
@@ -101,13 +167,22 @@ async fn an_account_billing_in_another_currency_gives_null_spend_with_a_mismatch
         h.runner().advance(2_000).await.unwrap();
     }
     let day = T0 - T0 % DAY_MS;
-    let (_, spend) = h.call("GET", &format!("/v1/sites/loja-x/spend?from={}&to={day}", day - 6 * DAY_MS), None).await;
+    let (_, spend) = h
+        .call(
+            "GET",
+            &format!("/v1/sites/loja-x/spend?from={}&to={day}", day - 6 * DAY_MS),
+            None,
+        )
+        .await;
     assert_eq!(spend["currencyMismatch"], true);
     assert_eq!(spend["spendCurrency"], json!(null));
     assert_eq!(spend["totals"]["spendCents"], json!(null));
     assert!(spend["totals"]["impressions"].as_i64().unwrap() > 0);
     for account in spend["adAccounts"].as_array().unwrap() {
-        assert!(account["spendCents"].as_i64().unwrap() > 0, "each account's own figures are still shown");
+        assert!(
+            account["spendCents"].as_i64().unwrap() > 0,
+            "each account's own figures are still shown"
+        );
     }
 }
 
@@ -115,21 +190,51 @@ async fn an_account_billing_in_another_currency_gives_null_spend_with_a_mismatch
 async fn throttling_waits_at_least_an_hour_or_what_meta_says() {
     let h = Harness::start().await;
     h.link_agency().await;
-    h.fake().set_knobs(Knobs { throttle: Some(Throttle { code: 17, remaining: 100, regain_minutes: 90 }), ..Knobs::default() });
+    h.fake().set_knobs(Knobs {
+        throttle: Some(Throttle {
+            code: 17,
+            remaining: 100,
+            regain_minutes: 90,
+        }),
+        ..Knobs::default()
+    });
     h.runner().tick().await.unwrap();
     let link = h.link("loja-x", LOJA_PRINCIPAL).await;
-    assert!(link.last_error.as_deref().unwrap().starts_with("RATE_LIMITED: "), "{:?}", link.last_error);
+    assert!(
+        link.last_error
+            .as_deref()
+            .unwrap()
+            .starts_with("RATE_LIMITED: "),
+        "{:?}",
+        link.last_error
+    );
     assert_eq!(link.next_sync_at, Some(h.now() + 90 * MINUTE_MS));
     assert_eq!(link.failures, 1);
-    assert_eq!(link.sync_state.as_str(), "backfill", "a throttle keeps the backfill owed");
+    assert_eq!(
+        link.sync_state.as_str(),
+        "backfill",
+        "a throttle keeps the backfill owed"
+    );
 
     // Usage above 75% on a successful run also backs off an hour.
-    h.fake().set_knobs(Knobs { usage_pct: Some(80), ..Knobs::default() });
+    h.fake().set_knobs(Knobs {
+        usage_pct: Some(80),
+        ..Knobs::default()
+    });
     h.runner().advance(90 * MINUTE_MS).await.unwrap();
     h.runner().tick().await.unwrap();
     let link = h.link("loja-x", LOJA_PRINCIPAL).await;
-    assert_eq!(link.backfill_from.as_deref(), Some("2026-05-02"), "the first block was saved");
-    assert!(link.last_error.as_deref().unwrap().starts_with("RATE_LIMITED"));
+    assert_eq!(
+        link.backfill_from.as_deref(),
+        Some("2026-05-02"),
+        "the first block was saved"
+    );
+    assert!(
+        link.last_error
+            .as_deref()
+            .unwrap()
+            .starts_with("RATE_LIMITED")
+    );
     assert_eq!(link.next_sync_at, Some(h.now() + HOUR_MS));
     assert_eq!(link.failures, 0);
 }
@@ -138,12 +243,20 @@ async fn throttling_waits_at_least_an_hour_or_what_meta_says() {
 async fn failures_back_off_15_minutes_doubling_and_sync_now_overrides() {
     let h = Harness::start().await;
     h.link_agency().await;
-    h.fake().set_knobs(Knobs { fail_5xx: 1_000, ..Knobs::default() });
+    h.fake().set_knobs(Knobs {
+        fail_5xx: 1_000,
+        ..Knobs::default()
+    });
     let mut waits = vec![];
     for _ in 0..3 {
         h.runner().tick().await.unwrap();
         let link = h.link("loja-x", LOJA_PRINCIPAL).await;
-        assert!(link.last_error.as_deref().unwrap().starts_with("META_UNAVAILABLE: "));
+        assert!(
+            link.last_error
+                .as_deref()
+                .unwrap()
+                .starts_with("META_UNAVAILABLE: ")
+        );
         let wait = link.next_sync_at.unwrap() - h.now();
         waits.push(wait / MINUTE_MS);
         h.runner().advance(wait).await.unwrap();
@@ -167,10 +280,20 @@ async fn a_token_refused_mid_run_stops_every_account_until_a_new_token() {
     h.fake().kill_token(TOKEN);
     h.runner().advance(45 * MINUTE_MS).await.unwrap();
     h.runner().tick().await.unwrap();
-    for (site, account) in [("loja-x", LOJA_PRINCIPAL), ("loja-x", LOJA_MANAUS), ("pet-mania", PET_EAST), ("pet-mania", PET_WEST)] {
+    for (site, account) in [
+        ("loja-x", LOJA_PRINCIPAL),
+        ("loja-x", LOJA_MANAUS),
+        ("pet-mania", PET_EAST),
+        ("pet-mania", PET_WEST),
+    ] {
         let link = h.link(site, account).await;
         assert_eq!(link.sync_state.as_str(), "error");
-        assert!(link.last_error.as_deref().unwrap().starts_with("META_TOKEN_INVALID: "));
+        assert!(
+            link.last_error
+                .as_deref()
+                .unwrap()
+                .starts_with("META_TOKEN_INVALID: ")
+        );
         assert_eq!(link.next_sync_at, None, "paused: out of the due index");
     }
     let (_, conn) = h.call("GET", "/v1/meta/connections/agency", None).await;
@@ -186,7 +309,10 @@ async fn a_token_refused_mid_run_stops_every_account_until_a_new_token() {
     let report = h.runner().tick().await.unwrap();
     assert_eq!(report.dispatched.sent, 4);
     let link = h.link("loja-x", LOJA_PRINCIPAL).await;
-    assert_eq!((link.sync_state.as_str(), link.last_error.clone()), ("live", None));
+    assert_eq!(
+        (link.sync_state.as_str(), link.last_error.clone()),
+        ("live", None)
+    );
 }
 
 #[tokio::test]
@@ -194,25 +320,57 @@ async fn a_range_with_too_much_data_is_halved_and_a_day_over_the_cap_is_truncate
     let h = Harness::start().await;
     h.link_agency().await;
     // About 19 rows an account-day: 200 rows is about 10 days.
-    h.fake().set_knobs(Knobs { row_cap: Some(200), ..Knobs::default() });
+    h.fake().set_knobs(Knobs {
+        row_cap: Some(200),
+        ..Knobs::default()
+    });
     h.runner().tick().await.unwrap();
     let ranges = h.insights_ranges(LOJA_PRINCIPAL);
-    assert_eq!(ranges[0], ("2026-04-02".to_owned(), "2026-05-01".to_owned()));
-    assert_eq!(ranges[1], ("2026-04-02".to_owned(), "2026-04-16".to_owned()));
+    assert_eq!(
+        ranges[0],
+        ("2026-04-02".to_owned(), "2026-05-01".to_owned())
+    );
+    assert_eq!(
+        ranges[1],
+        ("2026-04-02".to_owned(), "2026-04-16".to_owned())
+    );
     let link = h.link("loja-x", LOJA_PRINCIPAL).await;
     assert_eq!(link.backfill_from.as_deref(), Some("2026-05-02"));
     assert_eq!(link.last_error, None);
     h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
-    let (rows, _) = h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap();
-    assert!(rows.len() > 400, "every day of the block was read: {}", rows.len());
+    let (rows, _) = h
+        .aws()
+        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
+        .await
+        .unwrap();
+    assert!(
+        rows.len() > 400,
+        "every day of the block was read: {}",
+        rows.len()
+    );
 
     // A cap below one day's rows: down to single days, kept what came, flagged.
-    h.fake().set_knobs(Knobs { row_cap: Some(5), ..Knobs::default() });
+    h.fake().set_knobs(Knobs {
+        row_cap: Some(5),
+        ..Knobs::default()
+    });
     h.runner().advance(2_000).await.unwrap();
     h.runner().tick().await.unwrap();
     let link = h.link("loja-x", LOJA_PRINCIPAL).await;
-    assert!(link.last_error.as_deref().unwrap().starts_with("META_TRUNCATED: "), "{:?}", link.last_error);
-    assert!(h.insights_ranges(LOJA_PRINCIPAL).iter().any(|(s, u)| s == u), "single days were asked");
+    assert!(
+        link.last_error
+            .as_deref()
+            .unwrap()
+            .starts_with("META_TRUNCATED: "),
+        "{:?}",
+        link.last_error
+    );
+    assert!(
+        h.insights_ranges(LOJA_PRINCIPAL)
+            .iter()
+            .any(|(s, u)| s == u),
+        "single days were asked"
+    );
 }
 
 #[tokio::test]
@@ -229,16 +387,36 @@ async fn a_run_that_lost_its_lease_writes_nothing() {
     assert_ne!(link.run_id.as_deref(), Some(run_a.as_str()));
     assert!(link.last_error.unwrap().starts_with("RUN_TIMEOUT: "));
     // Run A's late message does nothing.
-    let message = SyncMessage { site_id: "loja-x".into(), ad_account_id: LOJA_PRINCIPAL.into(), run_id: run_a };
-    let report = h.runner().worker.run(&message, std::time::Instant::now() + std::time::Duration::from_secs(60)).await.unwrap();
+    let message = SyncMessage {
+        site_id: "loja-x".into(),
+        ad_account_id: LOJA_PRINCIPAL.into(),
+        run_id: run_a,
+    };
+    let report = h
+        .runner()
+        .worker
+        .run(
+            &message,
+            std::time::Instant::now() + std::time::Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
     assert!(report.stale);
-    let (rows, _) = h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap();
+    let (rows, _) = h
+        .aws()
+        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
+        .await
+        .unwrap();
     assert!(rows.is_empty());
     // Draining delivers both messages of each account; only run B's writes.
     h.fake().clear_requests();
     let drained = h.runner().drain().await.unwrap();
     assert_eq!(drained.delivered, 8);
-    assert_eq!(h.insights_ranges(LOJA_PRINCIPAL).len(), 1, "one run read Meta");
+    assert_eq!(
+        h.insights_ranges(LOJA_PRINCIPAL).len(),
+        1,
+        "one run read Meta"
+    );
     h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
 }
 
@@ -248,16 +426,31 @@ async fn a_duplicate_delivery_changes_nothing_and_reads_meta_once() {
     h.link_agency().await;
     h.runner().dispatch().await.unwrap();
     let link = h.link("loja-x", LOJA_PRINCIPAL).await;
-    let body = serde_json::to_string(&SyncMessage { site_id: "loja-x".into(), ad_account_id: LOJA_PRINCIPAL.into(), run_id: link.run_id.clone().unwrap() }).unwrap();
+    let body = serde_json::to_string(&SyncMessage {
+        site_id: "loja-x".into(),
+        ad_account_id: LOJA_PRINCIPAL.into(),
+        run_id: link.run_id.clone().unwrap(),
+    })
+    .unwrap();
     // SQS delivers the message a second time, in the same batch or a later one.
-    h.aws().send_batch(&h.aws().names.sync_queue_url, &[body.clone()]).await.unwrap();
+    h.aws()
+        .send_batch(&h.aws().names.sync_queue_url, &[body.clone()])
+        .await
+        .unwrap();
     h.runner().drain().await.unwrap();
-    h.aws().send_batch(&h.aws().names.sync_queue_url, &[body]).await.unwrap();
+    h.aws()
+        .send_batch(&h.aws().names.sync_queue_url, &[body])
+        .await
+        .unwrap();
     let late = h.runner().drain().await.unwrap();
     assert_eq!(late.delivered, 1, "the late copy is taken off the queue");
     assert_eq!(h.insights_ranges(LOJA_PRINCIPAL).len(), 1);
     let after = h.link("loja-x", LOJA_PRINCIPAL).await;
-    assert_eq!(after.backfill_from.as_deref(), Some("2026-05-02"), "one block, not two");
+    assert_eq!(
+        after.backfill_from.as_deref(),
+        Some("2026-05-02"),
+        "one block, not two"
+    );
     h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
 }
 
@@ -276,36 +469,79 @@ async fn an_unlink_mid_run_stops_its_writes_and_the_sweeper_purges_the_spend() {
     let h = Harness::start().await;
     h.link_agency().await;
     h.sync_until_live(10).await;
-    let (rows, _) = h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap();
+    let (rows, _) = h
+        .aws()
+        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
+        .await
+        .unwrap();
     assert!(!rows.is_empty());
     // A weekly run, slowed down, is in flight when the account is unlinked.
-    h.fake().set_knobs(Knobs { latency_ms: 150, row_cap: Some(60), ..Knobs::default() });
-    h.runner().set_clock(T0 + 7 * DAY_MS - 5 * HOUR_MS + 30 * MINUTE_MS).await.unwrap();
+    h.fake().set_knobs(Knobs {
+        latency_ms: 150,
+        row_cap: Some(60),
+        ..Knobs::default()
+    });
+    h.runner()
+        .set_clock(T0 + 7 * DAY_MS - 5 * HOUR_MS + 30 * MINUTE_MS)
+        .await
+        .unwrap();
     h.runner().dispatch().await.unwrap();
     let drain = h.runner().drain();
     let unlink = async {
         // Wait until the run has started reading Meta.
-        while !h.fake().requests().iter().any(|r| r.path.ends_with(&format!("{LOJA_PRINCIPAL}/insights"))) {
+        while !h
+            .fake()
+            .requests()
+            .iter()
+            .any(|r| r.path.ends_with(&format!("{LOJA_PRINCIPAL}/insights")))
+        {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
-        let (status, body) = h.call("DELETE", &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"), None).await;
+        let (status, body) = h
+            .call(
+                "DELETE",
+                &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"),
+                None,
+            )
+            .await;
         assert_eq!(status, 200, "{body}");
-        h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap().0
+        h.aws()
+            .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
+            .await
+            .unwrap()
+            .0
     };
     let (drained, at_unlink) = tokio::join!(drain, unlink);
     drained.unwrap();
-    let (after_run, _) = h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap();
+    let (after_run, _) = h
+        .aws()
+        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
+        .await
+        .unwrap();
     assert_eq!(after_run, at_unlink, "nothing was written after the unlink");
     // The sweeper takes the spend out, sums included; the other account stays.
     h.fake().set_knobs(Knobs::default());
     let sweep = h.runner().sweep().await.unwrap();
     assert_eq!(sweep.purges_done, 1);
-    let (rows, _) = h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap();
+    let (rows, _) = h
+        .aws()
+        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
+        .await
+        .unwrap();
     assert!(rows.is_empty());
-    assert!(h.aws().day_sums("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2).await.unwrap().is_empty());
+    assert!(
+        h.aws()
+            .day_sums("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     h.assert_sums_match_rows("loja-x", LOJA_MANAUS).await;
     let (_, status) = h.call("GET", "/v1/meta/status?siteIds=loja-x", None).await;
-    assert_eq!(status["sites"][0]["adAccounts"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        status["sites"][0]["adAccounts"].as_array().unwrap().len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -313,17 +549,43 @@ async fn a_relink_during_the_purge_stops_it_and_the_backfill_rewrites() {
     let h = Harness::start().await;
     h.link_agency().await;
     h.sync_until_live(10).await;
-    let (before, _) = h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap();
-    h.call("DELETE", &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"), None).await;
+    let (before, _) = h
+        .aws()
+        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
+        .await
+        .unwrap();
+    h.call(
+        "DELETE",
+        &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"),
+        None,
+    )
+    .await;
     // One purge step takes part of the rows, sums in step.
-    h.aws().purge_step("loja-x", LOJA_PRINCIPAL, 100).await.unwrap();
+    h.aws()
+        .purge_step("loja-x", LOJA_PRINCIPAL, 100)
+        .await
+        .unwrap();
     h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
-    let (status, body) = h.call("PUT", &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"), Some(json!({"ownerKey": "agency"}))).await;
+    let (status, body) = h
+        .call(
+            "PUT",
+            &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"),
+            Some(json!({"ownerKey": "agency"})),
+        )
+        .await;
     assert_eq!(status, 201, "{body}");
     let sweep = h.runner().sweep().await.unwrap();
-    assert_eq!((sweep.purges_done, sweep.purge_steps), (0, 0), "the relink removed the purge");
+    assert_eq!(
+        (sweep.purges_done, sweep.purge_steps),
+        (0, 0),
+        "the relink removed the purge"
+    );
     h.sync_until_live(10).await;
-    let (after, _) = h.aws().spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX).await.unwrap();
+    let (after, _) = h
+        .aws()
+        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
+        .await
+        .unwrap();
     assert_eq!(after.len(), before.len());
     h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
 }
@@ -332,16 +594,35 @@ async fn a_relink_during_the_purge_stops_it_and_the_backfill_rewrites() {
 async fn a_poison_message_reaches_the_dead_letter_queue_after_the_receive_limit() {
     let h = Harness::start().await;
     let queue = h.runner().stack.queue("SyncQueue").unwrap().clone();
-    h.aws().send_batch(&queue.url, &["{not a sync message".to_owned()]).await.unwrap();
+    h.aws()
+        .send_batch(&queue.url, &["{not a sync message".to_owned()])
+        .await
+        .unwrap();
     let mut failures = 0;
     for _ in 0..8 {
         failures += h.runner().drain().await.unwrap().failed;
         // The queue's visibility timeout passes on the runner's clock.
-        h.runner().advance(queue.visibility_timeout * 1_000 + 1).await.unwrap();
+        h.runner()
+            .advance(queue.visibility_timeout * 1_000 + 1)
+            .await
+            .unwrap();
     }
     assert_eq!(failures, 5, "maxReceiveCount deliveries, then redrive");
     let dlq = queue.dead_letter_url.unwrap();
-    let out = h.aws().sqs.receive_message().queue_url(&dlq).max_number_of_messages(10).send().await.unwrap();
-    let bodies: Vec<String> = out.messages.unwrap_or_default().into_iter().filter_map(|m| m.body).collect();
+    let out = h
+        .aws()
+        .sqs
+        .receive_message()
+        .queue_url(&dlq)
+        .max_number_of_messages(10)
+        .send()
+        .await
+        .unwrap();
+    let bodies: Vec<String> = out
+        .messages
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.body)
+        .collect();
     assert_eq!(bodies, vec!["{not a sync message".to_owned()]);
 }

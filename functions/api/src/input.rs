@@ -41,6 +41,9 @@ pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return ApiError::invalid("body: is not valid JSON");
+        }
         let what = inner.to_string();
         // serde's own words, cut before its position note.
         let what = what
@@ -48,7 +51,7 @@ pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
             .next()
             .unwrap_or("malformed")
             .to_owned();
-        if path == "." || path.is_empty() {
+        if matches!(path.as_str(), "." | "?" | "") {
             ApiError::invalid(format!("body: {what}"))
         } else {
             ApiError::invalid(format!("{path}: {what}"))

@@ -57,7 +57,12 @@ pub async fn handle(
     // SQS may hand the same run twice in one batch: run it once. A copy in
     // a later batch finds its run finished (or replaced) and does nothing.
     let mut seen = std::collections::HashSet::new();
-    let records: Vec<_> = event.payload.records.iter().filter(|r| seen.insert(r.body.clone())).collect();
+    let records: Vec<_> = event
+        .payload
+        .records
+        .iter()
+        .filter(|r| seen.insert(r.body.clone()))
+        .collect();
     let runs = records.into_iter().map(|record| async move {
         let id = record.message_id.clone().unwrap_or_default();
         let result = match serde_json::from_str::<SyncMessage>(record.body.as_deref().unwrap_or("")) {

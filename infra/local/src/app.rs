@@ -9,12 +9,12 @@ use std::sync::Arc;
 use adtrail_fake_meta::FakeMeta;
 use adtrail_meta::{GraphClient, GraphConfig};
 
-use crate::http::{serve, Local};
+use crate::http::{Local, serve};
 use crate::jwt::DevKeys;
-use crate::moto::{sdk_config, Moto};
+use crate::moto::{Moto, sdk_config};
 use crate::runner::{MovableClock, Runner};
 use crate::stack::LocalStack;
-use crate::template::{default_path, Template};
+use crate::template::{Template, default_path};
 
 /// A running local stack.
 pub struct App {
@@ -38,7 +38,11 @@ impl App {
 ///
 /// # Errors
 /// A message saying what could not start.
-pub async fn start(api_addr: SocketAddr, clock: Arc<dyn MovableClock>, prefix: &str) -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
+pub async fn start(
+    api_addr: SocketAddr,
+    clock: Arc<dyn MovableClock>,
+    prefix: &str,
+) -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
     let moto = Moto::ensure()?;
     let config = sdk_config(&moto.url).await;
     let template = Template::load(&default_path())?;
@@ -51,9 +55,17 @@ pub async fn start(api_addr: SocketAddr, clock: Arc<dyn MovableClock>, prefix: &
         }
     };
     let runner = Runner::new(stack, GraphClient::new(graph_config)?, clock);
-    let local = Arc::new(Local { runner, keys: DevKeys::local() });
+    let local = Arc::new(Local {
+        runner,
+        keys: DevKeys::local(),
+    });
     let (bound, _task) = serve(local.clone(), api_addr).await?;
-    Ok(App { local, api_url: format!("http://{bound}"), fake, moto })
+    Ok(App {
+        local,
+        api_url: format!("http://{bound}"),
+        fake,
+        moto,
+    })
 }
 
 /// The Graph client's configuration for a fake at its address: the same

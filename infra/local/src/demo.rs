@@ -6,7 +6,7 @@
 
 use adtrail_domain::time::{DAY_MS, MINUTE_MS};
 use adtrail_local::app::App;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -17,8 +17,16 @@ struct Client {
 }
 
 impl Client {
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Error> {
-        let mut req = self.http.request(method.clone(), format!("{}{path}", self.base)).bearer_auth(&self.token);
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, Error> {
+        let mut req = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
         if let Some(b) = body {
             req = req.json(&b);
         }
@@ -40,44 +48,96 @@ fn money(cents: &Value, currency: &str) -> String {
 }
 
 pub async fn run(app: &App) -> Result<(), Error> {
-    let c = Client { http: reqwest::Client::new(), base: app.api_url.clone(), token: app.host_token() };
+    let c = Client {
+        http: reqwest::Client::new(),
+        base: app.api_url.clone(),
+        token: app.host_token(),
+    };
     let runner = app.runner();
-    println!("adtrail demo: local AWS (moto) at {}, fake Meta, API at {}\n", app.moto.url, app.api_url);
+    println!(
+        "adtrail demo: local AWS (moto) at {}, fake Meta, API at {}\n",
+        app.moto.url, app.api_url
+    );
 
-    for (site, name, currency, country) in [("loja-x", "Loja X", "BRL", "BR"), ("pet-mania", "Pet Mania", "USD", "US")] {
-        c.call(reqwest::Method::PUT, &format!("/v1/sites/{site}"), Some(json!({"name": name, "currency": currency, "country": country}))).await?;
+    for (site, name, currency, country) in [
+        ("loja-x", "Loja X", "BRL", "BR"),
+        ("pet-mania", "Pet Mania", "USD", "US"),
+    ] {
+        c.call(
+            reqwest::Method::PUT,
+            &format!("/v1/sites/{site}"),
+            Some(json!({"name": name, "currency": currency, "country": country})),
+        )
+        .await?;
         println!("registered site {site} ({name}, {currency})");
     }
     let connection = c
-        .call(reqwest::Method::PUT, "/v1/meta/connections/agency", Some(json!({"accessToken": "sample-agency-token"})))
+        .call(
+            reqwest::Method::PUT,
+            "/v1/meta/connections/agency",
+            Some(json!({"accessToken": "sample-agency-token"})),
+        )
         .await?;
     println!("\nconnected the sample agency; its token lists:");
-    let accounts = connection["adAccounts"].as_array().cloned().unwrap_or_default();
+    let accounts = connection["adAccounts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     for a in &accounts {
-        println!("  {}  {:<22} {}  {}", a["adAccountId"].as_str().unwrap_or(""), a["name"].as_str().unwrap_or(""), a["currency"].as_str().unwrap_or(""), a["timezone"].as_str().unwrap_or(""));
+        println!(
+            "  {}  {:<22} {}  {}",
+            a["adAccountId"].as_str().unwrap_or(""),
+            a["name"].as_str().unwrap_or(""),
+            a["currency"].as_str().unwrap_or(""),
+            a["timezone"].as_str().unwrap_or("")
+        );
     }
     for a in &accounts {
-        let site = if a["currency"] == "BRL" { "loja-x" } else { "pet-mania" };
+        let site = if a["currency"] == "BRL" {
+            "loja-x"
+        } else {
+            "pet-mania"
+        };
         let id = a["adAccountId"].as_str().unwrap_or("");
-        c.call(reqwest::Method::PUT, &format!("/v1/sites/{site}/ad-accounts/{id}"), Some(json!({"ownerKey": "agency"}))).await?;
+        c.call(
+            reqwest::Method::PUT,
+            &format!("/v1/sites/{site}/ad-accounts/{id}"),
+            Some(json!({"ownerKey": "agency"})),
+        )
+        .await?;
         println!("linked {id} to {site}");
     }
 
     println!("\nbackfill (90 days in 30-day blocks), on a virtual clock:");
     for step in 1..=10 {
         let tick = runner.tick().await?;
-        let status = c.call(reqwest::Method::GET, "/v1/meta/status?siteIds=loja-x,pet-mania", None).await?;
+        let status = c
+            .call(
+                reqwest::Method::GET,
+                "/v1/meta/status?siteIds=loja-x,pet-mania",
+                None,
+            )
+            .await?;
         let states: Vec<String> = status["sites"]
             .as_array()
             .into_iter()
             .flatten()
             .flat_map(|s| s["adAccounts"].as_array().cloned().unwrap_or_default())
             .map(|a| match a["backfill"].as_object() {
-                Some(b) => format!("{} {}/{}", a["syncState"].as_str().unwrap_or(""), b["done"], b["total"]),
+                Some(b) => format!(
+                    "{} {}/{}",
+                    a["syncState"].as_str().unwrap_or(""),
+                    b["done"],
+                    b["total"]
+                ),
                 None => a["syncState"].as_str().unwrap_or("").to_owned(),
             })
             .collect();
-        println!("  tick {step}: {} runs dispatched; accounts: {}", tick.dispatched.sent, states.join(", "));
+        println!(
+            "  tick {step}: {} runs dispatched; accounts: {}",
+            tick.dispatched.sent,
+            states.join(", ")
+        );
         if states.iter().all(|s| s == "live") {
             break;
         }
@@ -85,18 +145,37 @@ pub async fn run(app: &App) -> Result<(), Error> {
     }
     runner.advance(45 * MINUTE_MS).await?;
     let live = runner.tick().await?;
-    println!("  45 minutes later: {} live runs (today and yesterday)", live.dispatched.sent);
+    println!(
+        "  45 minutes later: {} live runs (today and yesterday)",
+        live.dispatched.sent
+    );
 
     let today = runner.now() - runner.now().rem_euclid(DAY_MS);
     let from = today - 29 * DAY_MS;
     for site in ["loja-x", "pet-mania"] {
-        let spend = c.call(reqwest::Method::GET, &format!("/v1/sites/{site}/spend?from={from}&to={today}"), None).await?;
+        let spend = c
+            .call(
+                reqwest::Method::GET,
+                &format!("/v1/sites/{site}/spend?from={from}&to={today}"),
+                None,
+            )
+            .await?;
         let cur = spend["spendCurrency"].as_str().unwrap_or("?");
         let t = &spend["totals"];
         println!("\n{site}: last 30 days");
-        println!("  spend {}   impressions {}   clicks {}", money(&t["spendCents"], cur), t["impressions"], t["clicks"]);
+        println!(
+            "  spend {}   impressions {}   clicks {}",
+            money(&t["spendCents"], cur),
+            t["impressions"],
+            t["clicks"]
+        );
         let days = spend["days"].as_array().cloned().unwrap_or_default();
-        let max = days.iter().filter_map(|d| d["spendCents"].as_i64()).max().unwrap_or(1).max(1);
+        let max = days
+            .iter()
+            .filter_map(|d| d["spendCents"].as_i64())
+            .max()
+            .unwrap_or(1)
+            .max(1);
         let bars: String = days
             .iter()
             .map(|d| {
@@ -107,7 +186,12 @@ pub async fn run(app: &App) -> Result<(), Error> {
         println!("  per day  {bars}");
         println!("  top ads:");
         for ad in spend["ads"].as_array().into_iter().flatten().take(3) {
-            println!("    {:<28} {:>14}  {} impressions", ad["adName"].as_str().unwrap_or("?"), money(&ad["spendCents"], cur), ad["impressions"]);
+            println!(
+                "    {:<28} {:>14}  {} impressions",
+                ad["adName"].as_str().unwrap_or("?"),
+                money(&ad["spendCents"], cur),
+                ad["impressions"]
+            );
         }
         println!("  accounts:");
         for a in spend["adAccounts"].as_array().into_iter().flatten() {

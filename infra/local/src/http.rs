@@ -6,13 +6,13 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::Router;
 use base64::Engine;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::jwt::DevKeys;
 use crate::runner::Runner;
@@ -27,7 +27,10 @@ pub struct Local {
 ///
 /// # Errors
 /// When the address cannot be bound.
-pub async fn serve(local: Arc<Local>, addr: SocketAddr) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+pub async fn serve(
+    local: Arc<Local>,
+    addr: SocketAddr,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let app = Router::new().fallback(handle).with_state(local);
@@ -38,25 +41,50 @@ pub async fn serve(local: Arc<Local>, addr: SocketAddr) -> std::io::Result<(Sock
 }
 
 fn json_response(status: StatusCode, body: Value) -> Response {
-    (status, [("content-type", "application/json")], body.to_string()).into_response()
+    (
+        status,
+        [("content-type", "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
-async fn handle(State(local): State<Arc<Local>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle(
+    State(local): State<Arc<Local>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     match (method.as_str(), uri.path()) {
         ("POST", "/_local/tick") => match local.runner.tick().await {
             Ok(report) => json_response(StatusCode::OK, json!(report)),
-            Err(e) => json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"error": e.to_string()})),
+            Err(e) => json_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": e.to_string()}),
+            ),
         },
         ("POST", "/_local/clock") => {
             let ask: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let moved = match (ask.get("advanceMs").and_then(Value::as_i64), ask.get("nowMs").and_then(Value::as_i64)) {
+            let moved = match (
+                ask.get("advanceMs").and_then(Value::as_i64),
+                ask.get("nowMs").and_then(Value::as_i64),
+            ) {
                 (Some(ms), None) => local.runner.advance(ms).await,
                 (None, Some(ms)) => local.runner.set_clock(ms).await,
-                _ => return json_response(StatusCode::BAD_REQUEST, json!({"error": "give advanceMs or nowMs"})),
+                _ => {
+                    return json_response(
+                        StatusCode::BAD_REQUEST,
+                        json!({"error": "give advanceMs or nowMs"}),
+                    );
+                }
             };
             match moved {
                 Ok(now) => json_response(StatusCode::OK, json!({"nowMs": now})),
-                Err(e) => json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"error": e.to_string()})),
+                Err(e) => json_response(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    json!({"error": e.to_string()}),
+                ),
             }
         }
         _ => invoke_api(&local, &method, &uri, &headers, &body).await,
@@ -65,8 +93,17 @@ async fn handle(State(local): State<Arc<Local>>, method: Method, uri: Uri, heade
 
 /// What API Gateway does before the function: the JWT authorizer, then the
 /// v2 event.
-async fn invoke_api(local: &Local, method: &Method, uri: &Uri, headers: &HeaderMap, body: &[u8]) -> Response {
-    let token = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+async fn invoke_api(
+    local: &Local,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    let token = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
     let Some(claims) = token.and_then(|t| local.keys.verify(t).ok()) else {
         return json_response(StatusCode::UNAUTHORIZED, json!({"message": "Unauthorized"}));
     };
@@ -75,9 +112,14 @@ async fn invoke_api(local: &Local, method: &Method, uri: &Uri, headers: &HeaderM
         Ok(r) => r,
         Err(_) => return json_response(StatusCode::BAD_REQUEST, json!({"message": "Bad Request"})),
     };
-    let response = adtrail_api::handle(&local.runner.api, request).await.unwrap_or_else(|_| {
-        lambda_http::Response::builder().status(500).body(lambda_http::Body::Empty).expect("static response")
-    });
+    let response = adtrail_api::handle(&local.runner.api, request)
+        .await
+        .unwrap_or_else(|_| {
+            lambda_http::Response::builder()
+                .status(500)
+                .body(lambda_http::Body::Empty)
+                .expect("static response")
+        });
     let (parts, body) = response.into_parts();
     let bytes: Vec<u8> = match body {
         lambda_http::Body::Empty => vec![],
@@ -112,7 +154,10 @@ pub fn api_gateway_event(
         };
         query.insert(k.into_owned(), json!(joined));
     }
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
     let (body_text, base64) = match std::str::from_utf8(body) {
         Ok(t) => (t.to_owned(), false),
         Err(_) => (base64::engine::general_purpose::STANDARD.encode(body), true),

@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::rsa::{KeyPair, KeySize};
 use aws_lc_rs::signature::{self, KeyPair as _, UnparsedPublicKey};
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use serde_json::{json, Value};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
 
 pub const LOCAL_ISSUER: &str = "https://adtrail.local/";
 pub const LOCAL_AUDIENCE: &str = "adtrail-local";
@@ -39,12 +39,17 @@ pub struct DevKeys {
 
 impl std::fmt::Debug for DevKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DevKeys").field("issuer", &self.issuer).finish_non_exhaustive()
+        f.debug_struct("DevKeys")
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
     }
 }
 
 fn unix_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 impl DevKeys {
@@ -68,7 +73,12 @@ impl DevKeys {
     pub fn sign(&self, claims: Value) -> String {
         let mut claims = claims;
         let now = unix_now();
-        for (k, v) in [("iss", json!(self.issuer)), ("aud", json!(self.audience)), ("iat", json!(now)), ("exp", json!(now + 86_400))] {
+        for (k, v) in [
+            ("iss", json!(self.issuer)),
+            ("aud", json!(self.audience)),
+            ("iat", json!(now)),
+            ("exp", json!(now + 86_400)),
+        ] {
             if claims.get(k).is_none() {
                 claims[k] = v;
             }
@@ -78,7 +88,12 @@ impl DevKeys {
         let input = format!("{header}.{payload}");
         let mut sig = vec![0; self.pair.public_modulus_len()];
         self.pair
-            .sign(&signature::RSA_PKCS1_SHA256, &SystemRandom::new(), input.as_bytes(), &mut sig)
+            .sign(
+                &signature::RSA_PKCS1_SHA256,
+                &SystemRandom::new(),
+                input.as_bytes(),
+                &mut sig,
+            )
             .expect("RSA signing");
         format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig))
     }
@@ -95,7 +110,9 @@ impl DevKeys {
     /// [`JwtError`] for any token API Gateway would refuse.
     pub fn verify(&self, token: &str) -> Result<HashMap<String, String>, JwtError> {
         let mut parts = token.split('.');
-        let (Some(h), Some(p), Some(s), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        let (Some(h), Some(p), Some(s), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
             return Err(JwtError::Malformed);
         };
         let header: Value = URL_SAFE_NO_PAD
@@ -107,9 +124,12 @@ impl DevKeys {
             return Err(JwtError::Algorithm);
         }
         let sig = URL_SAFE_NO_PAD.decode(s).map_err(|_| JwtError::Malformed)?;
-        UnparsedPublicKey::new(&signature::RSA_PKCS1_2048_8192_SHA256, self.pair.public_key().as_ref())
-            .verify(format!("{h}.{p}").as_bytes(), &sig)
-            .map_err(|_| JwtError::Signature)?;
+        UnparsedPublicKey::new(
+            &signature::RSA_PKCS1_2048_8192_SHA256,
+            self.pair.public_key().as_ref(),
+        )
+        .verify(format!("{h}.{p}").as_bytes(), &sig)
+        .map_err(|_| JwtError::Signature)?;
         let claims: Value = URL_SAFE_NO_PAD
             .decode(p)
             .ok()
@@ -123,17 +143,26 @@ impl DevKeys {
         if claims.get("iss").and_then(Value::as_str) != Some(self.issuer.as_str()) || !aud_ok {
             return Err(JwtError::Claims);
         }
-        if claims.get("exp").and_then(Value::as_i64).is_none_or(|exp| exp <= unix_now()) {
+        if claims
+            .get("exp")
+            .and_then(Value::as_i64)
+            .is_none_or(|exp| exp <= unix_now())
+        {
             return Err(JwtError::Expired);
         }
-        let Value::Object(map) = claims else { return Err(JwtError::Malformed) };
+        let Value::Object(map) = claims else {
+            return Err(JwtError::Malformed);
+        };
         Ok(map
             .into_iter()
             .map(|(k, v)| {
                 let text = match v {
                     Value::String(s) => s,
                     Value::Array(items) => {
-                        let words: Vec<String> = items.iter().map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned)).collect();
+                        let words: Vec<String> = items
+                            .iter()
+                            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                            .collect();
                         format!("[{}]", words.join(" "))
                     }
                     other => other.to_string(),
@@ -163,11 +192,24 @@ mod tests {
         let keys = DevKeys::local();
         let other = DevKeys::local();
         assert_eq!(keys.verify(&other.host_token()), Err(JwtError::Signature));
-        assert_eq!(keys.verify(&keys.sign(json!({"sub": "u", "exp": 1}))), Err(JwtError::Expired));
-        assert_eq!(keys.verify(&keys.sign(json!({"sub": "u", "iss": "https://evil/"}))), Err(JwtError::Claims));
-        assert_eq!(keys.verify(&keys.sign(json!({"sub": "u", "aud": "other"}))), Err(JwtError::Claims));
+        assert_eq!(
+            keys.verify(&keys.sign(json!({"sub": "u", "exp": 1}))),
+            Err(JwtError::Expired)
+        );
+        assert_eq!(
+            keys.verify(&keys.sign(json!({"sub": "u", "iss": "https://evil/"}))),
+            Err(JwtError::Claims)
+        );
+        assert_eq!(
+            keys.verify(&keys.sign(json!({"sub": "u", "aud": "other"}))),
+            Err(JwtError::Claims)
+        );
         assert_eq!(keys.verify("a.b"), Err(JwtError::Malformed));
-        let none_alg = format!("{}.{}.", URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#), URL_SAFE_NO_PAD.encode("{}"));
+        let none_alg = format!(
+            "{}.{}.",
+            URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#),
+            URL_SAFE_NO_PAD.encode("{}")
+        );
         assert_eq!(keys.verify(&none_alg), Err(JwtError::Algorithm));
     }
 }

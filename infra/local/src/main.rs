@@ -4,16 +4,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use adtrail_domain::time::{SystemClock, Clock, VirtualClock};
-use adtrail_local::app::start;
+use adtrail_domain::time::{Clock, SystemClock, VirtualClock};
 use adtrail_local::OffsetClock;
+use adtrail_local::app::start;
 
 mod demo;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let prefix = format!("local-{}", SystemClock.now_ms());
@@ -24,14 +27,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             demo::run(&app).await
         }
         Some("serve") | None => {
-            let addr = std::env::var("ADTRAIL_LOCAL_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
+            let addr =
+                std::env::var("ADTRAIL_LOCAL_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
             let app = start(addr.parse()?, Arc::new(OffsetClock::default()), &prefix).await?;
             println!("adtrail local stack");
             println!("  API:       {}", app.api_url);
             println!("  AWS (moto): {}", app.moto.url);
             match &app.fake {
                 Some(fake) => println!("  Meta:      {} (the fake sample agency)", fake.url()),
-                None => println!("  Meta:      {}", std::env::var("META_GRAPH_URL").unwrap_or_default()),
+                None => println!(
+                    "  Meta:      {}",
+                    std::env::var("META_GRAPH_URL").unwrap_or_default()
+                ),
             }
             println!("  admin:     POST /_local/tick, POST /_local/clock {{\"advanceMs\":N}}");
             println!("\nexport TOKEN={}", app.host_token());

@@ -29,14 +29,20 @@ impl Drop for Moto {
 /// thread-safe); `ADTRAIL_PYTHON` overrides the interpreter.
 pub fn moto_command() -> (PathBuf, PathBuf) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let python = std::env::var_os("ADTRAIL_PYTHON").map(PathBuf::from).unwrap_or_else(|| root.join(".venv/bin/python"));
+    let python = std::env::var_os("ADTRAIL_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(".venv/bin/python"));
     (python, root.join("infra/moto/server.py"))
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum MotoError {
     #[error("moto_server could not start from {path} (run `make venv` first)")]
-    Spawn { path: String, #[source] source: std::io::Error },
+    Spawn {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("moto_server did not answer on {0}")]
     NoAnswer(String),
 }
@@ -58,7 +64,10 @@ impl Moto {
     /// # Errors
     /// [`MotoError`] when it cannot start or does not answer in 30 s.
     pub fn start() -> Result<Self, MotoError> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(5000);
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap_or(5000);
         let (path, script) = moto_command();
         let child = Command::new(&path)
             .arg(&script)
@@ -67,9 +76,15 @@ impl Moto {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|source| MotoError::Spawn { path: path.display().to_string(), source })?;
+            .map_err(|source| MotoError::Spawn {
+                path: path.display().to_string(),
+                source,
+            })?;
         let url = format!("http://127.0.0.1:{port}");
-        let moto = Self { url: url.clone(), child: Some(child) };
+        let moto = Self {
+            url: url.clone(),
+            child: Some(child),
+        };
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(30) {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
@@ -87,7 +102,9 @@ pub async fn sdk_config(url: &str) -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest())
         .endpoint_url(url)
         .region(Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_sqs::config::Credentials::new("testing", "testing", None, None, "local"))
+        .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+            "testing", "testing", None, None, "local",
+        ))
         .load()
         .await
 }

@@ -64,7 +64,10 @@ impl MovableClock for OffsetClock {
         self.now_ms()
     }
     fn set(&self, ms: i64) {
-        self.0.store(ms - SystemClock.now_ms(), std::sync::atomic::Ordering::SeqCst);
+        self.0.store(
+            ms - SystemClock.now_ms(),
+            std::sync::atomic::Ordering::SeqCst,
+        );
     }
 }
 
@@ -123,9 +126,20 @@ impl Runner {
         let aws = stack.aws.clone();
         let shared: adtrail_domain::time::SharedClock = Arc::new(ClockRef(clock.clone()));
         Self {
-            api: Api { aws: aws.clone(), graph: graph.clone(), clock: shared.clone() },
-            dispatcher: Dispatcher { aws: aws.clone(), clock: shared.clone() },
-            worker: Worker { aws: aws.clone(), graph, clock: shared.clone() },
+            api: Api {
+                aws: aws.clone(),
+                graph: graph.clone(),
+                clock: shared.clone(),
+            },
+            dispatcher: Dispatcher {
+                aws: aws.clone(),
+                clock: shared.clone(),
+            },
+            worker: Worker {
+                aws: aws.clone(),
+                graph,
+                clock: shared.clone(),
+            },
             sweeper: Sweeper { aws, clock: shared },
             stack,
             clock,
@@ -165,7 +179,12 @@ impl Runner {
         let dispatched = self.dispatch().await?;
         let sweep = self.sweep().await?;
         let queues = self.drain().await?;
-        Ok(TickReport { now: self.now(), dispatched, sweep, queues })
+        Ok(TickReport {
+            now: self.now(),
+            dispatched,
+            sweep,
+            queues,
+        })
     }
 
     /// The dispatcher, as its schedule would invoke it.
@@ -173,9 +192,12 @@ impl Runner {
     /// # Errors
     /// [`RunnerError::Handler`] when it fails.
     pub async fn dispatch(&self) -> Result<DispatchReport, RunnerError> {
-        adtrail_dispatcher::handle(&self.dispatcher, LambdaEvent::new(scheduled_event(), Context::default()))
-            .await
-            .map_err(RunnerError::Handler)
+        adtrail_dispatcher::handle(
+            &self.dispatcher,
+            LambdaEvent::new(scheduled_event(), Context::default()),
+        )
+        .await
+        .map_err(RunnerError::Handler)
     }
 
     /// The sweeper, as its schedule would invoke it.
@@ -183,9 +205,12 @@ impl Runner {
     /// # Errors
     /// [`RunnerError::Handler`] when it fails.
     pub async fn sweep(&self) -> Result<SweepReport, RunnerError> {
-        adtrail_sweeper::handle(&self.sweeper, LambdaEvent::new(scheduled_event(), Context::default()))
-            .await
-            .map_err(RunnerError::Handler)
+        adtrail_sweeper::handle(
+            &self.sweeper,
+            LambdaEvent::new(scheduled_event(), Context::default()),
+        )
+        .await
+        .map_err(RunnerError::Handler)
     }
 
     /// Polls every consumed queue and invokes its consumer until no queue
@@ -212,8 +237,14 @@ impl Runner {
 
     /// One batch from one queue to its consumer. Answers whether any
     /// message came.
-    async fn deliver_batch(&self, queue: &LocalQueue, report: &mut DrainReport) -> Result<bool, RunnerError> {
-        let Some((function, batch)) = &queue.consumer else { return Ok(false) };
+    async fn deliver_batch(
+        &self,
+        queue: &LocalQueue,
+        report: &mut DrainReport,
+    ) -> Result<bool, RunnerError> {
+        let Some((function, batch)) = &queue.consumer else {
+            return Ok(false);
+        };
         let out = self
             .stack
             .aws
@@ -247,11 +278,18 @@ impl Runner {
                 .collect();
             event.records.push(record);
         }
-        let timeout_ms = self.stack.template.function(function).map_or(30, |f| f.timeout) * 1_000;
+        let timeout_ms = self
+            .stack
+            .template
+            .function(function)
+            .map_or(30, |f| f.timeout)
+            * 1_000;
         let mut ctx = Context::default();
         ctx.deadline = (SystemClock.now_ms() + timeout_ms) as u64;
         let response = match function.as_str() {
-            "SyncWorkerFunction" => adtrail_sync_worker::handle(&self.worker, LambdaEvent::new(event, ctx)).await,
+            "SyncWorkerFunction" => {
+                adtrail_sync_worker::handle(&self.worker, LambdaEvent::new(event, ctx)).await
+            }
             other => {
                 tracing::warn!(function = other, "no local consumer for this function");
                 Ok(SqsBatchResponse::default())
@@ -259,8 +297,15 @@ impl Runner {
         };
         // A handler error fails the whole batch, as Lambda does.
         let failed: Vec<String> = match response {
-            Ok(r) => r.batch_item_failures.into_iter().map(|f| f.item_identifier).collect(),
-            Err(_) => messages.iter().filter_map(|m| m.message_id.clone()).collect(),
+            Ok(r) => r
+                .batch_item_failures
+                .into_iter()
+                .map(|f| f.item_identifier)
+                .collect(),
+            Err(_) => messages
+                .iter()
+                .filter_map(|m| m.message_id.clone())
+                .collect(),
         };
         let mut deletes = vec![];
         for (i, m) in messages.iter().enumerate() {
@@ -269,11 +314,22 @@ impl Runner {
             if failed.contains(&id) {
                 report.failed += 1;
                 let due_ms = self.now() + queue.visibility_timeout * 1_000;
-                self.held.lock().unwrap_or_else(|e| e.into_inner()).push(Held { queue_url: queue.url.clone(), receipt, due_ms });
+                self.held
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(Held {
+                        queue_url: queue.url.clone(),
+                        receipt,
+                        due_ms,
+                    });
             } else {
                 report.delivered += 1;
                 deletes.push(
-                    DeleteMessageBatchRequestEntry::builder().id(i.to_string()).receipt_handle(receipt).build().map_err(sqs_err)?,
+                    DeleteMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .receipt_handle(receipt)
+                        .build()
+                        .map_err(sqs_err)?,
                 );
             }
         }

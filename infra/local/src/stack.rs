@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use adtrail_store::{Aws, Names};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
-    ScalarAttributeType,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType,
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 
@@ -24,7 +24,9 @@ pub enum StackError {
     },
 }
 
-fn create(what: &'static str) -> impl FnOnce(Box<dyn std::error::Error + Send + Sync>) -> StackError {
+fn create(
+    what: &'static str,
+) -> impl FnOnce(Box<dyn std::error::Error + Send + Sync>) -> StackError {
     move |source| StackError::Create { what, source }
 }
 
@@ -64,14 +66,28 @@ impl LocalStack {
     ///
     /// # Errors
     /// [`StackError`] when the emulator refuses a resource.
-    pub async fn create(config: &aws_config::SdkConfig, template: Template, prefix: &str) -> Result<Self, StackError> {
+    pub async fn create(
+        config: &aws_config::SdkConfig,
+        template: Template,
+        prefix: &str,
+    ) -> Result<Self, StackError> {
         let bootstrap = Aws::new(
             config,
-            Names { table: String::new(), sync_queue_url: String::new(), bus: String::new(), key_id: String::new(), bucket: String::new() },
+            Names {
+                table: String::new(),
+                sync_queue_url: String::new(),
+                bus: String::new(),
+                key_id: String::new(),
+                bucket: String::new(),
+            },
         );
         // The table, as the template defines it.
         let table = format!("{prefix}-{}", template.table_id);
-        let mut req = bootstrap.ddb.create_table().table_name(&table).billing_mode(BillingMode::PayPerRequest);
+        let mut req = bootstrap
+            .ddb
+            .create_table()
+            .table_name(&table)
+            .billing_mode(BillingMode::PayPerRequest);
         for (name, kind) in &template.table.attributes {
             req = req.attribute_definitions(
                 AttributeDefinition::builder()
@@ -83,7 +99,8 @@ impl LocalStack {
         }
         req = req.set_key_schema(Some(key_schema(&template.table.keys)?));
         for index in &template.table.indexes {
-            let mut projection = Projection::builder().projection_type(ProjectionType::from(index.projection.as_str()));
+            let mut projection = Projection::builder()
+                .projection_type(ProjectionType::from(index.projection.as_str()));
             for attr in &index.non_key {
                 projection = projection.non_key_attributes(attr);
             }
@@ -96,7 +113,9 @@ impl LocalStack {
                     .map_err(|e| create("an index")(Box::new(e)))?,
             );
         }
-        req.send().await.map_err(|e| create("the table")(Box::new(e)))?;
+        req.send()
+            .await
+            .map_err(|e| create("the table")(Box::new(e)))?;
 
         // Queues: dead-letter queues first, so the others can point at them.
         let mut ordered = template.queues.clone();
@@ -108,7 +127,10 @@ impl LocalStack {
                 .sqs
                 .create_queue()
                 .queue_name(format!("{prefix}-{}", q.logical_id))
-                .attributes(QueueAttributeName::VisibilityTimeout, q.visibility_timeout.to_string());
+                .attributes(
+                    QueueAttributeName::VisibilityTimeout,
+                    q.visibility_timeout.to_string(),
+                );
             if let Some(r) = q.retention {
                 req = req.attributes(QueueAttributeName::MessageRetentionPeriod, r.to_string());
             }
@@ -119,10 +141,16 @@ impl LocalStack {
                 dead_letter_url = Some(url.clone());
                 req = req.attributes(
                     QueueAttributeName::RedrivePolicy,
-                    serde_json::json!({"deadLetterTargetArn": arn, "maxReceiveCount": max}).to_string(),
+                    serde_json::json!({"deadLetterTargetArn": arn, "maxReceiveCount": max})
+                        .to_string(),
                 );
             }
-            let url = req.send().await.map_err(|e| create("a queue")(Box::new(e)))?.queue_url.unwrap_or_default();
+            let url = req
+                .send()
+                .await
+                .map_err(|e| create("a queue")(Box::new(e)))?
+                .queue_url
+                .unwrap_or_default();
             let arn = bootstrap
                 .sqs
                 .get_queue_attributes()
@@ -156,13 +184,43 @@ impl LocalStack {
             .map(|m| m.key_id)
             .unwrap_or_default();
         let bucket = format!("{prefix}-thumbnails").to_ascii_lowercase();
-        bootstrap.s3.create_bucket().bucket(&bucket).send().await.map_err(|e| create("the bucket")(Box::new(e)))?;
+        bootstrap
+            .s3
+            .create_bucket()
+            .bucket(&bucket)
+            .send()
+            .await
+            .map_err(|e| create("the bucket")(Box::new(e)))?;
         let bus = format!("{prefix}-adtrail");
-        bootstrap.events.create_event_bus().name(&bus).send().await.map_err(|e| create("the bus")(Box::new(e)))?;
+        bootstrap
+            .events
+            .create_event_bus()
+            .name(&bus)
+            .send()
+            .await
+            .map_err(|e| create("the bus")(Box::new(e)))?;
 
-        let sync_queue_url = queues.iter().find(|q| q.consumer.as_ref().is_some_and(|(f, _)| f == "SyncWorkerFunction")).map(|q| q.url.clone()).unwrap_or_default();
-        let aws = bootstrap.with_names(Names { table, sync_queue_url, bus, key_id, bucket });
-        Ok(Self { aws, queues, template })
+        let sync_queue_url = queues
+            .iter()
+            .find(|q| {
+                q.consumer
+                    .as_ref()
+                    .is_some_and(|(f, _)| f == "SyncWorkerFunction")
+            })
+            .map(|q| q.url.clone())
+            .unwrap_or_default();
+        let aws = bootstrap.with_names(Names {
+            table,
+            sync_queue_url,
+            bus,
+            key_id,
+            bucket,
+        });
+        Ok(Self {
+            aws,
+            queues,
+            template,
+        })
     }
 
     pub fn queue(&self, logical_id: &str) -> Option<&LocalQueue> {

@@ -96,7 +96,12 @@ fn keys(v: &Value) -> Vec<KeyElement> {
     v.as_sequence()
         .into_iter()
         .flatten()
-        .filter_map(|k| Some(KeyElement { name: text(&k["AttributeName"])?, kind: text(&k["KeyType"])? }))
+        .filter_map(|k| {
+            Some(KeyElement {
+                name: text(&k["AttributeName"])?,
+                kind: text(&k["KeyType"])?,
+            })
+        })
         .collect()
 }
 
@@ -105,7 +110,9 @@ impl Template {
     /// [`TemplateError`] when the file cannot be read or lacks the table.
     pub fn load(path: &Path) -> Result<Self, TemplateError> {
         let raw: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(path)?)?;
-        let resources = raw["Resources"].as_mapping().ok_or_else(|| TemplateError::Missing("Resources".into()))?;
+        let resources = raw["Resources"]
+            .as_mapping()
+            .ok_or_else(|| TemplateError::Missing("Resources".into()))?;
         let of_type = |t: &str| -> Vec<(String, &Value)> {
             resources
                 .iter()
@@ -113,7 +120,10 @@ impl Template {
                 .filter_map(|(id, r)| Some((id.as_str()?.to_owned(), r)))
                 .collect()
         };
-        let (table_id, table) = of_type("AWS::DynamoDB::Table").into_iter().next().ok_or_else(|| TemplateError::Missing("a table".into()))?;
+        let (table_id, table) = of_type("AWS::DynamoDB::Table")
+            .into_iter()
+            .next()
+            .ok_or_else(|| TemplateError::Missing("a table".into()))?;
         let p = &table["Properties"];
         let table_def = TableDef {
             attributes: p["AttributeDefinitions"]
@@ -131,8 +141,14 @@ impl Template {
                     Some(IndexDef {
                         name: text(&g["IndexName"])?,
                         keys: keys(&g["KeySchema"]),
-                        projection: text(&g["Projection"]["ProjectionType"]).unwrap_or_else(|| "ALL".into()),
-                        non_key: g["Projection"]["NonKeyAttributes"].as_sequence().into_iter().flatten().filter_map(text).collect(),
+                        projection: text(&g["Projection"]["ProjectionType"])
+                            .unwrap_or_else(|| "ALL".into()),
+                        non_key: g["Projection"]["NonKeyAttributes"]
+                            .as_sequence()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(text)
+                            .collect(),
                     })
                 })
                 .collect(),
@@ -145,14 +161,26 @@ impl Template {
                 let p = &q["Properties"];
                 let redrive = p["RedrivePolicy"].as_mapping().and_then(|_| {
                     let target = text(&p["RedrivePolicy"]["deadLetterTargetArn"])?;
-                    Some((target.trim_end_matches(".Arn").to_owned(), p["RedrivePolicy"]["maxReceiveCount"].as_i64()?))
+                    Some((
+                        target.trim_end_matches(".Arn").to_owned(),
+                        p["RedrivePolicy"]["maxReceiveCount"].as_i64()?,
+                    ))
                 });
                 let consumer = functions.iter().find_map(|(fid, f)| {
-                    f["Properties"]["Events"].as_mapping()?.values().find_map(|e| {
-                        let source = text(&e["Properties"]["Queue"])?;
-                        (e["Type"].as_str() == Some("SQS") && source.trim_end_matches(".Arn") == id)
-                            .then(|| (fid.clone(), e["Properties"]["BatchSize"].as_i64().unwrap_or(10)))
-                    })
+                    f["Properties"]["Events"]
+                        .as_mapping()?
+                        .values()
+                        .find_map(|e| {
+                            let source = text(&e["Properties"]["Queue"])?;
+                            (e["Type"].as_str() == Some("SQS")
+                                && source.trim_end_matches(".Arn") == id)
+                                .then(|| {
+                                    (
+                                        fid.clone(),
+                                        e["Properties"]["BatchSize"].as_i64().unwrap_or(10),
+                                    )
+                                })
+                        })
                 });
                 QueueDef {
                     visibility_timeout: p["VisibilityTimeout"].as_i64().unwrap_or(30),
@@ -167,7 +195,9 @@ impl Template {
             .iter()
             .map(|(id, f)| FunctionDef {
                 logical_id: id.clone(),
-                timeout: f["Properties"]["Timeout"].as_i64().unwrap_or(global_timeout),
+                timeout: f["Properties"]["Timeout"]
+                    .as_i64()
+                    .unwrap_or(global_timeout),
                 binary: text(&f["Metadata"]["BuildProperties"]["Binary"]),
             })
             .collect();

@@ -1,0 +1,371 @@
+//! The API's contract for bad input, authentication, grants and the link
+//! rules: a clear 4xx naming the field, and nothing written.
+
+use adtrail_store::connections::ListedAccount;
+use adtrail_tests::*;
+use serde_json::{Value, json};
+
+fn code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or("")
+}
+fn message(body: &Value) -> &str {
+    body["error"]["message"].as_str().unwrap_or("")
+}
+
+#[tokio::test]
+async fn requests_without_a_valid_token_are_refused_before_the_function() {
+    let h = Harness::start().await;
+    for token in [None, Some("not-a-jwt"), Some("a.b.c")] {
+        let (status, _) = h
+            .call_as(token, "GET", "/v1/meta/status?siteIds=a", None)
+            .await;
+        assert_eq!(status, 401);
+    }
+    let foreign = adtrail_local::jwt::DevKeys::local().host_token();
+    let (status, _) = h
+        .call_as(Some(&foreign), "GET", "/v1/meta/status?siteIds=a", None)
+        .await;
+    assert_eq!(status, 401, "a token signed with another key");
+}
+
+#[tokio::test]
+async fn bad_site_input_is_a_400_naming_the_field_and_writes_nothing() {
+    let h = Harness::start().await;
+    let token = h.app.host_token();
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("/v1/sites/s1", "{not json".into(), "body"),
+        ("/v1/sites/s1", "".into(), "body"),
+        (
+            "/v1/sites/s1",
+            r#"{"name":"A","currency":"BRL","colour":"red"}"#.into(),
+            "colour",
+        ),
+        (
+            "/v1/sites/s1",
+            r#"{"name":5,"currency":"BRL"}"#.into(),
+            "name",
+        ),
+        ("/v1/sites/s1", r#"{"currency":"BRL"}"#.into(), "name"),
+        (
+            "/v1/sites/s1",
+            r#"{"name":"A","currency":"brl"}"#.into(),
+            "currency",
+        ),
+        (
+            "/v1/sites/s1",
+            r#"{"name":"A","currency":"BRL","country":"BRA"}"#.into(),
+            "country",
+        ),
+        (
+            "/v1/sites/s1",
+            r#"{"name":"A\u0000","currency":"BRL"}"#.into(),
+            "name",
+        ),
+        (
+            "/v1/sites/s1",
+            format!(r#"{{"name":"{}","currency":"BRL"}}"#, "x".repeat(70_000)),
+            "body",
+        ),
+        (
+            "/v1/sites/bad%20id",
+            r#"{"name":"A","currency":"BRL"}"#.into(),
+            "siteId",
+        ),
+        (
+            &*Box::leak(format!("/v1/sites/{}", "x".repeat(129)).into_boxed_str()),
+            r#"{"name":"A","currency":"BRL"}"#.into(),
+            "siteId",
+        ),
+    ];
+    for (path, body, field) in cases {
+        let (status, answer) = h
+            .call_as(Some(&token), "PUT", path, Some(body.clone()))
+            .await;
+        assert_eq!(status, 400, "{path} {body:.80}: {answer}");
+        assert_eq!(code(&answer), "INVALID_ARGUMENT");
+        assert!(message(&answer).contains(field), "{field} in {answer}");
+    }
+    assert!(
+        h.aws().get_site("s1").await.unwrap().is_none(),
+        "nothing was written"
+    );
+}
+
+#[tokio::test]
+async fn a_token_meta_refuses_is_a_422_and_is_never_stored_or_echoed() {
+    let h = Harness::start().await;
+    let secret = "EAAB-invalid-secret-token-77";
+    let (status, body) = h
+        .call(
+            "PUT",
+            "/v1/meta/connections/agency",
+            Some(json!({"accessToken": secret})),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (422, "META_TOKEN_INVALID"));
+    assert!(!body.to_string().contains(secret));
+    let (status, body) = h.call("GET", "/v1/meta/connections/agency", None).await;
+    assert_eq!((status, code(&body)), (404, "NOT_FOUND"));
+    let (status, body) = h
+        .call(
+            "PUT",
+            "/v1/meta/connections/agency",
+            Some(json!({"accessToken": "has space"})),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (400, "INVALID_ARGUMENT"));
+    assert!(message(&body).contains("accessToken"));
+}
+
+#[tokio::test]
+async fn the_connection_lists_accounts_and_never_its_token() {
+    let h = Harness::start().await;
+    let body = h.connect(TOKEN).await;
+    assert_eq!(body["adAccounts"].as_array().unwrap().len(), 4);
+    // Meta's requests carried the token in the header only.
+    for r in h.fake().requests() {
+        assert_eq!(
+            r.authorization.as_deref(),
+            Some(&*format!("Bearer {TOKEN}"))
+        );
+        assert!(!r.query.contains(TOKEN) && !r.path.contains(TOKEN));
+    }
+    let (_, conn) = h.call("GET", "/v1/meta/connections/agency", None).await;
+    assert_eq!(conn["status"], "active");
+    assert!(!conn.to_string().contains(TOKEN));
+    let stored = h.aws().get_connection("agency").await.unwrap().unwrap();
+    assert!(
+        !stored
+            .sealed_token
+            .windows(TOKEN.len())
+            .any(|w| w == TOKEN.as_bytes()),
+        "sealed, not plain"
+    );
+}
+
+#[tokio::test]
+async fn the_sample_agency_lists_every_page_of_accounts() {
+    let h = Harness::start().await;
+    h.fake().set_knobs(adtrail_fake_meta::Knobs {
+        max_page: Some(1),
+        ..Default::default()
+    });
+    let body = h.connect(TOKEN).await;
+    assert_eq!(body["adAccounts"].as_array().unwrap().len(), 4);
+    let pages = h
+        .fake()
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/me/adaccounts"))
+        .count();
+    assert_eq!(pages, 4);
+}
+
+#[tokio::test]
+async fn links_follow_the_rules_one_site_per_account_and_only_listed_accounts() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    let (status, body) = h
+        .call(
+            "PUT",
+            &format!("/v1/sites/pet-mania/ad-accounts/{LOJA_PRINCIPAL}"),
+            Some(json!({"ownerKey": "agency"})),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (409, "CONFLICT"));
+    let (status, body) = h
+        .call(
+            "PUT",
+            "/v1/sites/pet-mania/ad-accounts/act_999",
+            Some(json!({"ownerKey": "agency"})),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (404, "NOT_FOUND"));
+    let (status, body) = h
+        .call(
+            "PUT",
+            &format!("/v1/sites/pet-mania/ad-accounts/{PET_EAST}"),
+            Some(json!({"ownerKey": "nobody"})),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (404, "NOT_FOUND"));
+    // Linking again what is linked changes nothing.
+    let (status, _) = h
+        .call(
+            "PUT",
+            &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"),
+            Some(json!({"ownerKey": "agency"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, body) = h
+        .call("DELETE", "/v1/sites/pet-mania/ad-accounts/act_123", None)
+        .await;
+    assert_eq!((status, code(&body)), (404, "NOT_FOUND"));
+    let (status, body) = h
+        .call(
+            "PUT",
+            "/v1/sites/loja-x/ad-accounts/123",
+            Some(json!({"ownerKey": "agency"})),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (400, "INVALID_ARGUMENT"));
+    assert!(message(&body).contains("adAccountId"));
+}
+
+#[tokio::test]
+async fn a_site_links_at_most_20_accounts() {
+    let h = Harness::start().await;
+    h.call(
+        "PUT",
+        "/v1/sites/big",
+        Some(json!({"name": "Big", "currency": "USD"})),
+    )
+    .await;
+    let listing: Vec<ListedAccount> = (0..21)
+        .map(|i| ListedAccount {
+            ad_account_id: format!("act_90000{i:02}"),
+            name: format!("A{i}"),
+            currency: "USD".into(),
+            timezone: "UTC".into(),
+        })
+        .collect();
+    h.aws()
+        .put_connection("many", vec![1, 2, 3], "v1", &listing, T0)
+        .await
+        .unwrap();
+    for account in &listing[..20] {
+        let (status, body) = h
+            .call(
+                "PUT",
+                &format!("/v1/sites/big/ad-accounts/{}", account.ad_account_id),
+                Some(json!({"ownerKey": "many"})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let (status, body) = h
+        .call(
+            "PUT",
+            "/v1/sites/big/ad-accounts/act_9000020",
+            Some(json!({"ownerKey": "many"})),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (409, "LIMIT_EXCEEDED"));
+    assert!(
+        h.aws()
+            .get_link("big", "act_9000020")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        h.aws()
+            .account_claim("act_9000020")
+            .await
+            .unwrap()
+            .is_none(),
+        "the refused link left no claim"
+    );
+}
+
+#[tokio::test]
+async fn dashboards_read_only_their_granted_sites() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    let keys = &h.app.local.keys;
+    let reader = keys.sign(json!({"sub": "u1", "scope": "adtrail:read", "sites": ["loja-x"]}));
+    let (status, _) = h
+        .call_as(Some(&reader), "GET", "/v1/meta/status?siteIds=loja-x", None)
+        .await;
+    assert_eq!(status, 200);
+    let (status, body) = h
+        .call_as(
+            Some(&reader),
+            "GET",
+            "/v1/meta/status?siteIds=loja-x,pet-mania",
+            None,
+        )
+        .await;
+    assert_eq!((status, code(&body)), (403, "FORBIDDEN"));
+    assert!(
+        !body.to_string().contains("pet-mania"),
+        "names nothing of the other site"
+    );
+    let (status, _) = h
+        .call_as(
+            Some(&reader),
+            "PUT",
+            "/v1/sites/loja-x",
+            Some(r#"{"name":"x","currency":"BRL"}"#.into()),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _) = h
+        .call_as(
+            Some(&reader),
+            "DELETE",
+            &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 403, "reading is not configuring");
+    // A connection listing shows a link outside the grant without its site.
+    let configure =
+        keys.sign(json!({"sub": "u1", "scope": "adtrail:configure", "sites": ["loja-x"]}));
+    let (status, _) = h
+        .call_as(Some(&configure), "GET", "/v1/meta/connections/agency", None)
+        .await;
+    assert_eq!(status, 403, "another owner's connection");
+}
+
+#[tokio::test]
+async fn reads_check_their_ranges_and_site_lists() {
+    let h = Harness::start().await;
+    h.call(
+        "PUT",
+        "/v1/sites/s1",
+        Some(json!({"name": "S", "currency": "USD"})),
+    )
+    .await;
+    let day = 86_400_000i64;
+    let cases = [
+        (
+            format!("/v1/sites/s1/spend?from={}&to={}", 0, 366 * day),
+            "to",
+        ),
+        (format!("/v1/sites/s1/spend?from={}&to={}", 5, day), "from"),
+        (
+            format!("/v1/sites/s1/spend?from={}&to={}", 2 * day, day),
+            "to",
+        ),
+        ("/v1/sites/s1/spend?from=0".to_owned(), "to"),
+        ("/v1/sites/s1/spend?from=0&to=0&x=1".to_owned(), "x"),
+        ("/v1/meta/status".to_owned(), "siteIds"),
+        ("/v1/meta/status?siteIds=s1,s1".to_owned(), "siteIds"),
+        (
+            format!(
+                "/v1/meta/status?siteIds={}",
+                (0..11)
+                    .map(|i| format!("s{i}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            "siteIds",
+        ),
+    ];
+    for (path, field) in cases {
+        let (status, body) = h.call("GET", &path, None).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(message(&body).contains(field), "{field} in {body}");
+    }
+    let (status, body) = h
+        .call(
+            "GET",
+            &format!("/v1/sites/s1/spend?from=0&to={}", 365 * day),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "366 days is allowed: {body}");
+    assert_eq!(body["days"].as_array().unwrap().len(), 366);
+}

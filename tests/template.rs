@@ -1,0 +1,247 @@
+//! The SAM template against the code: every index and attribute the store
+//! queries exists, policies are least-privilege, timeouts fit the lease,
+//! and every event fixture under `infra/events/` deserialises into its
+//! handler's event type.
+
+use std::path::Path;
+
+use adtrail_local::template::{Template, default_path};
+use adtrail_store::keys::INDEXES;
+use serde_yaml_ng::Value;
+
+fn template() -> Template {
+    Template::load(&default_path()).expect("template.yaml")
+}
+
+#[test]
+fn every_index_and_attribute_the_store_queries_is_in_the_template() {
+    let t = template();
+    let attrs = &t.table.attributes;
+    assert_eq!(
+        t.table
+            .keys
+            .iter()
+            .map(|k| k.name.as_str())
+            .collect::<Vec<_>>(),
+        ["pk", "sk"]
+    );
+    for (index, hash, range) in INDEXES {
+        let def = t
+            .table
+            .indexes
+            .iter()
+            .find(|i| i.name == index)
+            .unwrap_or_else(|| panic!("index {index}"));
+        assert_eq!(def.keys[0].name, hash, "{index} hash key");
+        assert_eq!(def.keys[1].name, range, "{index} range key");
+        assert!(
+            attrs.contains_key(hash) && attrs.contains_key(range),
+            "{index} attributes defined"
+        );
+    }
+    let owner = t.table.indexes.iter().find(|i| i.name == "owner").unwrap();
+    for attr in ["siteId", "adAccountId"] {
+        assert!(
+            owner.non_key.iter().any(|a| a == attr) || owner.projection == "ALL",
+            "owner index projects {attr}"
+        );
+    }
+    assert_eq!(attrs["nextSyncAt"], "N");
+    assert_eq!(attrs["workAt"], "N");
+}
+
+fn statements(v: &Value, out: &mut Vec<Value>) {
+    match v {
+        Value::Mapping(m) => {
+            if let Some(s) = m.get("Statement") {
+                out.extend(s.as_sequence().cloned().unwrap_or_default());
+            }
+            m.values().for_each(|v| statements(v, out));
+        }
+        Value::Sequence(s) => s.iter().for_each(|v| statements(v, out)),
+        Value::Tagged(t) => statements(&t.value, out),
+        _ => {}
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Sequence(s) => s.iter().flat_map(strings).collect(),
+        Value::Tagged(t) => strings(&t.value),
+        _ => vec![],
+    }
+}
+
+#[test]
+fn no_policy_grants_a_wildcard_action_or_resource() {
+    let t = template();
+    let resources = t.raw["Resources"].as_mapping().unwrap();
+    for (id, resource) in resources {
+        let kind = resource["Type"].as_str().unwrap_or("");
+        let mut found = vec![];
+        statements(&resource["Properties"], &mut found);
+        for st in found {
+            for action in strings(&st["Action"]) {
+                assert!(!action.contains('*'), "{id:?}: action {action}");
+            }
+            for res in strings(&st["Resource"]) {
+                // A key policy's "*" is the key itself; S3 object keys are
+                // unknowable, so a key prefix of the stack's own bucket is
+                // the narrowest resource there is.
+                let key_policy = kind == "AWS::KMS::Key" && res == "*";
+                let object_prefix = res.starts_with("${ThumbnailBucket.Arn}/thumbnails/")
+                    && res.ends_with("/*")
+                    && res.matches('*').count() == 1;
+                assert!(
+                    !res.contains('*') || key_policy || object_prefix,
+                    "{id:?}: resource {res}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_worker_stops_within_its_lease_and_the_queue_outlasts_the_worker() {
+    let t = template();
+    let worker = t.function("SyncWorkerFunction").unwrap();
+    let lease_secs = adtrail_domain::plan::LEASE_MS / 1_000;
+    assert!(
+        worker.timeout < lease_secs,
+        "worker timeout {} < lease {lease_secs}",
+        worker.timeout
+    );
+    assert!((adtrail_sync_worker::DEADLINE_MARGIN.as_secs() as i64) < worker.timeout);
+    let queue = t.queue("SyncQueue").unwrap();
+    assert!(queue.visibility_timeout >= worker.timeout);
+    assert_eq!(
+        queue.consumer.as_ref().map(|c| c.0.as_str()),
+        Some("SyncWorkerFunction")
+    );
+    let (dlq, max) = queue.redrive.clone().expect("a dead-letter queue");
+    assert!(max >= 3);
+    // Every dead-letter queue has an alarm.
+    let resources = t.raw["Resources"].as_mapping().unwrap();
+    let alarmed = resources.values().any(|r| {
+        r["Type"].as_str() == Some("AWS::CloudWatch::Alarm")
+            && serde_yaml_ng::to_string(&r["Properties"]["Dimensions"])
+                .unwrap_or_default()
+                .contains(&dlq)
+    });
+    assert!(alarmed, "an alarm on {dlq}");
+}
+
+#[test]
+fn every_function_is_arm64_on_al2023_built_with_cargo_lambda() {
+    let t = template();
+    let globals = &t.raw["Globals"]["Function"];
+    assert_eq!(globals["Runtime"].as_str(), Some("provided.al2023"));
+    assert_eq!(strings(&globals["Architectures"]), ["arm64"]);
+    let resources = t.raw["Resources"].as_mapping().unwrap();
+    let mut binaries = vec![];
+    for r in resources
+        .values()
+        .filter(|r| r["Type"].as_str() == Some("AWS::Serverless::Function"))
+    {
+        assert_eq!(
+            r["Metadata"]["BuildMethod"].as_str(),
+            Some("rust-cargolambda")
+        );
+        binaries.push(
+            r["Metadata"]["BuildProperties"]["Binary"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+        assert!(r["Properties"]["Events"].as_mapping().is_some());
+    }
+    binaries.sort();
+    assert_eq!(
+        binaries,
+        [
+            "adtrail-api",
+            "adtrail-dispatcher",
+            "adtrail-sweeper",
+            "adtrail-sync-worker"
+        ]
+    );
+}
+
+#[test]
+fn every_api_route_sits_behind_the_jwt_authorizer() {
+    let t = template();
+    let api = &t.raw["Resources"]["HttpApi"]["Properties"]["Auth"];
+    assert_eq!(api["DefaultAuthorizer"].as_str(), Some("Jwt"));
+    let events = t.raw["Resources"]["ApiFunction"]["Properties"]["Events"]
+        .as_mapping()
+        .unwrap();
+    let routes: Vec<String> = events
+        .values()
+        .map(|e| {
+            assert!(
+                e["Properties"]["Auth"].is_null(),
+                "no route overrides the authorizer"
+            );
+            format!(
+                "{} {}",
+                e["Properties"]["Method"].as_str().unwrap(),
+                e["Properties"]["Path"].as_str().unwrap()
+            )
+        })
+        .collect();
+    for route in [
+        "PUT /v1/sites/{siteId}",
+        "PUT /v1/meta/connections/{ownerKey}",
+        "GET /v1/meta/connections/{ownerKey}",
+        "PUT /v1/sites/{siteId}/ad-accounts/{adAccountId}",
+        "DELETE /v1/sites/{siteId}/ad-accounts/{adAccountId}",
+        "POST /v1/sites/{siteId}/sync",
+        "GET /v1/meta/status",
+        "GET /v1/sites/{siteId}/spend",
+    ] {
+        assert!(routes.iter().any(|r| r == route), "{route} declared");
+    }
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../infra/events")
+            .join(name),
+    )
+    .expect(name)
+}
+
+#[test]
+fn every_event_fixture_deserialises_into_its_handlers_event_type() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../infra/events");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let text = fixture(&name);
+        if name.starts_with("api-") {
+            let req =
+                lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            adtrail_api::auth::Caller::from_request(&req).unwrap_or_else(|e| panic!("{name}: {e}"));
+        } else if name.starts_with("dispatcher-") || name.starts_with("sweeper-") {
+            serde_json::from_str::<
+                aws_lambda_events::eventbridge::EventBridgeEvent<serde_json::Value>,
+            >(&text)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        } else if name.starts_with("sync-worker-") {
+            let event: aws_lambda_events::sqs::SqsEvent =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            for r in event.records {
+                serde_json::from_str::<adtrail_store::queue::SyncMessage>(
+                    r.body.as_deref().unwrap(),
+                )
+                .unwrap();
+            }
+        } else {
+            panic!("{name}: a fixture for no known function");
+        }
+        seen += 1;
+    }
+    assert!(seen >= 5);
+}
