@@ -434,7 +434,7 @@ async fn a_duplicate_delivery_changes_nothing_and_reads_meta_once() {
     .unwrap();
     // SQS delivers the message a second time, in the same batch or a later one.
     h.aws()
-        .send_batch(&h.aws().names.sync_queue_url, &[body.clone()])
+        .send_batch(&h.aws().names.sync_queue_url, std::slice::from_ref(&body))
         .await
         .unwrap();
     h.runner().drain().await.unwrap();

@@ -50,10 +50,10 @@ pub(crate) fn json<T: Serialize>(status: u16, body: &T) -> Result<Response<Body>
 pub async fn handle(api: &Api, req: Request) -> Result<Response<Body>, lambda_http::Error> {
     let method = req.method().as_str().to_owned();
     let path = req.raw_http_path();
-    let span = tracing::info_span!("request", method = %method, route = %route_name(&path));
+    let span = tracing::info_span!("request", method = %method, route = %route_name(path));
     let answer = async {
         let caller = Caller::from_request(&req)?;
-        routes::route(api, &caller, &req, &method, &path).await
+        routes::route(api, &caller, &req, &method, path).await
     }
     .instrument(span)
     .await;

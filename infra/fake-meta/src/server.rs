@@ -362,6 +362,7 @@ fn route(
     response
 }
 
+#[allow(clippy::result_large_err)] // the error is the answer itself
 fn page_size(
     query: &BTreeMap<String, String>,
     knobs: &Knobs,

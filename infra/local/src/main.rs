@@ -54,7 +54,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 let runner = app.runner();
                 let result = async {
                     runner.dispatch().await?;
-                    if minute % 5 == 0 {
+                    if minute.is_multiple_of(5) {
                         runner.sweep().await?;
                     }
                     runner.drain().await

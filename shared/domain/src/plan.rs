@@ -296,8 +296,8 @@ mod tests {
         c.last_sync_at = Some(ms("2026-03-08T08:00:00Z"));
         c.last_daily_resync_at = Some(ms("2026-03-07T09:00:00Z"));
         c.last_full_resync_at = Some(ms("2026-03-07T09:00:00Z"));
-        assert_eq!(live(&c, ms("2026-03-08T08:59:00Z")).2, false);
-        assert_eq!(live(&c, ms("2026-03-08T09:00:00Z")).2, true);
+        assert!(!live(&c, ms("2026-03-08T08:59:00Z")).2);
+        assert!(live(&c, ms("2026-03-08T09:00:00Z")).2);
     }
 
     #[test]
