@@ -40,6 +40,7 @@ lint:
 
 ## Figures: requests per 1,000 ad-day rows, worker peak memory, binary sizes.
 bench: venv
+	-$(MAKE) --no-print-directory build-lambdas
 	cargo run --release --quiet -p adtrail-local --bin adtrail-bench
 
 ## Release arm64 binaries, as `sam build` makes them (needs cargo-lambda).

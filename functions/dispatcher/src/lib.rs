@@ -44,10 +44,7 @@ impl Dispatcher {
         let mut report = DispatchReport::default();
         for _ in 0..MAX_ROUNDS {
             let now = self.clock.now_ms();
-            let due = self.aws.due_links(now, PER_SHARD).await?;
-            if due.is_empty() {
-                break;
-            }
+            let (due, more) = self.aws.due_links(now, PER_SHARD).await?;
             let mut bodies = vec![];
             for (site_id, ad_account_id) in due {
                 let run_id = uuid::Uuid::new_v4().to_string();
@@ -80,6 +77,10 @@ impl Dispatcher {
                 );
             }
             report.sent += bodies.len() - refused;
+            // Another round only when a shard had more than one page due.
+            if !more {
+                break;
+            }
         }
         Ok(report)
     }

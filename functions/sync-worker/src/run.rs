@@ -411,22 +411,26 @@ impl Worker {
         let copies = futures::stream::iter(need_thumbnail)
             .map(|(ad, url)| async move {
                 let Some(thumb) = self.graph.thumbnail(&url).await else {
-                    return Ok(false);
+                    return Ok(None);
                 };
                 let key = thumbnail_key(cond.site_id(), &ad);
                 self.aws
                     .put_thumbnail(&key, thumb.bytes, &thumb.content_type)
                     .await?;
-                self.aws.set_thumbnail(cond, &ad, &key).await
+                Ok::<_, adtrail_store::StoreError>(Some((ad, key)))
             })
             .buffer_unordered(THUMBNAIL_CONCURRENCY)
             .collect::<Vec<_>>()
             .await;
+        let mut stored = vec![];
         for copy in copies {
-            if copy? {
-                report.thumbnails += 1;
-            }
+            stored.extend(copy?);
         }
+        // The catalog learns them all at once: one transaction per 99.
+        if !self.aws.set_thumbnails(cond, &stored).await? {
+            return Err(Stop::LostLease);
+        }
+        report.thumbnails += stored.len();
         Ok(())
     }
 

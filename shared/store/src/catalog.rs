@@ -170,39 +170,42 @@ impl Aws {
         Ok(true)
     }
 
-    /// Records, under `cond`, that an ad's thumbnail is stored under `key`.
-    /// Answers `false` when the condition failed.
+    /// Records, under `cond`, where each ad's copied thumbnail is stored
+    /// (`(adId, key)` pairs, 99 a transaction). Answers `false` as soon as
+    /// the condition fails.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn set_thumbnail(
+    pub async fn set_thumbnails(
         &self,
         cond: &LeaseCondition,
-        ad: &str,
-        key: &str,
+        stored: &[(String, String)],
     ) -> Result<bool, StoreError> {
-        let update = Update::builder()
-            .table_name(&self.names.table)
-            .key(PK, s(catalog_pk(cond.site_id())))
-            .key(SK, s(ad))
-            .update_expression("SET thumbnailKey = :key")
-            .expression_attribute_values(":key", s(key))
-            .build()
-            .map_err(StoreError::ddb)?;
-        let items = vec![
-            cond.check(&self.names.table)?,
-            TransactWriteItem::builder().update(update).build(),
-        ];
-        match self
-            .ddb
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if transaction_failed_at(&e) == Some(0) => Ok(false),
-            Err(e) => Err(StoreError::ddb(e)),
+        for chunk in stored.chunks(99) {
+            let mut items = vec![cond.check(&self.names.table)?];
+            for (ad, key) in chunk {
+                let update = Update::builder()
+                    .table_name(&self.names.table)
+                    .key(PK, s(catalog_pk(cond.site_id())))
+                    .key(SK, s(ad))
+                    .update_expression("SET thumbnailKey = :key")
+                    .expression_attribute_values(":key", s(key))
+                    .build()
+                    .map_err(StoreError::ddb)?;
+                items.push(TransactWriteItem::builder().update(update).build());
+            }
+            match self
+                .ddb
+                .transact_write_items()
+                .set_transact_items(Some(items))
+                .send()
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if transaction_failed_at(&e) == Some(0) => return Ok(false),
+                Err(e) => return Err(StoreError::ddb(e)),
+            }
         }
+        Ok(true)
     }
 }

@@ -452,7 +452,8 @@ impl Aws {
     }
 
     /// Links whose next sync has come, `per_shard` at most from each shard
-    /// of the `due` index. Answers `(siteId, adAccountId)` pairs.
+    /// of the `due` index. Answers `(siteId, adAccountId)` pairs, and whether
+    /// a shard may hold more.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -460,7 +461,7 @@ impl Aws {
         &self,
         now: i64,
         per_shard: i32,
-    ) -> Result<Vec<(String, String)>, StoreError> {
+    ) -> Result<(Vec<(String, String)>, bool), StoreError> {
         let queries = (0..DUE_SHARDS).map(|shard| {
             self.ddb
                 .query()
@@ -473,8 +474,10 @@ impl Aws {
                 .send()
         });
         let mut due = vec![];
+        let mut more = false;
         for out in futures::future::join_all(queries).await {
             let out = out.map_err(StoreError::ddb)?;
+            more |= out.last_evaluated_key.is_some();
             for item in out.items() {
                 let (Some(pk), Some(sk)) = (get_s(item, PK), get_s(item, SK)) else {
                     continue;
@@ -486,7 +489,7 @@ impl Aws {
                 }
             }
         }
-        Ok(due)
+        Ok((due, more))
     }
 
     /// Takes a due link for a new run: succeeds only while its next sync

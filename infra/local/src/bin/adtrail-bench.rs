@@ -1,0 +1,234 @@
+//! `make bench`: the figures, measured in one run on the local stack.
+//!
+//! - a 90-day backfill of the sample agency (4 accounts): DynamoDB requests
+//!   (counted by an SDK interceptor on every client) and Meta requests
+//!   (counted from the fake's log) per 1,000 ad-day rows stored, and wall time;
+//! - side by side, a resync of the same days where nothing changed (the
+//!   weekly 28-day run): what skipping unchanged rows saves;
+//! - peak memory (VmHWM) of the process that ran the workers;
+//! - the release arm64 binary of each function, if `make build-lambdas` made it.
+//!
+//! The fake answers with a realistic latency (`BENCH_LATENCY_MS`, default
+//! 40 ms). Runs are repeated (`BENCH_RUNS`, default 3) and medians reported.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use adtrail_domain::time::{DAY_MS, HOUR_MS, MINUTE_MS, VirtualClock};
+use adtrail_fake_meta::Knobs;
+use adtrail_local::app::start;
+use serde_json::json;
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+const T0: i64 = 1_782_820_800_000; // 2026-06-30T12:00:00Z
+const ACCOUNTS: [(&str, &str); 4] = [
+    ("loja-x", "act_1029384756"),
+    ("loja-x", "act_1029384757"),
+    ("pet-mania", "act_2038475610"),
+    ("pet-mania", "act_2038475611"),
+];
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Figures {
+    rows: u64,
+    ddb: u64,
+    meta: u64,
+    cdn: u64,
+    millis: u128,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+async fn one_run(latency_ms: u64) -> Result<(Figures, Figures), Error> {
+    let clock = VirtualClock::starting_at(T0);
+    let prefix = format!("bench-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    let app = start("127.0.0.1:0".parse()?, Arc::new(clock.clone()), &prefix).await?;
+    let fake = app.fake.clone().ok_or("the bench needs the fake Meta")?;
+    let http = reqwest::Client::new();
+    let token = app.host_token();
+    let call = |method: reqwest::Method, path: String, body: serde_json::Value| {
+        http.request(method, format!("{}{path}", app.api_url))
+            .bearer_auth(&token)
+            .json(&body)
+            .send()
+    };
+    for (site, currency) in [("loja-x", "BRL"), ("pet-mania", "USD")] {
+        call(
+            reqwest::Method::PUT,
+            format!("/v1/sites/{site}"),
+            json!({"name": site, "currency": currency}),
+        )
+        .await?
+        .error_for_status()?;
+    }
+    call(
+        reqwest::Method::PUT,
+        "/v1/meta/connections/agency".into(),
+        json!({"accessToken": "bench-token"}),
+    )
+    .await?
+    .error_for_status()?;
+    for (site, account) in ACCOUNTS {
+        call(
+            reqwest::Method::PUT,
+            format!("/v1/sites/{site}/ad-accounts/{account}"),
+            json!({"ownerKey": "agency"}),
+        )
+        .await?
+        .error_for_status()?;
+    }
+    fake.set_knobs(Knobs {
+        latency_ms,
+        ..Knobs::default()
+    });
+    let runner = app.runner();
+    let aws = &runner.stack.aws;
+
+    // The backfill.
+    aws.counter.reset();
+    fake.clear_requests();
+    let started = Instant::now();
+    for _ in 0..6 {
+        runner.tick().await?;
+        runner.advance(2_000).await?;
+    }
+    let backfill_ms = started.elapsed().as_millis();
+    let mut rows = 0;
+    for (site, account) in ACCOUNTS {
+        rows += aws
+            .spend_rows(site, account, 0, i64::MAX / 2, usize::MAX)
+            .await?
+            .0
+            .len() as u64;
+    }
+    let (meta, cdn) = graph_and_cdn(&fake);
+    let backfill = Figures {
+        rows,
+        ddb: aws.counter.get("dynamodb"),
+        meta,
+        cdn,
+        millis: backfill_ms,
+    };
+
+    // The weekly resync, a week later, when Meta's figures did not change.
+    runner
+        .set_clock(T0 + 7 * DAY_MS - 5 * HOUR_MS + 30 * MINUTE_MS)
+        .await?;
+    aws.counter.reset();
+    fake.clear_requests();
+    let started = Instant::now();
+    runner.tick().await?;
+    let resync_ms = started.elapsed().as_millis();
+    // Rows covered: 28 days of the agency, as stored.
+    let mut covered = 0;
+    for (site, account) in ACCOUNTS {
+        let last = runner.now() - runner.now().rem_euclid(DAY_MS);
+        covered += aws
+            .spend_rows(site, account, last - 27 * DAY_MS, last, usize::MAX)
+            .await?
+            .0
+            .len() as u64;
+    }
+    let (meta, cdn) = graph_and_cdn(&fake);
+    let resync = Figures {
+        rows: covered,
+        ddb: aws.counter.get("dynamodb"),
+        meta,
+        cdn,
+        millis: resync_ms,
+    };
+    Ok((backfill, resync))
+}
+
+/// Graph API calls and CDN (thumbnail) fetches the fake served.
+fn graph_and_cdn(fake: &adtrail_fake_meta::FakeMeta) -> (u64, u64) {
+    let requests = fake.requests();
+    let cdn = requests
+        .iter()
+        .filter(|r| r.path.starts_with("/thumbs/"))
+        .count() as u64;
+    (requests.len() as u64 - cdn, cdn)
+}
+
+fn vm_hwm_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let latency: u64 = std::env::var("BENCH_LATENCY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let mut results = vec![];
+    for _ in 0..runs.max(1) {
+        results.push(one_run(latency).await?);
+    }
+    let per_k = |f: &Figures, n: u64| n as f64 * 1_000.0 / f.rows.max(1) as f64;
+    let report = |label: &str, pick: fn(&(Figures, Figures)) -> Figures| {
+        let figs: Vec<Figures> = results.iter().map(pick).collect();
+        let rows = figs[0].rows;
+        let ddb = median(figs.iter().map(|f| per_k(f, f.ddb)).collect());
+        let meta = median(figs.iter().map(|f| per_k(f, f.meta)).collect());
+        let cdn = median(figs.iter().map(|f| per_k(f, f.cdn)).collect());
+        let ms = median(figs.iter().map(|f| f.millis as f64).collect());
+        let total = median(figs.iter().map(|f| f.ddb as f64).collect());
+        println!(
+            "{label:<32} rows {rows:>5} | dynamodb requests {total:>4.0} | per 1k rows: dynamodb {ddb:>6.1}, graph {meta:>5.1}, thumbnails {cdn:>5.1} | wall ms {ms:>6.0} (median of {runs})"
+        );
+        (ddb, meta)
+    };
+    println!(
+        "adtrail bench: sample agency, 4 ad accounts, fake Meta at {latency} ms a call, moto for AWS"
+    );
+    let (b_ddb, _) = report("90-day backfill", |r| r.0);
+    let (r_ddb, _) = report("weekly 28-day resync, no change", |r| r.1);
+    println!(
+        "ratio: a resync of unchanged days costs {:.2}x the DynamoDB requests per row of a backfill",
+        r_ddb / b_ddb
+    );
+    match vm_hwm_kib() {
+        Some(kib) => println!(
+            "peak memory (VmHWM) of the process running the workers, runner and fake Meta: {:.1} MiB",
+            kib as f64 / 1024.0
+        ),
+        None => println!("peak memory: /proc/self/status not readable"),
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    for bin in [
+        "adtrail-api",
+        "adtrail-dispatcher",
+        "adtrail-sync-worker",
+        "adtrail-sweeper",
+    ] {
+        let path = target.join("lambda").join(bin).join("bootstrap");
+        match std::fs::metadata(&path) {
+            Ok(m) => println!(
+                "release arm64 binary {bin:<22} {:>6.2} MiB",
+                m.len() as f64 / 1_048_576.0
+            ),
+            Err(_) => {
+                println!("release arm64 binary {bin:<22} not built (run `make build-lambdas`)")
+            }
+        }
+    }
+    Ok(())
+}
