@@ -626,3 +626,147 @@ async fn a_poison_message_reaches_the_dead_letter_queue_after_the_receive_limit(
         .collect();
     assert_eq!(bodies, vec!["{not a sync message".to_owned()]);
 }
+
+#[tokio::test]
+async fn a_permission_error_waits_six_hours_and_shows_as_an_error() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.fake().set_knobs(Knobs {
+        deny_permission: true,
+        ..Knobs::default()
+    });
+    h.runner().tick().await.unwrap();
+    let link = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert_eq!(link.sync_state.as_str(), "error");
+    assert!(
+        link.last_error
+            .as_deref()
+            .unwrap()
+            .starts_with("META_PERMISSION_MISSING: ")
+    );
+    assert_eq!(link.next_sync_at, Some(h.now() + 6 * HOUR_MS));
+}
+
+#[tokio::test]
+async fn a_sealing_key_kms_refuses_only_delays_the_sync() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    // KMS unreachable: the same clients, KMS pointed at a closed port.
+    let mut aws = h.aws().clone();
+    let kms_config = aws_sdk_kms::config::Builder::from(
+        &adtrail_local::moto::sdk_config("http://127.0.0.1:9").await,
+    )
+    .retry_config(aws_config::retry::RetryConfig::disabled())
+    .build();
+    aws.kms = aws_sdk_kms::Client::from_conf(kms_config);
+    let worker = adtrail_sync_worker::Worker {
+        aws: aws.clone(),
+        ..h.runner().worker.clone()
+    };
+    h.runner().dispatch().await.unwrap();
+    let run_id = h.link("loja-x", LOJA_PRINCIPAL).await.run_id.unwrap();
+    let message = SyncMessage {
+        site_id: "loja-x".into(),
+        ad_account_id: LOJA_PRINCIPAL.into(),
+        run_id,
+    };
+    worker
+        .run(
+            &message,
+            std::time::Instant::now() + std::time::Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+    let link = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert!(
+        link.last_error
+            .as_deref()
+            .unwrap()
+            .starts_with("SEALING_KEY_UNAVAILABLE: "),
+        "{:?}",
+        link.last_error
+    );
+    assert_eq!(link.sync_state.as_str(), "backfill");
+    assert_eq!(link.next_sync_at, Some(h.now() + 15 * MINUTE_MS));
+    assert!(
+        h.fake()
+            .requests()
+            .iter()
+            .all(|r| !r.path.contains("/insights")),
+        "Meta was not called"
+    );
+    // Connecting needs the key too: 503, nothing stored.
+    let api = adtrail_api::Api {
+        aws,
+        ..h.runner().api.clone()
+    };
+    let claims: std::collections::HashMap<String, String> = [
+        ("sub".to_owned(), "h".to_owned()),
+        ("scope".to_owned(), "adtrail:host".to_owned()),
+    ]
+    .into();
+    let event = adtrail_local::http::api_gateway_event(
+        &"PUT".parse().unwrap(),
+        &"/v1/meta/connections/other".parse().unwrap(),
+        &Default::default(),
+        br#"{"accessToken":"EAAB-other-token"}"#,
+        Some(&claims),
+    );
+    let response = adtrail_api::handle(
+        &api,
+        lambda_http::request::from_str(&event.to_string()).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 503);
+    assert!(h.aws().get_connection("other").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn the_fake_meta_is_as_strict_as_meta() {
+    let h = Harness::start().await;
+    let base = h.fake().url();
+    let http = reqwest::Client::new();
+    let range =
+        url::form_urlencoded::byte_serialize(br#"{"since":"2026-06-01","until":"2026-06-02"}"#)
+            .collect::<String>();
+    let good = format!(
+        "/v25.0/{LOJA_PRINCIPAL}/insights?level=ad&time_increment=1&fields=ad_id,spend&time_range={range}"
+    );
+    let cases = [
+        (good.replace("/v25.0", ""), Some(TOKEN), 2635),
+        (format!("{good}&access_token={TOKEN}"), None, 100),
+        (good.clone(), None, 2500),
+        (
+            good.replace("level=ad", "level=adset&x=1")
+                .replace("&x=1", ""),
+            Some(TOKEN),
+            100,
+        ),
+        (
+            good.replace("fields=ad_id,spend", "fields=ad_id,secret"),
+            Some(TOKEN),
+            100,
+        ),
+        (good.replace(&range, "2026-06-01"), Some(TOKEN), 100),
+        (good.clone(), Some("EAAB-invalid-token"), 190),
+    ];
+    for (path, token, code) in cases {
+        let mut req = http.get(format!("{base}{path}"));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let body: serde_json::Value = req.send().await.unwrap().json().await.unwrap();
+        assert_eq!(body["error"]["code"].as_i64(), Some(code), "{path}: {body}");
+    }
+    let ok: serde_json::Value = http
+        .get(format!("{base}{good}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(ok["data"].as_array().unwrap().len() > 10);
+}

@@ -64,6 +64,9 @@ pub struct Knobs {
     pub token_dies_after: Option<u32>,
     /// Largest page any list answers, whatever `limit` asks.
     pub max_page: Option<usize>,
+    /// Refuse insights and ads as Meta does for a token without `ads_read`
+    /// on the account (code 200).
+    pub deny_permission: bool,
 }
 
 /// One request the fake served.
@@ -429,6 +432,13 @@ fn graph_get(
                 .collect();
             paged(shared, rest, query, items, size)
         }
+        [_, "insights" | "ads"] if knobs.deny_permission => meta_error(
+            StatusCode::FORBIDDEN,
+            200,
+            None,
+            "(#200) Ad account owner has NOT grant ads_management or ads_read permission",
+            false,
+        ),
         [act, "insights"] => match account(shared, act) {
             Some(acc) => insights(shared, rest, acc, query, knobs),
             None => meta_error(
