@@ -770,3 +770,39 @@ async fn the_fake_meta_is_as_strict_as_meta() {
         .unwrap();
     assert!(ok["data"].as_array().unwrap().len() > 10);
 }
+
+#[tokio::test]
+async fn a_run_near_its_deadline_starts_no_meta_read_and_says_so() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.runner().dispatch().await.unwrap();
+    let run_id = h.link("loja-x", LOJA_PRINCIPAL).await.run_id.unwrap();
+    let message = SyncMessage {
+        site_id: "loja-x".into(),
+        ad_account_id: LOJA_PRINCIPAL.into(),
+        run_id,
+    };
+    h.fake().clear_requests();
+    // The deadline margin has already passed.
+    h.runner()
+        .worker
+        .run(&message, std::time::Instant::now())
+        .await
+        .unwrap();
+    assert!(h.insights_ranges(LOJA_PRINCIPAL).is_empty());
+    let link = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert!(
+        link.last_error
+            .as_deref()
+            .unwrap()
+            .starts_with("RUN_TIMEOUT: "),
+        "{:?}",
+        link.last_error
+    );
+    assert_eq!(link.run_id, None, "the lease is released");
+    assert_eq!(
+        link.backfill_from, None,
+        "the backfill is still owed from its start"
+    );
+    assert_eq!(link.next_sync_at, Some(h.now() + 15 * MINUTE_MS));
+}

@@ -103,8 +103,9 @@ impl Worker {
                 }
             }
             Err(Stop::OutOfTime) => RunOutcome::Failed {
-                kind: FailureKind::Unavailable,
-                reason: "the run ran out of time; it resumes where it stopped".into(),
+                kind: FailureKind::OutOfTime,
+                reason: "the run stopped before its Lambda deadline; what it read is saved and the next run reads the range again"
+                    .into(),
                 regain_ms: None,
             },
             Err(Stop::Graph(e)) => graph_failure(&e),

@@ -53,6 +53,9 @@ pub enum FailureKind {
     SealingKey,
     /// Meta failed, timed out or answered something unreadable.
     Unavailable,
+    /// The run stopped starting Meta reads before its Lambda deadline; what
+    /// it read is saved, the rest is read on the next run.
+    OutOfTime,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -220,6 +223,7 @@ pub fn finish(link: LinkProgress, outcome: &RunOutcome, started_at: i64, now: i6
                     "SEALING_KEY_UNAVAILABLE",
                     link.sync_state,
                 ),
+                FailureKind::OutOfTime => (retry_delay(failures), "RUN_TIMEOUT", link.sync_state),
                 FailureKind::Unavailable | FailureKind::Token => {
                     (retry_delay(failures), "META_UNAVAILABLE", link.sync_state)
                 }
@@ -326,6 +330,13 @@ mod tests {
                 1,
                 15 * MINUTE_MS,
                 Some("SEALING_KEY_UNAVAILABLE"),
+                SyncState::Live,
+            ),
+            (
+                failed(FailureKind::OutOfTime, None),
+                1,
+                15 * MINUTE_MS,
+                Some("RUN_TIMEOUT"),
                 SyncState::Live,
             ),
         ];

@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use crate::attr::{Item, get_s, n, s};
 use crate::keys::{PK, SK, catalog_pk};
-use crate::links::{LeaseCondition, transaction_failed_at};
+use crate::links::LeaseCondition;
 use crate::{Aws, StoreError};
 
 /// The most catalog entries a site read returns.
@@ -155,16 +155,8 @@ impl Aws {
                     .map_err(StoreError::ddb)?;
                 items.push(TransactWriteItem::builder().update(update).build());
             }
-            match self
-                .ddb
-                .transact_write_items()
-                .set_transact_items(Some(items))
-                .send()
-                .await
-            {
-                Ok(_) => {}
-                Err(e) if transaction_failed_at(&e) == Some(0) => return Ok(false),
-                Err(e) => return Err(StoreError::ddb(e)),
+            if !self.transact_under_lease(items).await? {
+                return Ok(false);
             }
         }
         Ok(true)
@@ -194,16 +186,8 @@ impl Aws {
                     .map_err(StoreError::ddb)?;
                 items.push(TransactWriteItem::builder().update(update).build());
             }
-            match self
-                .ddb
-                .transact_write_items()
-                .set_transact_items(Some(items))
-                .send()
-                .await
-            {
-                Ok(_) => {}
-                Err(e) if transaction_failed_at(&e) == Some(0) => return Ok(false),
-                Err(e) => return Err(StoreError::ddb(e)),
+            if !self.transact_under_lease(items).await? {
+                return Ok(false);
             }
         }
         Ok(true)

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::attr::{Item, get_n, get_s, n, need_s, s};
 use crate::keys::{CONNECTION_SK, PK, SK, owner_pk};
+use crate::write::applied;
 use crate::{Aws, StoreError};
 
 /// The most ad accounts one connection keeps in its listing.
@@ -178,15 +179,6 @@ impl Aws {
             .expression_attribute_values(":now", n(now))
             .send()
             .await;
-        match res {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(StoreError::ddb(e)),
-        }
+        Ok(applied(res)?.is_some())
     }
 }

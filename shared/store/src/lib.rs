@@ -19,6 +19,7 @@ pub mod queue;
 pub mod seal;
 pub mod sites;
 pub mod spend;
+mod write;
 
 pub use counter::RequestCounter;
 pub use error::StoreError;

@@ -9,13 +9,13 @@
 use adtrail_domain::outcome::{Change, LinkUpdate, SyncState};
 use adtrail_domain::plan::{LEASE_MS, MAX_LINKS_PER_CONNECTION, MAX_LINKS_PER_SITE};
 use aws_sdk_dynamodb::types::{
-    AttributeValue, CancellationReason, ConditionCheck, Delete, Put, ReturnValue,
-    TransactWriteItem, Update,
+    AttributeValue, ConditionCheck, Delete, Put, ReturnValue, TransactWriteItem, Update,
 };
 
 use crate::attr::{Item, get_bool, get_n, get_s, n, need_s, s};
 use crate::connections::ListedAccount;
 use crate::keys::*;
+use crate::write::{applied, transaction_failed_at};
 use crate::{Aws, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,26 +137,6 @@ fn key(site: &str, account: &str) -> [(String, AttributeValue); 2] {
         (PK.into(), s(site_pk(site))),
         (SK.into(), s(link_sk(account))),
     ]
-}
-
-fn cancelled_at(reasons: &[CancellationReason]) -> Option<usize> {
-    reasons
-        .iter()
-        .position(|r| r.code().is_some_and(|c| c == "ConditionalCheckFailed"))
-}
-
-/// The index of the item that failed a cancelled transaction, if any.
-pub fn transaction_failed_at(
-    err: &aws_sdk_dynamodb::error::SdkError<
-        aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError,
-    >,
-) -> Option<usize> {
-    match err.as_service_error() {
-        Some(aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(e)) => {
-            cancelled_at(e.cancellation_reasons())
-        }
-        _ => None,
-    }
 }
 
 impl Aws {
@@ -521,16 +501,10 @@ impl Aws {
             .return_values(ReturnValue::UpdatedOld)
             .send()
             .await;
-        let old = match res {
-            Ok(out) => out.attributes.unwrap_or_default(),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                return Ok(false);
-            }
-            Err(e) => return Err(StoreError::ddb(e)),
+        let Some(out) = applied(res)? else {
+            return Ok(false);
         };
+        let old = out.attributes.unwrap_or_default();
         if get_s(&old, "runId").is_some() {
             // The run before never finished: say so. Its writes are refused
             // from here on, since the link has a new run.
@@ -613,16 +587,7 @@ impl Aws {
             }
         }
         let expr = format!("SET {} REMOVE {}", set.join(", "), remove.join(", "));
-        match req.update_expression(expr).send().await {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(StoreError::ddb(e)),
-        }
+        Ok(applied(req.update_expression(expr).send().await)?.is_some())
     }
 
     /// Stops a link until its connection gets a usable token again: out of
@@ -649,16 +614,8 @@ impl Aws {
             .expression_attribute_values(":err", s(last_error))
             .send()
             .await;
-        match res {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(StoreError::ddb(e)),
-        }
+        applied(res)?;
+        Ok(())
     }
 
     /// Puts a paused link back in the due index, due now.
@@ -684,16 +641,8 @@ impl Aws {
             .expression_attribute_values(":shard", s(due_shard(&link.site_id, &link.ad_account_id)))
             .send()
             .await;
-        match res {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(StoreError::ddb(e)),
-        }
+        applied(res)?;
+        Ok(())
     }
 
     /// Asks for a sync of one link now, or right after the run holding it,
@@ -717,12 +666,8 @@ impl Aws {
             .expression_attribute_values(":now", n(now))
             .send()
             .await;
-        match idle {
-            Ok(_) => return Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) => {}
-            Err(e) => return Err(StoreError::ddb(e)),
+        if applied(idle)?.is_some() {
+            return Ok(());
         }
         let busy = self
             .ddb
@@ -734,16 +679,8 @@ impl Aws {
             .expression_attribute_values(":yes", AttributeValue::Bool(true))
             .send()
             .await;
-        match busy {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(StoreError::ddb(e)),
-        }
+        applied(busy)?;
+        Ok(())
     }
 }
 

@@ -1,7 +1,5 @@
 //! Sites: a host's business unit, with the currency its revenue is in.
 
-use aws_sdk_dynamodb::types::AttributeValue;
-
 use crate::attr::{Item, get_n, get_s, n, need_s, s};
 use crate::keys::{PK, SITE_SK, SK, site_pk};
 use crate::{Aws, StoreError};
@@ -89,9 +87,4 @@ impl Aws {
             .map_err(StoreError::ddb)?;
         out.item.as_ref().map(Site::from_item).transpose()
     }
-}
-
-/// An attribute value holding a string list, for callers outside this crate.
-pub fn string_value(v: &str) -> AttributeValue {
-    s(v)
 }

@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 
 use crate::attr::{Item, get_n, get_s, n, s};
 use crate::keys::*;
-use crate::links::{LeaseCondition, transaction_failed_at};
+use crate::links::LeaseCondition;
 use crate::{Aws, StoreError};
 
 /// DynamoDB's cap on the items of one transaction.
@@ -277,17 +277,7 @@ impl Aws {
         if items.len() == 1 {
             return Ok(true);
         }
-        match self
-            .ddb
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if transaction_failed_at(&e) == Some(0) => Ok(false),
-            Err(e) => Err(StoreError::ddb(e)),
-        }
+        self.transact_under_lease(items).await
     }
 
     /// Purges up to `max_rows` spend rows of an unlinked account at a site
@@ -337,19 +327,9 @@ impl Aws {
                     .map_err(StoreError::ddb)?;
                 items.push(TransactWriteItem::builder().delete(delete).build());
             }
-            match self
-                .ddb
-                .transact_write_items()
-                .set_transact_items(Some(items))
-                .send()
-                .await
-            {
-                Ok(_) => {}
-                Err(e) if transaction_failed_at(&e) == Some(0) => {
-                    self.drop_purge_marker(site, account).await?;
-                    return Ok(PurgeStep::Relinked);
-                }
-                Err(e) => return Err(StoreError::ddb(e)),
+            if !self.transact_under_lease(items).await? {
+                self.drop_purge_marker(site, account).await?;
+                return Ok(PurgeStep::Relinked);
             }
         }
         self.drop_purge_marker(site, account).await?;

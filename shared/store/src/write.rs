@@ -1,0 +1,74 @@
+//! How a conditional write reads when its condition fails: not an error but
+//! an answer ("the lease is gone", "already paused"). One place decides it
+//! for single-item writes and for transactions.
+
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::{CancellationReason, TransactWriteItem};
+
+use crate::{Aws, StoreError};
+
+fn cancelled_at(reasons: &[CancellationReason]) -> Option<usize> {
+    reasons
+        .iter()
+        .position(|r| r.code().is_some_and(|c| c == "ConditionalCheckFailed"))
+}
+
+/// The index of the item that failed a cancelled transaction, if any.
+pub(crate) fn transaction_failed_at(
+    err: &aws_sdk_dynamodb::error::SdkError<
+        aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError,
+    >,
+) -> Option<usize> {
+    match err.as_service_error() {
+        Some(aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(e)) => {
+            cancelled_at(e.cancellation_reasons())
+        }
+        _ => None,
+    }
+}
+
+/// The write's output, or `None` when its condition failed.
+///
+/// # Errors
+/// [`StoreError::Service`] for any other failure.
+pub(crate) fn applied<T, E, R>(result: Result<T, SdkError<E, R>>) -> Result<Option<T>, StoreError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    match result {
+        Ok(out) => Ok(Some(out)),
+        Err(e)
+            if e.as_service_error().and_then(ProvideErrorMetadata::code)
+                == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(StoreError::ddb(e)),
+    }
+}
+
+impl Aws {
+    /// Runs a transaction whose first item is its lease check (a
+    /// [`crate::links::LeaseCondition`]). Answers `false`, having written
+    /// nothing, when that check failed.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] for any other failure.
+    pub(crate) async fn transact_under_lease(
+        &self,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<bool, StoreError> {
+        match self
+            .ddb
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if transaction_failed_at(&e) == Some(0) => Ok(false),
+            Err(e) => Err(StoreError::ddb(e)),
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! The DynamoDB store against moto: leases, conditional writes, sums in
+//! step, purges, claims.
+
+use adtrail_domain::outcome::{Change, LinkUpdate, SyncState};
+use adtrail_store::connections::ListedAccount;
+use adtrail_store::links::LeaseCondition;
+use adtrail_store::spend::{PurgeStep, RowChange, SpendFigures, SpendRow};
+use adtrail_tests::*;
+
+fn account(id: &str) -> ListedAccount {
+    ListedAccount {
+        ad_account_id: id.into(),
+        name: "A".into(),
+        currency: "USD".into(),
+        timezone: "UTC".into(),
+    }
+}
+
+fn row(day: i64, ad: &str, cents: i64) -> SpendRow {
+    SpendRow {
+        day_start: day * 86_400_000,
+        ad_id: ad.into(),
+        figures: SpendFigures {
+            spend_cents: cents,
+            impressions: cents * 10,
+            clicks: 1,
+        },
+        updated_at: T0,
+    }
+}
+
+async fn linked(h: &Harness) -> String {
+    let aws = h.aws();
+    aws.put_site("s1", "S", "USD", None, T0).await.unwrap();
+    aws.put_connection("o1", vec![0], "v1", &[account("act_1")], T0)
+        .await
+        .unwrap();
+    aws.link_account("s1", "o1", &account("act_1"), T0)
+        .await
+        .unwrap();
+    assert!(aws.lease_link("s1", "act_1", "run-1", T0).await.unwrap());
+    "run-1".into()
+}
+
+#[tokio::test]
+async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
+    let h = Harness::start().await;
+    let aws = h.aws();
+    linked(&h).await;
+    assert!(
+        !aws.lease_link("s1", "act_1", "run-2", T0).await.unwrap(),
+        "leased already"
+    );
+    assert!(
+        !aws.lease_link("s1", "act_1", "run-2", T0 + 14 * 60_000)
+            .await
+            .unwrap()
+    );
+    assert!(
+        aws.lease_link("s1", "act_1", "run-2", T0 + 15 * 60_000)
+            .await
+            .unwrap()
+    );
+    let link = aws.get_link("s1", "act_1").await.unwrap().unwrap();
+    assert_eq!(link.run_id.as_deref(), Some("run-2"));
+    assert!(link.last_error.unwrap().starts_with("RUN_TIMEOUT"));
+    // The old run's ending is not recorded.
+    let update = LinkUpdate {
+        next_sync_at: T0,
+        sync_state: SyncState::Live,
+        failures: 0,
+        last_error: None,
+        backfill_from: Change::Clear,
+        last_sync_at: Some(T0),
+        last_daily_resync_at: None,
+        last_full_resync_at: None,
+    };
+    assert!(
+        !aws.finish_run("s1", "act_1", "run-1", &update)
+            .await
+            .unwrap()
+    );
+    assert!(
+        aws.finish_run("s1", "act_1", "run-2", &update)
+            .await
+            .unwrap()
+    );
+}
+
+#[tokio::test]
+async fn spend_writes_keep_the_sums_in_step_and_stop_without_the_lease() {
+    let h = Harness::start().await;
+    let aws = h.aws();
+    let run = linked(&h).await;
+    let held = LeaseCondition::Run {
+        site_id: "s1".into(),
+        ad_account_id: "act_1".into(),
+        run_id: run,
+    };
+    // 150 rows over 3 days: more than one transaction.
+    let puts: Vec<RowChange> = (0..150)
+        .map(|i| RowChange::Put {
+            row: row(20_000 + i % 3, &format!("{i}"), 100 + i),
+            old: None,
+        })
+        .collect();
+    assert!(aws.write_spend(&held, &puts).await.unwrap());
+    h.assert_sums_match_rows("s1", "act_1").await;
+    // Change one, delete one.
+    let changed = vec![
+        RowChange::Put {
+            row: row(20_000, "0", 5),
+            old: Some(row(20_000, "0", 100).figures),
+        },
+        RowChange::Delete {
+            row: row(20_001, "1", 101),
+        },
+    ];
+    assert!(aws.write_spend(&held, &changed).await.unwrap());
+    h.assert_sums_match_rows("s1", "act_1").await;
+    let (rows, _) = aws
+        .spend_rows("s1", "act_1", 0, i64::MAX / 2, usize::MAX)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 149);
+    // Another run takes the lease: the old one writes nothing.
+    assert!(
+        aws.lease_link("s1", "act_1", "run-2", T0 + 16 * 60_000)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !aws.write_spend(
+            &held,
+            &[RowChange::Put {
+                row: row(20_005, "9", 1),
+                old: None
+            }]
+        )
+        .await
+        .unwrap()
+    );
+    let (after, _) = aws
+        .spend_rows("s1", "act_1", 0, i64::MAX / 2, usize::MAX)
+        .await
+        .unwrap();
+    assert_eq!(after.len(), 149);
+    h.assert_sums_match_rows("s1", "act_1").await;
+}
+
+#[tokio::test]
+async fn a_purge_runs_in_steps_and_stops_on_a_relink() {
+    let h = Harness::start().await;
+    let aws = h.aws();
+    let run = linked(&h).await;
+    let held = LeaseCondition::Run {
+        site_id: "s1".into(),
+        ad_account_id: "act_1".into(),
+        run_id: run,
+    };
+    let puts: Vec<RowChange> = (0..120)
+        .map(|i| RowChange::Put {
+            row: row(20_000 + i % 4, &format!("{i}"), 7),
+            old: None,
+        })
+        .collect();
+    aws.write_spend(&held, &puts).await.unwrap();
+    assert!(aws.unlink_account("s1", "act_1", T0).await.unwrap());
+    assert!(
+        !aws.unlink_account("s1", "act_1", T0).await.unwrap(),
+        "unlinking twice finds nothing"
+    );
+    assert_eq!(
+        aws.pending_purges(10).await.unwrap(),
+        vec![("s1".to_owned(), "act_1".to_owned())]
+    );
+    assert_eq!(
+        aws.purge_step("s1", "act_1", 50).await.unwrap(),
+        PurgeStep::More
+    );
+    h.assert_sums_match_rows("s1", "act_1").await;
+    assert_eq!(
+        aws.purge_step("s1", "act_1", 100).await.unwrap(),
+        PurgeStep::More
+    );
+    assert_eq!(
+        aws.purge_step("s1", "act_1", 100).await.unwrap(),
+        PurgeStep::Done
+    );
+    assert!(
+        aws.day_sums("s1", "act_1", 0, i64::MAX / 2)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(aws.pending_purges(10).await.unwrap().is_empty());
+    // A relink while a purge is pending stops it.
+    aws.link_account("s1", "o1", &account("act_1"), T0)
+        .await
+        .unwrap();
+    assert!(aws.lease_link("s1", "act_1", "run-3", T0).await.unwrap());
+    let held = LeaseCondition::Run {
+        site_id: "s1".into(),
+        ad_account_id: "act_1".into(),
+        run_id: "run-3".into(),
+    };
+    aws.write_spend(&held, &puts[..10]).await.unwrap();
+    aws.unlink_account("s1", "act_1", T0).await.unwrap();
+    aws.link_account("s1", "o1", &account("act_1"), T0)
+        .await
+        .unwrap();
+    assert!(
+        aws.pending_purges(10).await.unwrap().is_empty(),
+        "the relink removed the purge"
+    );
+    aws.mark_purge("s1", "act_1", T0).await.unwrap();
+    assert_eq!(
+        aws.purge_step("s1", "act_1", 100).await.unwrap(),
+        PurgeStep::Relinked
+    );
+    let (rows, _) = aws
+        .spend_rows("s1", "act_1", 0, i64::MAX / 2, usize::MAX)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 10, "nothing purged under a live link");
+}
+
+#[tokio::test]
+async fn claims_are_read_in_batches_and_one_account_feeds_one_site() {
+    let h = Harness::start().await;
+    let aws = h.aws();
+    aws.put_site("s1", "S", "USD", None, T0).await.unwrap();
+    aws.put_site("s2", "S", "USD", None, T0).await.unwrap();
+    let listing: Vec<ListedAccount> = (0..15).map(|i| account(&format!("act_{i}"))).collect();
+    aws.put_connection("o1", vec![0], "v1", &listing, T0)
+        .await
+        .unwrap();
+    for a in &listing[..12] {
+        aws.link_account("s1", "o1", a, T0).await.unwrap();
+    }
+    assert!(matches!(
+        aws.link_account("s2", "o1", &listing[0], T0).await,
+        Err(adtrail_store::links::LinkError::Claimed)
+    ));
+    let ids: Vec<String> = (0..150).map(|i| format!("act_{i}")).collect();
+    let claims = aws.account_claims(&ids).await.unwrap();
+    assert_eq!(claims.len(), 12);
+    assert!(claims.values().all(|s| s == "s1"));
+    assert_eq!(aws.owner_links("o1").await.unwrap().len(), 12);
+}
