@@ -115,6 +115,7 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
             code: 4,
             remaining: 1,
             regain_minutes: 61,
+            only_path: None,
         }),
         ..Knobs::default()
     });

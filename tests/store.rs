@@ -32,7 +32,7 @@ fn row(day: i64, ad: &str, cents: i64) -> SpendRow {
 async fn linked(h: &Harness) -> String {
     let aws = h.aws();
     aws.put_site("s1", "S", "USD", None, T0).await.unwrap();
-    aws.put_connection("o1", vec![0], "v1", &[account("act_1")], T0)
+    aws.put_connection("o1", vec![0], "v1", &[account("act_1")], &[], T0)
         .await
         .unwrap();
     aws.link_account("s1", "o1", &account("act_1"), T0)
@@ -232,7 +232,7 @@ async fn claims_are_read_in_batches_and_one_account_feeds_one_site() {
     aws.put_site("s1", "S", "USD", None, T0).await.unwrap();
     aws.put_site("s2", "S", "USD", None, T0).await.unwrap();
     let listing: Vec<ListedAccount> = (0..15).map(|i| account(&format!("act_{i}"))).collect();
-    aws.put_connection("o1", vec![0], "v1", &listing, T0)
+    aws.put_connection("o1", vec![0], "v1", &listing, &[], T0)
         .await
         .unwrap();
     for a in &listing[..12] {

@@ -195,6 +195,7 @@ async fn throttling_waits_at_least_an_hour_or_what_meta_says() {
             code: 17,
             remaining: 100,
             regain_minutes: 90,
+            only_path: None,
         }),
         ..Knobs::default()
     });

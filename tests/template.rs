@@ -199,6 +199,8 @@ fn every_api_route_sits_behind_the_jwt_authorizer() {
         "POST /v1/sites/{siteId}/sync",
         "GET /v1/meta/status",
         "GET /v1/sites/{siteId}/spend",
+        "PUT /v1/sites/{siteId}/pixel",
+        "DELETE /v1/sites/{siteId}/pixel",
     ] {
         assert!(routes.iter().any(|r| r == route), "{route} declared");
     }

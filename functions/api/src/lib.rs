@@ -66,7 +66,7 @@ fn route_name(path: &str) -> String {
     path.split('/')
         .enumerate()
         .map(|(i, seg)| {
-            if i >= 3 && !matches!(seg, "ad-accounts" | "sync" | "spend") {
+            if i >= 3 && !matches!(seg, "ad-accounts" | "sync" | "spend" | "pixel") {
                 "{}"
             } else {
                 seg

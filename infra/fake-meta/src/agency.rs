@@ -13,7 +13,14 @@ pub struct SampleAccount {
     pub currency: &'static str,
     pub timezone: &'static str,
     pub ads: Vec<SampleAd>,
+    /// The pixels (datasets) the account owns: `(id, name)`.
+    pub pixels: Vec<(&'static str, &'static str)>,
 }
+
+/// Loja X's pixel, owned by both of its accounts (a connect lists it once).
+pub const LOJA_PIXEL: (&str, &str) = ("1100000000000001", "Loja X Pixel");
+/// Pet Mania's pixel, owned by its East account.
+pub const PET_PIXEL: (&str, &str) = ("1100000000000002", "Pet Mania Pixel");
 
 #[derive(Debug, Clone)]
 pub struct SampleAd {
@@ -81,12 +88,18 @@ pub fn sample_accounts() -> Vec<SampleAccount> {
                     }
                 }
             }
+            let pixels = match i {
+                0 | 1 => vec![LOJA_PIXEL],
+                2 => vec![PET_PIXEL],
+                _ => vec![],
+            };
             SampleAccount {
                 id: (*id).to_owned(),
                 name,
                 currency,
                 timezone,
                 ads,
+                pixels,
             }
         })
         .collect()

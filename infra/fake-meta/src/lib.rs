@@ -16,5 +16,5 @@
 mod agency;
 mod server;
 
-pub use agency::{ME_ID, ME_NAME, SampleAccount, SampleAd, sample_accounts};
+pub use agency::{LOJA_PIXEL, ME_ID, ME_NAME, PET_PIXEL, SampleAccount, SampleAd, sample_accounts};
 pub use server::{FakeMeta, Knobs, RecordedRequest, Throttle};

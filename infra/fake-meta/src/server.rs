@@ -45,6 +45,9 @@ pub struct Throttle {
     pub remaining: u32,
     /// `estimated_time_to_regain_access`, minutes.
     pub regain_minutes: i64,
+    /// Only requests whose path contains this are throttled.
+    #[serde(default)]
+    pub only_path: Option<String>,
 }
 
 /// Faults to inject. Defaults: none.
@@ -67,6 +70,8 @@ pub struct Knobs {
     /// Refuse insights and ads as Meta does for a token without `ads_read`
     /// on the account (code 200).
     pub deny_permission: bool,
+    /// Ad accounts whose pixels the token may not read (code 200).
+    pub deny_pixels: Vec<String>,
 }
 
 /// One request the fake served.
@@ -312,6 +317,9 @@ fn route(
         }
         if let Some(t) = inner.knobs.throttle.as_mut()
             && t.remaining > 0
+            && t.only_path
+                .as_ref()
+                .is_none_or(|p| path.contains(p.as_str()))
         {
             t.remaining -= 1;
             let (code, regain) = (t.code, t.regain_minutes);
@@ -449,6 +457,52 @@ fn graph_get(
                 false,
             ),
         },
+        [act, "adspixels"] if knobs.deny_pixels.iter().any(|d| d == act) => meta_error(
+            StatusCode::FORBIDDEN,
+            200,
+            None,
+            "(#200) Missing permissions to read the ad account's pixels",
+            false,
+        ),
+        [act, "adspixels"] => match account(shared, act) {
+            Some(acc) if query.contains_key("fields") => {
+                let size = match page_size(query, knobs, 25) {
+                    Ok(s) => s,
+                    Err(r) => return r,
+                };
+                let items = acc
+                    .pixels
+                    .iter()
+                    .map(|(id, name)| json!({"id": id, "name": name}))
+                    .collect();
+                paged(shared, rest, query, items, size)
+            }
+            Some(_) => bad_param("Invalid parameter: fields"),
+            None => meta_error(
+                StatusCode::BAD_REQUEST,
+                100,
+                Some(33),
+                "Unsupported get request. Object does not exist",
+                false,
+            ),
+        },
+        [id] if id.bytes().all(|b| b.is_ascii_digit()) => {
+            match shared
+                .accounts
+                .iter()
+                .flat_map(|a| a.pixels.iter())
+                .find(|(p, _)| p == id)
+            {
+                Some((id, name)) => Json(json!({"id": id, "name": name})).into_response(),
+                None => meta_error(
+                    StatusCode::BAD_REQUEST,
+                    100,
+                    Some(33),
+                    "Unsupported get request. Object does not exist, cannot be loaded due to missing permissions, or does not support this operation",
+                    false,
+                ),
+            }
+        }
         [act, "ads"] => match account(shared, act) {
             Some(acc) => ads(shared, rest, acc, query, knobs),
             None => meta_error(

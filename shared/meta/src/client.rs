@@ -24,6 +24,7 @@ const ADS_PAGE_SIZE: u32 = 200;
 const MAX_ADS_PAGES: usize = 25;
 const ACCOUNTS_PAGE_SIZE: u32 = 200;
 const MAX_ACCOUNTS: usize = 1_000;
+const MAX_PIXEL_PAGES: usize = 5;
 const MAX_BODY: usize = 8 * 1024 * 1024;
 const MAX_THUMBNAIL: usize = 1024 * 1024;
 const MAX_NAME: usize = 400;
@@ -272,6 +273,50 @@ impl GraphClient {
         }
         accounts.truncate(MAX_ACCOUNTS);
         Ok(accounts)
+    }
+
+    /// `GET /act_…/adspixels`: the pixels an ad account owns (at most
+    /// five pages).
+    ///
+    /// # Errors
+    /// [`GraphError`] classified by the domain.
+    pub async fn ad_pixels(&self, token: &str, account: &str) -> Result<Vec<Pixel>, GraphError> {
+        let mut url = self.url(
+            &format!("{account}/adspixels"),
+            &[("fields", "id,name"), ("limit", "100")],
+        );
+        let mut pixels = vec![];
+        for _ in 0..MAX_PIXEL_PAGES {
+            let (json, _) = self.get(url.clone(), token).await?;
+            let page: Paged =
+                serde_json::from_value(json).map_err(|_| GraphError::malformed("pixel list"))?;
+            pixels.extend(page.data.iter().filter_map(|v| {
+                Some(Pixel {
+                    id: meta_id(v, "id")?,
+                    name: text(v, "name").unwrap_or_default(),
+                })
+            }));
+            match page.paging.and_then(|p| p.next) {
+                Some(next) => url = self.next_url(&next)?,
+                None => break,
+            }
+        }
+        Ok(pixels)
+    }
+
+    /// `GET /{pixelId}`: whether the token reaches the pixel, and its name.
+    ///
+    /// # Errors
+    /// [`GraphError`] classified by the domain (Meta answers code 100 for a
+    /// pixel the token does not reach).
+    pub async fn pixel(&self, token: &str, pixel_id: &str) -> Result<Pixel, GraphError> {
+        let (json, _) = self
+            .get(self.url(pixel_id, &[("fields", "id,name")]), token)
+            .await?;
+        Ok(Pixel {
+            id: meta_id(&json, "id").ok_or_else(|| GraphError::malformed("pixel"))?,
+            name: text(&json, "name").unwrap_or_default(),
+        })
     }
 
     /// Spend per ad and day for a range, every page up to

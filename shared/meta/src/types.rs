@@ -70,3 +70,10 @@ pub struct Thumbnail {
     pub bytes: Vec<u8>,
     pub content_type: String,
 }
+
+/// A pixel (dataset) an ad account owns, or one a token reaches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pixel {
+    pub id: String,
+    pub name: String,
+}

@@ -26,6 +26,17 @@ pub struct ListedAccount {
     pub timezone: String,
 }
 
+/// A pixel an owner's token lists (through its ad accounts).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedPixel {
+    pub pixel_id: String,
+    pub name: String,
+}
+
+/// The most pixels one connection keeps in its listing.
+pub const MAX_LISTED_PIXELS: usize = 1_000;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectionStatus {
     Active,
@@ -50,6 +61,7 @@ pub struct Connection {
     /// token it used.
     pub token_version: String,
     pub accounts: Vec<ListedAccount>,
+    pub pixels: Vec<ListedPixel>,
     pub invalid_since: Option<i64>,
     pub last_error: Option<String>,
     pub link_count: i64,
@@ -77,6 +89,11 @@ impl Connection {
                 .unwrap_or_default(),
             token_version: need_s(item, "tokenVersion")?,
             accounts,
+            pixels: get_s(item, "pixels")
+                .map(serde_json::from_str)
+                .transpose()
+                .map_err(|_| StoreError::Malformed("connection pixels".into()))?
+                .unwrap_or_default(),
             invalid_since: get_n(item, "invalidSince"),
             last_error: get_s(item, "lastError").map(str::to_owned),
             link_count: get_n(item, "linkCount").unwrap_or(0),
@@ -102,10 +119,13 @@ impl Aws {
         sealed_token: Vec<u8>,
         token_version: &str,
         accounts: &[ListedAccount],
+        pixels: &[ListedPixel],
         now: i64,
     ) -> Result<Connection, StoreError> {
         let listing = serde_json::to_string(&accounts[..accounts.len().min(MAX_LISTED_ACCOUNTS)])
             .map_err(|_| StoreError::Malformed("listing".into()))?;
+        let pixel_listing = serde_json::to_string(&pixels[..pixels.len().min(MAX_LISTED_PIXELS)])
+            .map_err(|_| StoreError::Malformed("pixel listing".into()))?;
         let out = self
             .ddb
             .update_item()
@@ -114,7 +134,7 @@ impl Aws {
             .key(SK, s(CONNECTION_SK))
             .update_expression(
                 "SET ownerKey = :owner, #status = :active, sealedToken = :token, tokenVersion = :version, \
-                 accounts = :accounts, updatedAt = :now, createdAt = if_not_exists(createdAt, :now), \
+                 accounts = :accounts, pixels = :pixels, updatedAt = :now, createdAt = if_not_exists(createdAt, :now), \
                  linkCount = if_not_exists(linkCount, :zero) REMOVE invalidSince, lastError",
             )
             .expression_attribute_names("#status", "status")
@@ -123,6 +143,7 @@ impl Aws {
             .expression_attribute_values(":token", AttributeValue::B(Blob::new(sealed_token)))
             .expression_attribute_values(":version", s(token_version))
             .expression_attribute_values(":accounts", s(listing))
+            .expression_attribute_values(":pixels", s(pixel_listing))
             .expression_attribute_values(":now", n(now))
             .expression_attribute_values(":zero", n(0))
             .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)

@@ -15,6 +15,7 @@ pub mod counter;
 pub mod error;
 pub mod keys;
 pub mod links;
+pub mod pixels;
 pub mod queue;
 pub mod seal;
 pub mod sites;

@@ -11,12 +11,15 @@ use crate::{Aws, StoreError};
 pub enum Purpose {
     /// A connection's Meta token, read by the sync and the pixel sends.
     MetaConnection,
+    /// A pixel's own Conversions API token.
+    PixelToken,
 }
 
 impl Purpose {
     fn as_str(self) -> &'static str {
         match self {
             Self::MetaConnection => "meta-connection-token",
+            Self::PixelToken => "meta-pixel-token",
         }
     }
 }

@@ -4,7 +4,8 @@
 
 use adtrail_domain::OwnerKey;
 use adtrail_domain::error_codes::last_error;
-use adtrail_store::connections::ListedAccount;
+use adtrail_domain::graph_error::GraphErrorKind;
+use adtrail_store::connections::{ListedAccount, ListedPixel};
 use adtrail_store::seal::Purpose;
 use lambda_http::{Body, Request, Response};
 use serde::{Deserialize, Serialize};
@@ -43,8 +44,11 @@ impl<'a> AccountView<'a> {
     }
 }
 
+/// Accounts whose pixels a connect lists.
+const MAX_PIXEL_ACCOUNTS: usize = 100;
+
 /// A token Meta could issue: printable, no spaces, bounded.
-fn check_token(token: &str) -> Result<(), ApiError> {
+pub(crate) fn check_token(token: &str) -> Result<(), ApiError> {
     if token.is_empty() || token.len() > 4_096 || !token.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(ApiError::invalid(
             "accessToken: must be 1 to 4096 printable characters without spaces",
@@ -76,6 +80,13 @@ pub(crate) async fn put_connection(
             timezone: a.timezone,
         })
         .collect();
+    let known = api
+        .aws
+        .get_connection(&owner)
+        .await?
+        .map(|c| c.pixels)
+        .unwrap_or_default();
+    let pixels = list_pixels(api, &token, &accounts, known).await;
     let sealed = api
         .aws
         .seal(&owner, Purpose::MetaConnection, &token)
@@ -85,7 +96,7 @@ pub(crate) async fn put_connection(
     let version = uuid::Uuid::new_v4().to_string();
     let stored = api
         .aws
-        .put_connection(&owner, sealed, &version, &accounts, now)
+        .put_connection(&owner, sealed, &version, &accounts, &pixels, now)
         .await?;
     align_links(api, &owner, &stored.accounts, now).await?;
     json(
@@ -94,8 +105,54 @@ pub(crate) async fn put_connection(
             "ownerKey": owner,
             "status": stored.status.as_str(),
             "adAccounts": stored.accounts.iter().map(AccountView::of).collect::<Vec<_>>(),
+            "pixels": pixel_views(&stored.pixels),
         }),
     )
+}
+
+/// The pixels the token's accounts own (the first 100 accounts,
+/// deduplicated). An account whose pixels the token may not read is
+/// skipped; when Meta throttles or fails, the pixels already known are kept
+/// beside what was found.
+async fn list_pixels(
+    api: &Api,
+    token: &str,
+    accounts: &[ListedAccount],
+    known: Vec<ListedPixel>,
+) -> Vec<ListedPixel> {
+    let mut found: Vec<ListedPixel> = vec![];
+    for account in accounts.iter().take(MAX_PIXEL_ACCOUNTS) {
+        match api.graph.ad_pixels(token, &account.ad_account_id).await {
+            Ok(pixels) => {
+                for p in pixels {
+                    if !found.iter().any(|f| f.pixel_id == p.id) {
+                        found.push(ListedPixel {
+                            pixel_id: p.id,
+                            name: p.name,
+                        });
+                    }
+                }
+            }
+            Err(e) if e.kind == GraphErrorKind::Permission => continue,
+            Err(e) => {
+                tracing::warn!(kind = ?e.kind, "listing pixels failed; the pixels already known are kept");
+                for p in known {
+                    if !found.iter().any(|f| f.pixel_id == p.pixel_id) {
+                        found.push(p);
+                    }
+                }
+                break;
+            }
+        }
+    }
+    found
+}
+
+fn pixel_views(pixels: &[ListedPixel]) -> Vec<serde_json::Value> {
+    pixels
+        .iter()
+        .map(|p| serde_json::json!({"pixelId": p.pixel_id, "name": p.name}))
+        .collect()
 }
 
 /// Lines the owner's links up with what the new token lists: a link the
@@ -178,6 +235,7 @@ pub(crate) async fn get_connection(
             "createdAt": c.created_at,
             "updatedAt": c.updated_at,
             "adAccounts": accounts,
+            "pixels": pixel_views(&c.pixels),
         }),
     )
 }

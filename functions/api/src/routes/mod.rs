@@ -2,6 +2,7 @@
 
 mod connections;
 mod links;
+mod pixels;
 mod reads;
 mod sites;
 
@@ -34,6 +35,8 @@ pub(crate) async fn route(
             links::unlink(api, caller, site, account).await
         }
         ("POST", ["v1", "sites", site, "sync"]) => links::sync_now(api, caller, site).await,
+        ("PUT", ["v1", "sites", site, "pixel"]) => pixels::put_pixel(api, caller, req, site).await,
+        ("DELETE", ["v1", "sites", site, "pixel"]) => pixels::delete_pixel(api, caller, site).await,
         ("GET", ["v1", "meta", "status"]) => reads::status(api, caller, req).await,
         ("GET", ["v1", "sites", site, "spend"]) => reads::spend(api, caller, req, site).await,
         _ => Err(ApiError::not_found("no such route")),

@@ -98,9 +98,11 @@ pub(crate) async fn status(
             ));
         }
         let links = api.aws.site_links(id.as_str()).await?;
+        let pixel = api.aws.get_pixel(id.as_str()).await?;
         sites.push(json!({
             "siteId": id.as_str(),
             "linked": !links.is_empty(),
+            "pixel": crate::routes::pixels::pixel_view(pixel.as_ref()),
             "adAccounts": links.iter().map(|l| account_view(l, None)).collect::<Vec<_>>(),
         }));
     }

@@ -1,0 +1,167 @@
+//! `PUT|DELETE /v1/sites/{siteId}/pixel`: the Meta pixel a site's
+//! conversions go to, sending with a connection's token (`ownerKey`, the
+//! pixel must be in that connection's listing) or a token of its own
+//! (`accessToken`, checked against the pixel and sealed with KMS).
+
+use adtrail_domain::SiteId;
+use adtrail_domain::error_codes::ErrorCode;
+use adtrail_domain::graph_error::GraphErrorKind;
+use adtrail_domain::ids::check_meta_numeric;
+use adtrail_store::pixels::{PixelSource, SitePixel};
+use adtrail_store::seal::Purpose;
+use lambda_http::{Body, Request, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::input::json_body;
+use crate::routes::connections::{check_token, resolve_owner};
+use crate::{Api, json};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PixelBody {
+    pixel_id: String,
+    owner_key: Option<String>,
+    access_token: Option<String>,
+    enabled: Option<bool>,
+    send_lead_event: Option<bool>,
+    test_event_code: Option<String>,
+}
+
+/// What `meta.status` and the pixel routes show of a pixel: never a token.
+pub(crate) fn pixel_view(pixel: Option<&SitePixel>) -> Value {
+    match pixel {
+        Some(p) => json!({
+            "enabled": p.enabled,
+            "pixelId": p.pixel_id,
+            "source": p.source_name(),
+            "name": p.name,
+            "lastError": p.last_error,
+            "testMode": p.test_event_code.is_some(),
+            "sendLeadEvent": p.send_lead_event,
+        }),
+        None => {
+            json!({"enabled": false, "pixelId": null, "source": null, "name": null, "lastError": null, "testMode": false, "sendLeadEvent": false})
+        }
+    }
+}
+
+pub(crate) async fn put_pixel(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+    site: &str,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    let body: PixelBody = json_body(req)?;
+    caller.may_configure(site.as_str())?;
+    check_meta_numeric("pixelId", &body.pixel_id)?;
+    if let Some(code) = &body.test_event_code
+        && (code.is_empty() || code.len() > 64 || !code.bytes().all(|b| b.is_ascii_alphanumeric()))
+    {
+        return Err(ApiError::invalid(
+            "testEventCode: must be 1 to 64 letters and digits",
+        ));
+    }
+    if api.aws.get_site(site.as_str()).await?.is_none() {
+        return Err(ApiError::not_found("siteId: no such site"));
+    }
+    let now = api.clock.now_ms();
+    let (source, name) = match (body.owner_key, body.access_token) {
+        (Some(owner), None) => {
+            let owner = resolve_owner(caller, &owner, true)?;
+            let Some(connection) = api.aws.get_connection(&owner).await? else {
+                return Err(ApiError::not_found(
+                    "ownerKey: no Meta connection is stored for this owner",
+                ));
+            };
+            let Some(listed) = connection
+                .pixels
+                .iter()
+                .find(|p| p.pixel_id == body.pixel_id)
+            else {
+                return Err(ApiError::not_found(
+                    "pixelId: the connection's token does not list this pixel",
+                ));
+            };
+            (
+                PixelSource::Connection { owner_key: owner },
+                listed.name.clone(),
+            )
+        }
+        (None, Some(token)) => {
+            check_token(&token).map_err(|_| {
+                ApiError::invalid(
+                    "accessToken: must be 1 to 4096 printable characters without spaces",
+                )
+            })?;
+            let pixel = match api.graph.pixel(&token, &body.pixel_id).await {
+                Ok(p) => p,
+                Err(e) if e.kind == GraphErrorKind::Other && e.code == Some(100) => {
+                    return Err(ApiError::not_found(
+                        "pixelId: the access token does not reach this pixel",
+                    ));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let set_by = if caller.is_host() {
+                None
+            } else {
+                Some(caller.owner("me", true)?)
+            };
+            let sealed_token = api
+                .aws
+                .seal(&format!("pixel:{site}"), Purpose::PixelToken, &token)
+                .await?;
+            let source = PixelSource::Token {
+                sealed_token,
+                token_version: uuid::Uuid::new_v4().to_string(),
+                set_by,
+            };
+            (source, pixel.name)
+        }
+        _ => {
+            return Err(ApiError::invalid(
+                "ownerKey: give exactly one of ownerKey and accessToken",
+            ));
+        }
+    };
+    let previous = api.aws.get_pixel(site.as_str()).await?;
+    let pixel = SitePixel {
+        site_id: site.to_string(),
+        pixel_id: body.pixel_id,
+        name,
+        source,
+        enabled: body.enabled.unwrap_or(true),
+        send_lead_event: body
+            .send_lead_event
+            .or(previous.as_ref().map(|p| p.send_lead_event))
+            .unwrap_or(false),
+        test_event_code: body.test_event_code,
+        last_error: None,
+        updated_at: now,
+    };
+    api.aws.put_pixel(&pixel).await?;
+    json(
+        200,
+        &json!({"siteId": site.as_str(), "pixel": pixel_view(Some(&pixel))}),
+    )
+}
+
+pub(crate) async fn delete_pixel(
+    api: &Api,
+    caller: &Caller,
+    site: &str,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    caller.may_configure(site.as_str())?;
+    if !api.aws.delete_pixel(site.as_str()).await? {
+        return Err(ApiError::new(
+            ErrorCode::NotFound,
+            "siteId: the site has no pixel",
+        ));
+    }
+    json(200, &json!({"siteId": site.as_str(), "removed": true}))
+}

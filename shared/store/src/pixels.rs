@@ -1,0 +1,181 @@
+//! A site's Meta pixel: which dataset its conversions go to, and with whose
+//! token — the connection's (`source: connection`) or its own, sealed with
+//! KMS (`source: token`).
+
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use crate::attr::{Item, get_bool, get_n, get_s, n, need_s, s};
+use crate::keys::{PK, SK, site_pk};
+use crate::write::applied;
+use crate::{Aws, StoreError};
+
+const PIXEL_SK: &str = "pixel";
+
+/// Where a pixel's token comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PixelSource {
+    /// The owner's connection token.
+    Connection { owner_key: String },
+    /// A token of its own, sealed; `set_by` is the owner who set it, if any.
+    Token {
+        sealed_token: Vec<u8>,
+        token_version: String,
+        set_by: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SitePixel {
+    pub site_id: String,
+    pub pixel_id: String,
+    pub name: String,
+    pub source: PixelSource,
+    pub enabled: bool,
+    pub send_lead_event: bool,
+    pub test_event_code: Option<String>,
+    pub last_error: Option<String>,
+    pub updated_at: i64,
+}
+
+impl SitePixel {
+    pub fn source_name(&self) -> &'static str {
+        match self.source {
+            PixelSource::Connection { .. } => "connection",
+            PixelSource::Token { .. } => "token",
+        }
+    }
+
+    /// The owner who set the pixel (`None`: the host, with a token of its own).
+    pub fn owner(&self) -> Option<&str> {
+        match &self.source {
+            PixelSource::Connection { owner_key } => Some(owner_key),
+            PixelSource::Token { set_by, .. } => set_by.as_deref(),
+        }
+    }
+
+    fn from_item(item: &Item) -> Result<Self, StoreError> {
+        let source = match get_s(item, "source") {
+            Some("token") => PixelSource::Token {
+                sealed_token: item
+                    .get("sealedToken")
+                    .and_then(|v| v.as_b().ok())
+                    .map(|b| b.as_ref().to_vec())
+                    .unwrap_or_default(),
+                token_version: get_s(item, "tokenVersion").unwrap_or_default().to_owned(),
+                set_by: get_s(item, "setBy").map(str::to_owned),
+            },
+            _ => PixelSource::Connection {
+                owner_key: need_s(item, "ownerKey")?,
+            },
+        };
+        Ok(Self {
+            site_id: need_s(item, "siteId")?,
+            pixel_id: need_s(item, "pixelId")?,
+            name: get_s(item, "name").unwrap_or_default().to_owned(),
+            source,
+            enabled: get_bool(item, "enabled"),
+            send_lead_event: get_bool(item, "sendLeadEvent"),
+            test_event_code: get_s(item, "testEventCode").map(str::to_owned),
+            last_error: get_s(item, "lastError").map(str::to_owned),
+            updated_at: get_n(item, "updatedAt").unwrap_or(0),
+        })
+    }
+
+    fn to_item(&self) -> Item {
+        let mut item: Item = [
+            (PK.to_owned(), s(site_pk(&self.site_id))),
+            (SK.to_owned(), s(PIXEL_SK)),
+            ("siteId".to_owned(), s(&self.site_id)),
+            ("pixelId".to_owned(), s(&self.pixel_id)),
+            ("name".to_owned(), s(&self.name)),
+            ("source".to_owned(), s(self.source_name())),
+            ("enabled".to_owned(), AttributeValue::Bool(self.enabled)),
+            (
+                "sendLeadEvent".to_owned(),
+                AttributeValue::Bool(self.send_lead_event),
+            ),
+            ("updatedAt".to_owned(), n(self.updated_at)),
+        ]
+        .into_iter()
+        .collect();
+        match &self.source {
+            PixelSource::Connection { owner_key } => {
+                item.insert("ownerKey".into(), s(owner_key));
+            }
+            PixelSource::Token {
+                sealed_token,
+                token_version,
+                set_by,
+            } => {
+                item.insert(
+                    "sealedToken".into(),
+                    AttributeValue::B(Blob::new(sealed_token.clone())),
+                );
+                item.insert("tokenVersion".into(), s(token_version));
+                if let Some(owner) = set_by {
+                    item.insert("setBy".into(), s(owner));
+                }
+            }
+        }
+        if let Some(code) = &self.test_event_code {
+            item.insert("testEventCode".into(), s(code));
+        }
+        if let Some(e) = &self.last_error {
+            item.insert("lastError".into(), s(e));
+        }
+        item
+    }
+}
+
+impl Aws {
+    /// Stores a site's pixel, replacing the one before.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn put_pixel(&self, pixel: &SitePixel) -> Result<(), StoreError> {
+        self.ddb
+            .put_item()
+            .table_name(&self.names.table)
+            .set_item(Some(pixel.to_item()))
+            .send()
+            .await
+            .map_err(StoreError::ddb)?;
+        Ok(())
+    }
+
+    /// The site's pixel, if one is set.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn get_pixel(&self, site: &str) -> Result<Option<SitePixel>, StoreError> {
+        let out = self
+            .ddb
+            .get_item()
+            .table_name(&self.names.table)
+            .key(PK, s(site_pk(site)))
+            .key(SK, s(PIXEL_SK))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(StoreError::ddb)?;
+        out.item.as_ref().map(SitePixel::from_item).transpose()
+    }
+
+    /// Forgets the site's pixel. Answers whether there was one.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn delete_pixel(&self, site: &str) -> Result<bool, StoreError> {
+        let res = self
+            .ddb
+            .delete_item()
+            .table_name(&self.names.table)
+            .key(PK, s(site_pk(site)))
+            .key(SK, s(PIXEL_SK))
+            .condition_expression("attribute_exists(pk)")
+            .send()
+            .await;
+        Ok(applied(res)?.is_some())
+    }
+}
