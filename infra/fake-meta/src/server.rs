@@ -62,8 +62,8 @@ pub struct Knobs {
     /// Above this many rows in one insights range, Meta asks to reduce data.
     pub row_cap: Option<usize>,
     pub latency_ms: u64,
-    /// After this many more authorized calls, every token refused so far
-    /// alive dies (refused like an expired token).
+    /// After this many more authorized calls, the token of the next call
+    /// dies: it is refused like an expired token from then on.
     pub token_dies_after: Option<u32>,
     /// Largest page any list answers, whatever `limit` asks.
     pub max_page: Option<usize>,
