@@ -317,6 +317,47 @@ async fn dashboards_read_only_their_granted_sites() {
         .call_as(Some(&configure), "GET", "/v1/meta/connections/agency", None)
         .await;
     assert_eq!(status, 403, "another owner's connection");
+    // Its own connection (the same agency token) shows the accounts linked
+    // to a site outside its grant without naming the site.
+    let dash =
+        keys.sign(json!({"sub": "u2", "scope": "adtrail:configure", "sites": ["pet-mania"]}));
+    let (status, body) = h
+        .call_as(
+            Some(&dash),
+            "PUT",
+            "/v1/meta/connections/me",
+            Some(json!({"accessToken": TOKEN}).to_string()),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, own) = h
+        .call_as(Some(&dash), "GET", "/v1/meta/connections/me", None)
+        .await;
+    assert_eq!(
+        (status, own["ownerKey"].as_str()),
+        (200, Some("dashboard:u2"))
+    );
+    for account in own["adAccounts"].as_array().unwrap() {
+        let id = account["adAccountId"].as_str().unwrap();
+        if id == PET_EAST || id == PET_WEST {
+            assert_eq!(
+                (
+                    account["linkedSiteId"].as_str(),
+                    account["linkedOutsideScope"].as_bool()
+                ),
+                (Some("pet-mania"), Some(false))
+            );
+        } else {
+            assert_eq!(
+                (
+                    account["linkedSiteId"].as_str(),
+                    account["linkedOutsideScope"].as_bool()
+                ),
+                (None, Some(true))
+            );
+        }
+    }
+    assert!(!own.to_string().contains("loja-x"));
 }
 
 #[tokio::test]

@@ -28,8 +28,13 @@ struct AccountView<'a> {
     name: &'a str,
     currency: &'a str,
     timezone: &'a str,
+    /// In the connection's own listing: the site the account feeds (`null`
+    /// when none, or when that site is outside the caller's grant).
     #[serde(skip_serializing_if = "Option::is_none")]
     linked_site_id: Option<Option<&'a str>>,
+    /// Linked to a site the caller may not see.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    linked_outside_scope: Option<bool>,
 }
 
 impl<'a> AccountView<'a> {
@@ -40,6 +45,7 @@ impl<'a> AccountView<'a> {
             currency: &a.currency,
             timezone: &a.timezone,
             linked_site_id: None,
+            linked_outside_scope: None,
         }
     }
 }
@@ -201,28 +207,12 @@ pub(crate) async fn get_connection(
         .iter()
         .map(|a| {
             let site = claims.get(&a.ad_account_id).map(String::as_str);
+            let visible = site.filter(|s| caller.may_read(s).is_ok());
             AccountView {
-                linked_site_id: Some(site.filter(|s| caller.may_read(s).is_ok())),
+                linked_site_id: Some(visible),
+                linked_outside_scope: Some(site.is_some() && visible.is_none()),
                 ..AccountView::of(a)
             }
-        })
-        .collect();
-    let outside: Vec<bool> = c
-        .accounts
-        .iter()
-        .map(|a| {
-            claims
-                .get(&a.ad_account_id)
-                .is_some_and(|s| caller.may_read(s).is_err())
-        })
-        .collect();
-    let accounts: Vec<serde_json::Value> = accounts
-        .into_iter()
-        .zip(outside)
-        .map(|(view, outside)| {
-            let mut v = serde_json::to_value(view).unwrap_or_default();
-            v["linkedOutsideScope"] = serde_json::Value::Bool(outside);
-            v
         })
         .collect();
     json(
