@@ -38,9 +38,10 @@ lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
-## Figures: requests per 1,000 ad-day rows, worker peak memory, binary sizes.
+## Figures: requests per 1,000 ad-day rows, peak memory, init time, binary sizes.
 bench: venv
 	-$(MAKE) --no-print-directory build-lambdas
+	cargo build --release --quiet --bin adtrail-api --bin adtrail-dispatcher --bin adtrail-sync-worker --bin adtrail-sweeper
 	cargo run --release --quiet -p adtrail-local --bin adtrail-bench
 
 ## Release arm64 binaries, as `sam build` makes them (needs cargo-lambda).
