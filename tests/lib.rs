@@ -187,6 +187,15 @@ impl Harness {
             .collect()
     }
 
+    /// Every spend row of an account at a site.
+    pub async fn all_rows(&self, site: &str, account: &str) -> Vec<adtrail_store::spend::SpendRow> {
+        self.aws()
+            .spend_rows(site, account, 0, i64::MAX / 2, usize::MAX)
+            .await
+            .expect("rows")
+            .0
+    }
+
     /// Asserts that every site-day sum equals the rows it sums.
     pub async fn assert_sums_match_rows(&self, site: &str, account: &str) {
         let (rows, _) = self

@@ -339,11 +339,7 @@ async fn a_range_with_too_much_data_is_halved_and_a_day_over_the_cap_is_truncate
     assert_eq!(link.backfill_from.as_deref(), Some("2026-05-02"));
     assert_eq!(link.last_error, None);
     h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
-    let (rows, _) = h
-        .aws()
-        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
-        .await
-        .unwrap();
+    let rows = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
     assert!(
         rows.len() > 400,
         "every day of the block was read: {}",
@@ -403,11 +399,7 @@ async fn a_run_that_lost_its_lease_writes_nothing() {
         .await
         .unwrap();
     assert!(report.stale);
-    let (rows, _) = h
-        .aws()
-        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
-        .await
-        .unwrap();
+    let rows = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
     assert!(rows.is_empty());
     // Draining delivers both messages of each account; only run B's writes.
     h.fake().clear_requests();
@@ -470,11 +462,7 @@ async fn an_unlink_mid_run_stops_its_writes_and_the_sweeper_purges_the_spend() {
     let h = Harness::start().await;
     h.link_agency().await;
     h.sync_until_live(10).await;
-    let (rows, _) = h
-        .aws()
-        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
-        .await
-        .unwrap();
+    let rows = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
     assert!(!rows.is_empty());
     // A weekly run, slowed down, is in flight when the account is unlinked.
     h.fake().set_knobs(Knobs {
@@ -506,29 +494,17 @@ async fn an_unlink_mid_run_stops_its_writes_and_the_sweeper_purges_the_spend() {
             )
             .await;
         assert_eq!(status, 200, "{body}");
-        h.aws()
-            .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
-            .await
-            .unwrap()
-            .0
+        h.all_rows("loja-x", LOJA_PRINCIPAL).await
     };
     let (drained, at_unlink) = tokio::join!(drain, unlink);
     drained.unwrap();
-    let (after_run, _) = h
-        .aws()
-        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
-        .await
-        .unwrap();
+    let after_run = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
     assert_eq!(after_run, at_unlink, "nothing was written after the unlink");
     // The sweeper takes the spend out, sums included; the other account stays.
     h.fake().set_knobs(Knobs::default());
     let sweep = h.runner().sweep().await.unwrap();
     assert_eq!(sweep.purges_done, 1);
-    let (rows, _) = h
-        .aws()
-        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
-        .await
-        .unwrap();
+    let rows = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
     assert!(rows.is_empty());
     assert!(
         h.aws()
@@ -550,11 +526,7 @@ async fn a_relink_during_the_purge_stops_it_and_the_backfill_rewrites() {
     let h = Harness::start().await;
     h.link_agency().await;
     h.sync_until_live(10).await;
-    let (before, _) = h
-        .aws()
-        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
-        .await
-        .unwrap();
+    let before = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
     h.call(
         "DELETE",
         &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"),
@@ -582,11 +554,7 @@ async fn a_relink_during_the_purge_stops_it_and_the_backfill_rewrites() {
         "the relink removed the purge"
     );
     h.sync_until_live(10).await;
-    let (after, _) = h
-        .aws()
-        .spend_rows("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2, usize::MAX)
-        .await
-        .unwrap();
+    let after = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
     assert_eq!(after.len(), before.len());
     h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
 }

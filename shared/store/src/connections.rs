@@ -158,17 +158,8 @@ impl Aws {
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn get_connection(&self, owner: &str) -> Result<Option<Connection>, StoreError> {
-        let out = self
-            .ddb
-            .get_item()
-            .table_name(&self.names.table)
-            .key(PK, s(owner_pk(owner)))
-            .key(SK, s(CONNECTION_SK))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(StoreError::ddb)?;
-        out.item.as_ref().map(Connection::from_item).transpose()
+        let item = self.read_item(owner_pk(owner), CONNECTION_SK).await?;
+        item.as_ref().map(Connection::from_item).transpose()
     }
 
     /// Marks the connection's token dead, if `token_version` is still the

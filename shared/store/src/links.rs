@@ -242,19 +242,12 @@ impl Aws {
         }
     }
 
+    /// Why a count's condition failed: the item is gone, or at its limit.
     async fn limit_or_gone(&self, pk: &str, sk: &str, limit: LinkError) -> LinkError {
-        match self
-            .ddb
-            .get_item()
-            .table_name(&self.names.table)
-            .key(PK, s(pk))
-            .key(SK, s(sk))
-            .send()
-            .await
-        {
-            Ok(out) if out.item.is_none() => LinkError::Gone,
-            Ok(_) => limit,
-            Err(e) => StoreError::ddb(e).into(),
+        match self.read_item(pk.to_owned(), sk).await {
+            Ok(None) => LinkError::Gone,
+            Ok(Some(_)) => limit,
+            Err(e) => e.into(),
         }
     }
 
@@ -263,18 +256,8 @@ impl Aws {
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn account_claim(&self, account: &str) -> Result<Option<String>, StoreError> {
-        let out = self
-            .ddb
-            .get_item()
-            .table_name(&self.names.table)
-            .key(PK, s(claim_pk(account)))
-            .key(SK, s(CLAIM_SK))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(StoreError::ddb)?;
-        Ok(out
-            .item
+        let item = self.read_item(claim_pk(account), CLAIM_SK).await?;
+        Ok(item
             .as_ref()
             .and_then(|i| get_s(i, "siteId"))
             .map(str::to_owned))
@@ -364,16 +347,8 @@ impl Aws {
         site: &str,
         account: &str,
     ) -> Result<Option<SiteAdAccount>, StoreError> {
-        let out = self
-            .ddb
-            .get_item()
-            .table_name(&self.names.table)
-            .set_key(Some(key(site, account).into_iter().collect()))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(StoreError::ddb)?;
-        out.item.as_ref().map(SiteAdAccount::from_item).transpose()
+        let item = self.read_item(site_pk(site), &link_sk(account)).await?;
+        item.as_ref().map(SiteAdAccount::from_item).transpose()
     }
 
     /// A site's links (at most [`MAX_LINKS_PER_SITE`], so one page).

@@ -149,17 +149,8 @@ impl Aws {
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn get_pixel(&self, site: &str) -> Result<Option<SitePixel>, StoreError> {
-        let out = self
-            .ddb
-            .get_item()
-            .table_name(&self.names.table)
-            .key(PK, s(site_pk(site)))
-            .key(SK, s(PIXEL_SK))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(StoreError::ddb)?;
-        out.item.as_ref().map(SitePixel::from_item).transpose()
+        let item = self.read_item(site_pk(site), PIXEL_SK).await?;
+        item.as_ref().map(SitePixel::from_item).transpose()
     }
 
     /// Forgets the site's pixel. Answers whether there was one.

@@ -75,16 +75,7 @@ impl Aws {
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn get_site(&self, site_id: &str) -> Result<Option<Site>, StoreError> {
-        let out = self
-            .ddb
-            .get_item()
-            .table_name(&self.names.table)
-            .key(PK, s(site_pk(site_id)))
-            .key(SK, s(SITE_SK))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(StoreError::ddb)?;
-        out.item.as_ref().map(Site::from_item).transpose()
+        let item = self.read_item(site_pk(site_id), SITE_SK).await?;
+        item.as_ref().map(Site::from_item).transpose()
     }
 }

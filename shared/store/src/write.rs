@@ -5,6 +5,8 @@
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{CancellationReason, TransactWriteItem};
 
+use crate::attr::{Item, s};
+use crate::keys::{PK, SK};
 use crate::{Aws, StoreError};
 
 fn cancelled_at(reasons: &[CancellationReason]) -> Option<usize> {
@@ -49,6 +51,24 @@ where
 }
 
 impl Aws {
+    /// One item by its keys, read strongly.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn read_item(&self, pk: String, sk: &str) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .ddb
+            .get_item()
+            .table_name(&self.names.table)
+            .key(PK, s(pk))
+            .key(SK, s(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(StoreError::ddb)?;
+        Ok(out.item)
+    }
+
     /// Runs a transaction whose first item is its lease check (a
     /// [`crate::links::LeaseCondition`]). Answers `false`, having written
     /// nothing, when that check failed.
