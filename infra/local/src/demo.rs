@@ -200,8 +200,14 @@ pub async fn run(app: &App) -> Result<(), Error> {
                 a["adAccountId"].as_str().unwrap_or(""),
                 a["name"].as_str().unwrap_or(""),
                 a["syncState"].as_str().unwrap_or(""),
-                a["lastSyncAt"],
-                a["lastError"],
+                a["lastSyncAt"]
+                    .as_i64()
+                    .and_then(chrono::DateTime::from_timestamp_millis)
+                    .map_or_else(
+                        || "—".to_owned(),
+                        |t| t.format("%Y-%m-%d %H:%M UTC").to_string()
+                    ),
+                a["lastError"].as_str().unwrap_or("none"),
                 money(&a["spendCents"], a["currency"].as_str().unwrap_or("")),
             );
         }
