@@ -2,7 +2,6 @@
 //! bounded batches (each batch conditional on the account still being
 //! unlinked, so a relink stops it), a fixed budget per invocation.
 
-use adtrail_domain::time::SharedClock;
 use adtrail_store::spend::PurgeStep;
 use adtrail_store::{Aws, StoreError};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
@@ -19,7 +18,6 @@ const MAX_STEPS: usize = 40;
 #[derive(Debug, Clone)]
 pub struct Sweeper {
     pub aws: Aws,
-    pub clock: SharedClock,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

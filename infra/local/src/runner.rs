@@ -138,9 +138,9 @@ impl Runner {
             worker: Worker {
                 aws: aws.clone(),
                 graph,
-                clock: shared.clone(),
+                clock: shared,
             },
-            sweeper: Sweeper { aws, clock: shared },
+            sweeper: Sweeper { aws },
             stack,
             clock,
             held: Mutex::new(vec![]),
