@@ -6,6 +6,7 @@
 //! store, the Graph client and the Lambda handlers call into this crate; it
 //! calls into nothing of theirs.
 
+pub mod conversions;
 pub mod dates;
 pub mod error_codes;
 pub mod graph_error;
