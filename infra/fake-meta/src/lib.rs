@@ -11,10 +11,14 @@
 //! Knobs (in process through [`FakeMeta::knobs`], or `POST /_fake/knobs`):
 //! throttling with Meta's codes and usage headers, 5xx answers, the "reduce
 //! the amount of data" error above a row count, latency, a token that dies
-//! after a number of calls. Every request served is recorded.
+//! after a number of calls, random faults (5xx, throttles, timeouts) on a
+//! seeded generator, events to reject. Every request served is recorded, and
+//! every Conversions API event accepted.
 
 mod agency;
+mod capi;
 mod server;
 
 pub use agency::{LOJA_PIXEL, ME_ID, ME_NAME, PET_PIXEL, SampleAccount, SampleAd, sample_accounts};
-pub use server::{FakeMeta, Knobs, RecordedRequest, Throttle};
+pub use capi::AcceptedEvent;
+pub use server::{FakeMeta, Knobs, RandomFaults, RecordedRequest, Throttle};

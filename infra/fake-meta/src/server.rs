@@ -16,7 +16,10 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use adtrail_domain::time::{SharedClock, SystemClock};
+
 use crate::agency::{ME_ID, ME_NAME, SampleAccount, ad_day, decimal, sample_accounts};
+use crate::capi::AcceptedEvent;
 
 const VERSION: &str = "v25.0";
 const INSIGHT_FIELDS: [&str; 13] = [
@@ -50,6 +53,21 @@ pub struct Throttle {
     pub only_path: Option<String>,
 }
 
+/// A share of requests that fail at random (on a seeded generator, so a
+/// run can be repeated): a 5xx, a throttle, or a timeout (the fake waits
+/// `timeout_ms`, longer than the client's timeout, then answers 503 having
+/// accepted nothing).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RandomFaults {
+    pub pct: u32,
+    pub seed: u64,
+    pub timeout_ms: u64,
+    /// Only requests whose path contains this fail.
+    #[serde(default)]
+    pub only_path: Option<String>,
+}
+
 /// Faults to inject. Defaults: none.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", default)]
@@ -72,6 +90,13 @@ pub struct Knobs {
     pub deny_permission: bool,
     /// Ad accounts whose pixels the token may not read (code 200).
     pub deny_pixels: Vec<String>,
+    pub random_faults: Option<RandomFaults>,
+    /// Conversions API events (by `event_id`) Meta calls invalid: a request
+    /// holding one is rejected whole.
+    pub reject_event_ids: Vec<String>,
+    /// Refuse `POST /{pixel}/events` as Meta does for a token without
+    /// access to the dataset (code 200).
+    pub deny_events: bool,
 }
 
 /// One request the fake served.
@@ -90,12 +115,58 @@ struct Inner {
     knobs: Knobs,
     requests: Vec<RecordedRequest>,
     dead_tokens: HashSet<String>,
+    accepted: Vec<AcceptedEvent>,
+    rng: u64,
 }
 
 struct Shared {
     inner: Mutex<Inner>,
     accounts: Vec<SampleAccount>,
     base_url: String,
+    /// Meta's "now" for the 7-day rule: the caller's clock, so tests on a
+    /// virtual clock see the rule as production does.
+    clock: SharedClock,
+}
+
+/// A random fault drawn for one request.
+enum Fault {
+    Unavailable,
+    Throttled,
+    Timeout(u64),
+}
+
+impl Inner {
+    /// xorshift64*: deterministic for a seed, no crate needed.
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.rng.max(1);
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn draw_fault(&mut self, path: &str) -> Option<Fault> {
+        let faults = self.knobs.random_faults.clone()?;
+        if faults
+            .only_path
+            .as_ref()
+            .is_some_and(|p| !path.contains(p.as_str()))
+        {
+            return None;
+        }
+        if self.rng == 0 {
+            self.rng = faults.seed.max(1);
+        }
+        if self.next_random() % 100 >= u64::from(faults.pct) {
+            return None;
+        }
+        Some(match self.next_random() % 3 {
+            0 => Fault::Unavailable,
+            1 => Fault::Throttled,
+            _ => Fault::Timeout(faults.timeout_ms),
+        })
+    }
 }
 
 /// A running fake Graph API.
@@ -111,12 +182,21 @@ impl FakeMeta {
     /// # Errors
     /// When the address cannot be bound.
     pub async fn start(addr: SocketAddr) -> std::io::Result<Self> {
+        Self::start_with_clock(addr, Arc::new(SystemClock)).await
+    }
+
+    /// Serves with `clock` as Meta's "now".
+    ///
+    /// # Errors
+    /// When the address cannot be bound.
+    pub async fn start_with_clock(addr: SocketAddr, clock: SharedClock) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner::default()),
             accounts: sample_accounts(),
             base_url: format!("http://{addr}"),
+            clock,
         });
         let app = Router::new()
             .route("/{*path}", any(handle))
@@ -152,6 +232,11 @@ impl FakeMeta {
     pub fn clear_requests(&self) {
         self.lock().requests.clear();
     }
+    /// Every Conversions API event accepted so far.
+    pub fn accepted_events(&self) -> Vec<AcceptedEvent> {
+        self.lock().accepted.clone()
+    }
+
     /// Refuses `token` from now on, like an expired token.
     pub fn kill_token(&self, token: &str) {
         self.lock().dead_tokens.insert(token.to_owned());
@@ -205,14 +290,43 @@ async fn handle(
     if knobs.latency_ms > 0 && !path.starts_with("/_fake/") {
         tokio::time::sleep(Duration::from_millis(knobs.latency_ms)).await;
     }
-    let response = route(
-        &shared,
-        &method,
-        &path,
-        &query,
-        authorization.as_deref(),
-        &body,
-    );
+    let fault = if path.starts_with("/_fake/") {
+        None
+    } else {
+        shared
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .draw_fault(&path)
+    };
+    let response = match fault {
+        Some(Fault::Unavailable) => meta_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            1,
+            None,
+            "An unknown error occurred",
+            true,
+        ),
+        Some(Fault::Throttled) => meta_error(
+            StatusCode::BAD_REQUEST,
+            17,
+            None,
+            "User request limit reached",
+            true,
+        ),
+        Some(Fault::Timeout(ms)) => {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+        None => route(
+            &shared,
+            &method,
+            &path,
+            &query,
+            authorization.as_deref(),
+            &body,
+        ),
+    };
     let status = response.status().as_u16();
     if !path.starts_with("/_fake/") {
         shared
@@ -360,7 +474,11 @@ fn route(
         .unwrap_or_else(|e| e.into_inner())
         .knobs
         .clone();
-    let mut response = if method != Method::GET {
+    let mut response = if method == Method::POST
+        && let Some(pixel) = rest.strip_suffix("/events")
+    {
+        post_events(shared, pixel, body, &knobs)
+    } else if method != Method::GET {
         bad_param("Unsupported post request")
     } else {
         graph_get(shared, rest, query, &knobs)
@@ -413,6 +531,52 @@ fn paged(
         answer["paging"] = json!({"cursors": {"after": (after + size).to_string()}, "next": format!("{}/{VERSION}/{path}?{qs}", shared.base_url)});
     }
     Json(answer).into_response()
+}
+
+fn post_events(shared: &Shared, pixel: &str, body: &[u8], knobs: &Knobs) -> Response {
+    let known = shared
+        .accounts
+        .iter()
+        .flat_map(|a| a.pixels.iter())
+        .any(|(p, _)| *p == pixel);
+    if !known {
+        return meta_error(
+            StatusCode::BAD_REQUEST,
+            100,
+            Some(33),
+            "Unsupported post request. Object does not exist, cannot be loaded due to missing permissions, or does not support this operation",
+            false,
+        );
+    }
+    if knobs.deny_events {
+        return meta_error(
+            StatusCode::FORBIDDEN,
+            200,
+            None,
+            "(#200) The access token may not send events to this dataset",
+            false,
+        );
+    }
+    match crate::capi::check_request(pixel, body, shared.clock.now_ms(), &knobs.reject_event_ids) {
+        Ok(events) => {
+            let received = events.len();
+            shared
+                .inner
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .accepted
+                .extend(events);
+            Json(json!({"events_received": received, "messages": [], "fbtrace_id": "AfakeTrace"}))
+                .into_response()
+        }
+        Err(message) => meta_error(
+            StatusCode::BAD_REQUEST,
+            100,
+            Some(2_804_008),
+            message,
+            false,
+        ),
+    }
 }
 
 fn account<'a>(shared: &'a Shared, id: &str) -> Option<&'a SampleAccount> {

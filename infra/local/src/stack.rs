@@ -76,6 +76,7 @@ impl LocalStack {
             Names {
                 table: String::new(),
                 sync_queue_url: String::new(),
+                send_queue_url: String::new(),
                 bus: String::new(),
                 key_id: String::new(),
                 bucket: String::new(),
@@ -200,18 +201,19 @@ impl LocalStack {
             .await
             .map_err(|e| create("the bus")(Box::new(e)))?;
 
-        let sync_queue_url = queues
-            .iter()
-            .find(|q| {
-                q.consumer
-                    .as_ref()
-                    .is_some_and(|(f, _)| f == "SyncWorkerFunction")
-            })
-            .map(|q| q.url.clone())
-            .unwrap_or_default();
+        let consumed_by = |function: &str| {
+            queues
+                .iter()
+                .find(|q| q.consumer.as_ref().is_some_and(|(f, _)| f == function))
+                .map(|q| q.url.clone())
+                .unwrap_or_default()
+        };
+        let sync_queue_url = consumed_by("SyncWorkerFunction");
+        let send_queue_url = consumed_by("CapiSenderFunction");
         let aws = bootstrap.with_names(Names {
             table,
             sync_queue_url,
+            send_queue_url,
             bus,
             key_id,
             bucket,

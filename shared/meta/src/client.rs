@@ -179,9 +179,17 @@ impl GraphClient {
 
     /// One GET with the token in the header: the JSON body and the usage.
     async fn get(&self, url: Url, token: &str) -> Result<(Value, Usage), GraphError> {
-        let resp = self
-            .http
-            .get(url)
+        self.call(self.http.get(url), token).await
+    }
+
+    /// One request with the token in the header, its answer read bounded
+    /// and its error classified.
+    async fn call(
+        &self,
+        request: reqwest::RequestBuilder,
+        token: &str,
+    ) -> Result<(Value, Usage), GraphError> {
+        let resp = request
             .bearer_auth(token)
             .send()
             .await
@@ -317,6 +325,36 @@ impl GraphClient {
             id: meta_id(&json, "id").ok_or_else(|| GraphError::malformed("pixel"))?,
             name: text(&json, "name").unwrap_or_default(),
         })
+    }
+
+    /// `POST /{pixelId}/events`: sends up to 1,000 server events in one
+    /// request (the Conversions API). Meta takes all of them or, for one
+    /// invalid event, none: the caller isolates it. Answers how many Meta
+    /// says it received.
+    ///
+    /// # Errors
+    /// [`GraphError`] classified by the domain (an invalid event is code
+    /// 100, kind [`GraphErrorKind::Other`]).
+    pub async fn send_events(
+        &self,
+        token: &str,
+        pixel_id: &str,
+        events: &[ServerEvent],
+        test_event_code: Option<&str>,
+    ) -> Result<i64, GraphError> {
+        let mut body = serde_json::json!({ "data": events });
+        if let Some(code) = test_event_code {
+            body["test_event_code"] = Value::String(code.to_owned());
+        }
+        let (json, _) = self
+            .call(
+                self.http
+                    .post(self.url(&format!("{pixel_id}/events"), &[]))
+                    .json(&body),
+                token,
+            )
+            .await?;
+        count(&json, "events_received")
     }
 
     /// Spend per ad and day for a range, every page up to

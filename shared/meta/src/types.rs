@@ -77,3 +77,44 @@ pub struct Pixel {
     pub id: String,
     pub name: String,
 }
+
+/// One event for the Conversions API, in Meta's wire format. Its hashes are
+/// the contact data: its `Debug` leaves them out.
+#[derive(Clone, serde::Serialize, PartialEq)]
+pub struct ServerEvent {
+    pub event_name: String,
+    /// Seconds.
+    pub event_time: i64,
+    pub event_id: String,
+    pub action_source: &'static str,
+    pub user_data: UserData,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_data: Option<CustomData>,
+}
+
+impl std::fmt::Debug for ServerEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerEvent")
+            .field("event_name", &self.event_name)
+            .field("event_id", &self.event_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Hashed contact data, as Meta names it.
+#[derive(Clone, serde::Serialize, PartialEq)]
+pub struct UserData {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ph: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub external_id: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub country: Vec<String>,
+}
+
+/// A purchase's value, in currency units.
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub struct CustomData {
+    pub value: f64,
+    pub currency: String,
+}

@@ -11,12 +11,21 @@
 //! | site-day sum of an account | `sum#<siteId>#<act>` | `<dayStart>` | |
 //! | catalog entry | `catalog#<siteId>` | `<adId>` | |
 //! | purge of an unlinked account | `purge#<siteId>` | `<act>` | `work` |
+//! | board and event map | `site#<siteId>` | `board` | |
+//! | pixel | `site#<siteId>` | `pixel` | |
+//! | lead | `lead#<siteId>` | `<leadKey>` | |
+//! | a lead change seen (idempotency) | `change#<siteId>` | `<changeId>` | |
+//! | a lead entering a column on a UTC day | `entry#<siteId>#<column>` | `<dayStart>#<leadId>` | |
+//! | conversion (outbox row and history) | `conv#<siteId>` | `<createdAt>#<eventId>` | `work` while pending |
+//! | conversion counters, sharded | `count#<siteId>#<n>` | `total`, `day#<dayStart>` | |
 //!
 //! Indexes: `owner` (`gsi1pk`, `gsi1sk`) lists an owner's links; `due`
 //! (`dueShard`, `nextSyncAt`) lists links whose next sync has come, spread
 //! over [`DUE_SHARDS`] partitions so no one partition is hot, and absent on
-//! paused links; `work` (`workShard`, `workAt`) lists background work (purges)
-//! the same way.
+//! paused links; `work` (`workShard`, `workAt`) lists background work the
+//! same way: purges (`purge#<n>`) and pending conversions by the time their
+//! attempt is due (`send#<n>`), so the sweeper finds lost sends without a
+//! scan.
 
 use sha2::{Digest, Sha256};
 
@@ -103,6 +112,42 @@ pub fn purge_shard(site: &str, account: &str) -> String {
 }
 pub fn purge_shard_n(n: u32) -> String {
     format!("purge#{n}")
+}
+
+pub const BOARD_SK: &str = "board";
+pub fn lead_pk(site: &str) -> String {
+    format!("lead#{site}")
+}
+pub fn change_pk(site: &str) -> String {
+    format!("change#{site}")
+}
+pub fn entry_pk(site: &str, column: &str) -> String {
+    format!("entry#{site}#{column}")
+}
+pub fn entry_sk(day_start: i64, lead_id: &str) -> String {
+    format!("{day_start:013}#{lead_id}")
+}
+pub fn conv_pk(site: &str) -> String {
+    format!("conv#{site}")
+}
+/// Conversions sort by creation time, then event id: the list's cursor.
+pub fn conv_sk(created_at: i64, event_id: &str) -> String {
+    format!("{created_at:013}#{event_id}")
+}
+/// Partitions of the conversion counters.
+pub const COUNT_SHARDS: u32 = 8;
+pub fn count_pk(site: &str, shard: u32) -> String {
+    format!("count#{site}#{shard}")
+}
+pub const COUNT_TOTAL_SK: &str = "total";
+pub fn count_day_sk(day_start: i64) -> String {
+    format!("day#{day_start:013}")
+}
+pub fn send_shard(event_id: &str) -> String {
+    format!("send#{}", shard_of(event_id, WORK_SHARDS))
+}
+pub fn send_shard_n(n: u32) -> String {
+    format!("send#{n}")
 }
 
 /// Parses a spend sort key back into `(dayStart, adId)`.

@@ -8,12 +8,15 @@
 
 pub mod attr;
 pub mod blobs;
+pub mod board;
 pub mod bus;
 pub mod catalog;
 pub mod connections;
+pub mod conversions;
 pub mod counter;
 pub mod error;
 pub mod keys;
+pub mod leads;
 pub mod links;
 pub mod pixels;
 pub mod queue;
@@ -30,14 +33,16 @@ pub use error::StoreError;
 pub struct Names {
     pub table: String,
     pub sync_queue_url: String,
+    /// The conversions' send queue.
+    pub send_queue_url: String,
     pub bus: String,
     pub key_id: String,
     pub bucket: String,
 }
 
 impl Names {
-    /// Reads `TABLE_NAME`, `SYNC_QUEUE_URL`, `BUS_NAME`, `KEY_ID` and
-    /// `THUMBNAIL_BUCKET`.
+    /// Reads `TABLE_NAME`, `SYNC_QUEUE_URL`, `SEND_QUEUE_URL`, `BUS_NAME`,
+    /// `KEY_ID` and `THUMBNAIL_BUCKET`.
     ///
     /// # Errors
     /// The name of the first variable that is missing.
@@ -46,6 +51,7 @@ impl Names {
         Ok(Self {
             table: var("TABLE_NAME")?,
             sync_queue_url: var("SYNC_QUEUE_URL")?,
+            send_queue_url: var("SEND_QUEUE_URL")?,
             bus: var("BUS_NAME")?,
             key_id: var("KEY_ID")?,
             bucket: var("THUMBNAIL_BUCKET")?,

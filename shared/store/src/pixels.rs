@@ -35,6 +35,9 @@ pub struct SitePixel {
     pub send_lead_event: bool,
     pub test_event_code: Option<String>,
     pub last_error: Option<String>,
+    /// Meta refused the pixel's own token: nothing is queued or sent until
+    /// a token is stored again.
+    pub stopped: bool,
     pub updated_at: i64,
 }
 
@@ -78,6 +81,7 @@ impl SitePixel {
             send_lead_event: get_bool(item, "sendLeadEvent"),
             test_event_code: get_s(item, "testEventCode").map(str::to_owned),
             last_error: get_s(item, "lastError").map(str::to_owned),
+            stopped: get_bool(item, "stopped"),
             updated_at: get_n(item, "updatedAt").unwrap_or(0),
         })
     }
@@ -96,6 +100,7 @@ impl SitePixel {
                 AttributeValue::Bool(self.send_lead_event),
             ),
             ("updatedAt".to_owned(), n(self.updated_at)),
+            ("stopped".to_owned(), AttributeValue::Bool(self.stopped)),
         ]
         .into_iter()
         .collect();
@@ -151,6 +156,56 @@ impl Aws {
     pub async fn get_pixel(&self, site: &str) -> Result<Option<SitePixel>, StoreError> {
         let item = self.read_item(site_pk(site), PIXEL_SK).await?;
         item.as_ref().map(SitePixel::from_item).transpose()
+    }
+
+    /// Stops a pixel whose own token Meta refused, only if that token is
+    /// still the stored one. Answers whether it stopped it.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn stop_pixel(
+        &self,
+        site: &str,
+        token_version: &str,
+        last_error: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let res = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .key(PK, s(site_pk(site)))
+            .key(SK, s(PIXEL_SK))
+            .update_expression("SET stopped = :t, lastError = :e, updatedAt = :now")
+            .condition_expression("tokenVersion = :v")
+            .expression_attribute_values(":t", AttributeValue::Bool(true))
+            .expression_attribute_values(":e", s(last_error))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":v", s(token_version))
+            .send()
+            .await;
+        Ok(applied(res)?.is_some())
+    }
+
+    /// Sets whether a new lead sends `Lead`, on the site's pixel if it has
+    /// one.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn set_pixel_send_lead_event(&self, site: &str, on: bool) -> Result<(), StoreError> {
+        let res = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .key(PK, s(site_pk(site)))
+            .key(SK, s(PIXEL_SK))
+            .update_expression("SET sendLeadEvent = :on")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":on", AttributeValue::Bool(on))
+            .send()
+            .await;
+        applied(res)?;
+        Ok(())
     }
 
     /// Forgets the site's pixel. Answers whether there was one.

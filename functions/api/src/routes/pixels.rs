@@ -141,6 +141,7 @@ pub(crate) async fn put_pixel(
             .unwrap_or(false),
         test_event_code: body.test_event_code,
         last_error: None,
+        stopped: false,
         updated_at: now,
     };
     api.aws.put_pixel(&pixel).await?;

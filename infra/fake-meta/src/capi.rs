@@ -1,0 +1,186 @@
+//! The fake's Conversions API, `POST /{pixelId}/events`, with Meta's rules:
+//! 1 to 1,000 events a request, and one invalid event (a malformed hash, a
+//! missing field, an `event_time` older than 7 days) rejects the whole
+//! request. What it accepts is recorded for the tests.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// An event the fake accepted.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AcceptedEvent {
+    pub pixel_id: String,
+    pub event_id: String,
+    pub event_name: String,
+    /// Seconds.
+    pub event_time: i64,
+    pub action_source: String,
+    pub user_data: Value,
+    pub custom_data: Option<Value>,
+    pub test_event_code: Option<String>,
+}
+
+const MAX_EVENTS: usize = 1_000;
+const SEVEN_DAYS_S: i64 = 7 * 86_400;
+const ACTION_SOURCES: [&str; 8] = [
+    "email",
+    "website",
+    "app",
+    "phone_call",
+    "chat",
+    "physical_store",
+    "system_generated",
+    "other",
+];
+
+fn is_digest(v: &Value) -> bool {
+    v.as_str()
+        .is_some_and(|s| s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
+
+/// Hashed `user_data` keys: an array (or one string) of SHA-256 digests.
+fn hashed(v: &Value) -> bool {
+    match v {
+        Value::Array(items) => !items.is_empty() && items.iter().all(is_digest),
+        other => is_digest(other),
+    }
+}
+
+/// Checks one event; `Err` is Meta's message.
+fn check_event(
+    e: &Value,
+    now_s: i64,
+    reject_ids: &[String],
+) -> Result<AcceptedEvent, &'static str> {
+    let name = e
+        .get("event_name")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty() && s.len() <= 100)
+        .ok_or("Invalid parameter: event_name")?;
+    let time = e
+        .get("event_time")
+        .and_then(Value::as_i64)
+        .ok_or("Invalid parameter: event_time must be an integer in seconds")?;
+    if time < now_s - SEVEN_DAYS_S {
+        return Err("Invalid parameter: event_time is more than 7 days in the past");
+    }
+    if time > now_s + 60 {
+        return Err("Invalid parameter: event_time is in the future");
+    }
+    let source = e
+        .get("action_source")
+        .and_then(Value::as_str)
+        .filter(|s| ACTION_SOURCES.contains(s))
+        .ok_or("Invalid parameter: action_source")?;
+    let event_id = e
+        .get("event_id")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty() && s.len() <= 256)
+        .ok_or("Invalid parameter: event_id")?;
+    if reject_ids.iter().any(|r| r == event_id) {
+        return Err("Invalid parameter: the event's user_data failed validation");
+    }
+    let user = e
+        .get("user_data")
+        .and_then(Value::as_object)
+        .ok_or("Invalid parameter: user_data is required")?;
+    if user.is_empty() {
+        return Err("Invalid parameter: user_data must carry a customer information parameter");
+    }
+    for (key, value) in user {
+        match key.as_str() {
+            "ph" | "external_id" | "country" | "em" | "ct" | "st" | "zp" if hashed(value) => {}
+            _ => return Err("Invalid parameter: user_data holds a malformed hash"),
+        }
+    }
+    let custom = e.get("custom_data").cloned();
+    if name == "Purchase" {
+        let c = custom
+            .as_ref()
+            .ok_or("Invalid parameter: a Purchase needs custom_data")?;
+        let value_ok = c
+            .get("value")
+            .and_then(Value::as_f64)
+            .is_some_and(|v| v >= 0.0);
+        let currency_ok = c
+            .get("currency")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.len() == 3 && s.bytes().all(|b| b.is_ascii_uppercase()));
+        if !value_ok || !currency_ok {
+            return Err("Invalid parameter: a Purchase needs custom_data.value and currency");
+        }
+    }
+    Ok(AcceptedEvent {
+        pixel_id: String::new(),
+        event_id: event_id.to_owned(),
+        event_name: name.to_owned(),
+        event_time: time,
+        action_source: source.to_owned(),
+        user_data: Value::Object(user.clone()),
+        custom_data: custom,
+        test_event_code: None,
+    })
+}
+
+/// Checks a whole request: every event, or none.
+pub(crate) fn check_request(
+    pixel_id: &str,
+    body: &[u8],
+    now_ms: i64,
+    reject_ids: &[String],
+) -> Result<Vec<AcceptedEvent>, &'static str> {
+    let body: Value = serde_json::from_slice(body).map_err(|_| "Invalid parameter: body")?;
+    let data = body
+        .get("data")
+        .and_then(Value::as_array)
+        .ok_or("Invalid parameter: data is required")?;
+    if data.is_empty() || data.len() > MAX_EVENTS {
+        return Err("Invalid parameter: data must hold 1 to 1000 events");
+    }
+    let test_code = match body.get("test_event_code") {
+        None => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(_) => return Err("Invalid parameter: test_event_code"),
+    };
+    let now_s = now_ms.div_euclid(1_000);
+    data.iter()
+        .map(|e| {
+            let mut accepted = check_event(e, now_s, reject_ids)?;
+            accepted.pixel_id = pixel_id.to_owned();
+            accepted.test_event_code = test_code.clone();
+            Ok(accepted)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const H: &str = "5f2b8b0f3c6a4e1e9d7c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e";
+
+    fn event(time: i64) -> Value {
+        json!({"event_name": "Lead", "event_time": time, "event_id": "e1", "action_source": "chat", "user_data": {"ph": [H]}})
+    }
+
+    #[test]
+    fn one_bad_event_rejects_the_request() {
+        let now = 1_800_000_000_000;
+        let ok = json!({"data": [event(now / 1000)]}).to_string();
+        assert_eq!(
+            check_request("1", ok.as_bytes(), now, &[]).unwrap().len(),
+            1
+        );
+        let mut bad = event(now / 1000);
+        bad["user_data"]["ph"] = json!(["5511999991234"]);
+        let mixed = json!({"data": [event(now / 1000), bad]}).to_string();
+        assert!(check_request("1", mixed.as_bytes(), now, &[]).is_err());
+        let old = json!({"data": [event(now / 1000 - SEVEN_DAYS_S - 1)]}).to_string();
+        assert!(check_request("1", old.as_bytes(), now, &[]).is_err());
+        let many = json!({"data": vec![event(now / 1000); 1001]}).to_string();
+        assert!(check_request("1", many.as_bytes(), now, &[]).is_err());
+        assert!(check_request("1", ok.as_bytes(), now, &["e1".into()]).is_err());
+    }
+}

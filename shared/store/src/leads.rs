@@ -1,0 +1,487 @@
+//! Leads and the outbox: a lead change, the marker that makes its
+//! `changeId` seen, the column entry it counts for, and the conversions it
+//! queues are one `TransactWriteItems`, so a conversion exists exactly when
+//! the change that caused it does (the message to the send queue follows).
+//! The lead's `version` makes each write conditional on what the change
+//! was decided from.
+
+use std::collections::BTreeMap;
+
+use adtrail_domain::conversions::{ContactHashes, EventName, Stage, utc_day};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Delete, DeleteRequest, Put, TransactWriteItem, WriteRequest,
+};
+
+use crate::attr::{Item, get_n, get_s, n, need_s, s};
+use crate::conversions::{ConversionStatus, counter_update};
+use crate::keys::{
+    COUNT_SHARDS, PK, SK, WORK_AT, WORK_SHARD, change_pk, conv_pk, conv_sk, entry_pk, entry_sk,
+    lead_pk, send_shard, shard_of,
+};
+use crate::write::transaction_failed_at;
+use crate::{Aws, StoreError};
+
+/// A lead as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lead {
+    pub site_id: String,
+    pub lead_key: String,
+    pub lead_id: String,
+    pub origin: String,
+    pub ad_id: Option<String>,
+    pub label: Option<String>,
+    pub column: Option<String>,
+    pub stage: Stage,
+    pub revenue_cents: Option<i64>,
+    /// When the lead first arrived (the host's `occurredAt`).
+    pub created_at: i64,
+    /// The UTC day it arrived on: its cohort.
+    pub cohort_day: i64,
+    pub last_move_at: i64,
+    /// The sort key of each of its conversions, by event.
+    pub conversions: BTreeMap<EventName, String>,
+    /// The column entries it counts in (`column`, `dayStart`).
+    pub entries: Vec<(String, i64)>,
+    /// 0 for a lead not yet written.
+    pub version: i64,
+}
+
+impl Lead {
+    fn from_item(item: &Item) -> Result<Self, StoreError> {
+        let conversions: BTreeMap<String, String> =
+            serde_json::from_str(get_s(item, "conversions").unwrap_or("{}"))
+                .map_err(|_| StoreError::Malformed("lead conversions".into()))?;
+        let entries: Vec<(String, i64)> =
+            serde_json::from_str(get_s(item, "entries").unwrap_or("[]"))
+                .map_err(|_| StoreError::Malformed("lead entries".into()))?;
+        Ok(Self {
+            site_id: need_s(item, "siteId")?,
+            lead_key: need_s(item, "leadKey")?,
+            lead_id: need_s(item, "leadId")?,
+            origin: need_s(item, "origin")?,
+            ad_id: get_s(item, "adId").map(str::to_owned),
+            label: get_s(item, "label").map(str::to_owned),
+            column: get_s(item, "column").map(str::to_owned),
+            stage: get_s(item, "stage")
+                .and_then(Stage::parse)
+                .unwrap_or(Stage::Open),
+            revenue_cents: get_n(item, "revenueCents"),
+            created_at: get_n(item, "createdAt").unwrap_or(0),
+            cohort_day: get_n(item, "cohortDay").unwrap_or(0),
+            last_move_at: get_n(item, "lastMoveAt").unwrap_or(0),
+            conversions: conversions
+                .into_iter()
+                .filter_map(|(k, v)| Some((EventName::parse(&k)?, v)))
+                .collect(),
+            entries,
+            version: get_n(item, "version").unwrap_or(0),
+        })
+    }
+
+    fn to_item(&self, now: i64) -> Result<Item, StoreError> {
+        let conversions: BTreeMap<&str, &str> = self
+            .conversions
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut item: Item = [
+            (PK, s(lead_pk(&self.site_id))),
+            (SK, s(&self.lead_key)),
+            ("siteId", s(&self.site_id)),
+            ("leadKey", s(&self.lead_key)),
+            ("leadId", s(&self.lead_id)),
+            ("origin", s(&self.origin)),
+            ("stage", s(self.stage.as_str())),
+            ("createdAt", n(self.created_at)),
+            ("cohortDay", n(self.cohort_day)),
+            ("lastMoveAt", n(self.last_move_at)),
+            ("conversions", s(to_json(&conversions)?)),
+            ("entries", s(to_json(&self.entries)?)),
+            ("version", n(self.version + 1)),
+            ("updatedAt", n(now)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        for (k, v) in [
+            ("adId", &self.ad_id),
+            ("label", &self.label),
+            ("column", &self.column),
+        ] {
+            if let Some(v) = v {
+                item.insert(k.to_owned(), s(v));
+            }
+        }
+        if let Some(cents) = self.revenue_cents {
+            item.insert("revenueCents".into(), n(cents));
+        }
+        Ok(item)
+    }
+}
+
+/// The lead's small JSON attributes.
+fn to_json(v: &impl serde::Serialize) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Malformed(e.to_string()))
+}
+
+/// A conversion a change queues.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewConversion {
+    pub event_id: String,
+    pub event_name: EventName,
+    /// When the host says it happened (Meta's `event_time`).
+    pub event_time: i64,
+    pub value_cents: Option<i64>,
+    pub currency: Option<String>,
+    pub hashes: ContactHashes,
+    /// A failed conversion opened again keeps its row (and sort key):
+    /// this is the status it had.
+    pub reopens: Option<ConversionStatus>,
+    /// Its sort key (new: from now and the event id).
+    pub sk: String,
+}
+
+/// One accepted lead change, ready to write.
+#[derive(Debug, Clone)]
+pub struct LeadWrite {
+    /// The lead after the change; `version` is the one it was read at.
+    pub lead: Lead,
+    pub change_id: String,
+    /// The column the lead entered, counted on `now`'s UTC day.
+    pub entered: Option<String>,
+    pub conversions: Vec<NewConversion>,
+    pub now: i64,
+}
+
+/// How a lead write went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeadWritten {
+    Written,
+    /// The `changeId` was seen before: nothing changed.
+    ChangeSeen,
+    /// The lead or one of its conversions changed since it was read: read
+    /// again and decide again.
+    Raced,
+}
+
+fn tx_put(
+    table: &str,
+    item: Item,
+    condition: Option<&str>,
+) -> Result<TransactWriteItem, StoreError> {
+    let mut put = Put::builder().table_name(table).set_item(Some(item));
+    if let Some(c) = condition {
+        put = put.condition_expression(c);
+    }
+    Ok(TransactWriteItem::builder()
+        .put(put.build().map_err(StoreError::ddb)?)
+        .build())
+}
+
+impl Aws {
+    /// The lead, if recorded.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn get_lead(&self, site: &str, lead_key: &str) -> Result<Option<Lead>, StoreError> {
+        let item = self.read_item(lead_pk(site), lead_key).await?;
+        item.as_ref().map(Lead::from_item).transpose()
+    }
+
+    /// Whether the site saw `change_id` before.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn change_seen(&self, site: &str, change_id: &str) -> Result<bool, StoreError> {
+        Ok(self.read_item(change_pk(site), change_id).await?.is_some())
+    }
+
+    /// Writes a lead change with its outbox rows, all or nothing.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn write_lead_change(&self, w: &LeadWrite) -> Result<LeadWritten, StoreError> {
+        let t = &self.names.table;
+        let site = &w.lead.site_id;
+        let mut items = vec![];
+        // 0: the change marker. Its failure means a duplicate.
+        let marker: Item = [
+            (PK.to_owned(), s(change_pk(site))),
+            (SK.to_owned(), s(&w.change_id)),
+            ("leadKey".to_owned(), s(&w.lead.lead_key)),
+            ("at".to_owned(), n(w.now)),
+        ]
+        .into();
+        items.push(tx_put(t, marker, Some("attribute_not_exists(pk)"))?);
+        // 1: the lead, over the version it was read at.
+        let lead_item = w.lead.to_item(w.now)?;
+        let lead_put = if w.lead.version == 0 {
+            Put::builder()
+                .table_name(t)
+                .set_item(Some(lead_item))
+                .condition_expression("attribute_not_exists(pk)")
+        } else {
+            Put::builder()
+                .table_name(t)
+                .set_item(Some(lead_item))
+                .condition_expression("version = :v")
+                .expression_attribute_values(":v", n(w.lead.version))
+        };
+        items.push(
+            TransactWriteItem::builder()
+                .put(lead_put.build().map_err(StoreError::ddb)?)
+                .build(),
+        );
+        if let Some(column) = &w.entered {
+            let entry: Item = [
+                (PK.to_owned(), s(entry_pk(site, column))),
+                (SK.to_owned(), s(entry_sk(utc_day(w.now), &w.lead.lead_id))),
+                ("leadId".to_owned(), s(&w.lead.lead_id)),
+            ]
+            .into();
+            items.push(tx_put(t, entry, None)?);
+        }
+        let mut pending = 0;
+        let mut failed = 0;
+        for c in &w.conversions {
+            let mut item: Item = [
+                (PK, s(conv_pk(site))),
+                (SK, s(&c.sk)),
+                ("siteId", s(site)),
+                ("eventId", s(&c.event_id)),
+                ("eventName", s(c.event_name.as_str())),
+                ("leadId", s(&w.lead.lead_id)),
+                ("leadKey", s(&w.lead.lead_key)),
+                ("eventTime", n(c.event_time)),
+                ("createdAt", n(created_at_of(&c.sk, w.now))),
+                ("status", s(ConversionStatus::Pending.as_str())),
+                ("attempts", n(0)),
+                ("nextAttemptAt", n(w.now)),
+                (WORK_SHARD, s(send_shard(&c.event_id))),
+                (WORK_AT, n(w.now)),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+            if let Some(v) = c.value_cents {
+                item.insert("valueCents".into(), n(v));
+            }
+            if let Some(cur) = &c.currency {
+                item.insert("currency".into(), s(cur));
+            }
+            if !c.hashes.ph.is_empty() {
+                item.insert("ph".into(), AttributeValue::Ss(c.hashes.ph.clone()));
+            }
+            if let Some(x) = &c.hashes.external_id {
+                item.insert("externalId".into(), s(x));
+            }
+            let condition = match c.reopens {
+                None => {
+                    pending += 1;
+                    "attribute_not_exists(pk)"
+                }
+                Some(_) => {
+                    pending += 1;
+                    failed -= 1;
+                    "#status = :failed"
+                }
+            };
+            let mut put = Put::builder()
+                .table_name(t)
+                .set_item(Some(item))
+                .condition_expression(condition);
+            if c.reopens.is_some() {
+                put = put
+                    .expression_attribute_names("#status", "status")
+                    .expression_attribute_values(":failed", s(ConversionStatus::Failed.as_str()));
+            }
+            items.push(
+                TransactWriteItem::builder()
+                    .put(put.build().map_err(StoreError::ddb)?)
+                    .build(),
+            );
+        }
+        if pending != 0 {
+            let shard = shard_of(&w.change_id, COUNT_SHARDS);
+            items.push(counter_update(
+                t,
+                site,
+                shard,
+                &[("pending", pending), ("failed", failed)],
+                None,
+            )?);
+        }
+        match self
+            .ddb
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(LeadWritten::Written),
+            Err(e) => match transaction_failed_at(&e) {
+                Some(0) => Ok(LeadWritten::ChangeSeen),
+                Some(_) => Ok(LeadWritten::Raced),
+                None => Err(StoreError::ddb(e)),
+            },
+        }
+    }
+
+    /// Removes a lead with its conversions and column entries; their
+    /// counts leave the counters. Answers `Raced` when a conversion or the
+    /// lead changed since they were read (read again), `ChangeSeen` when
+    /// the lead is already gone.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn delete_lead(&self, lead: &Lead) -> Result<LeadWritten, StoreError> {
+        let t = &self.names.table;
+        let site = &lead.site_id;
+        let sks: Vec<String> = lead.conversions.values().cloned().collect();
+        let conversions = self.get_conversions(site, &sks).await?;
+        let mut items = vec![
+            TransactWriteItem::builder()
+                .delete(
+                    Delete::builder()
+                        .table_name(t)
+                        .key(PK, s(lead_pk(site)))
+                        .key(SK, s(&lead.lead_key))
+                        .condition_expression("version = :v")
+                        .expression_attribute_values(":v", n(lead.version))
+                        .build()
+                        .map_err(StoreError::ddb)?,
+                )
+                .build(),
+        ];
+        let shard = shard_of(&lead.lead_id, COUNT_SHARDS);
+        let mut totals: BTreeMap<&'static str, i64> = BTreeMap::new();
+        let mut days: BTreeMap<i64, Vec<(&'static str, i64)>> = BTreeMap::new();
+        for c in &conversions {
+            *totals.entry(c.status.as_str()).or_default() -= 1;
+            if let (ConversionStatus::Sent, Some(sent_at)) = (c.status, c.sent_at) {
+                days.entry(utc_day(sent_at))
+                    .or_default()
+                    .push((c.event_name.as_str(), -1));
+            }
+            items.push(
+                TransactWriteItem::builder()
+                    .delete(
+                        Delete::builder()
+                            .table_name(t)
+                            .key(PK, s(conv_pk(site)))
+                            .key(SK, s(&c.sk))
+                            .condition_expression("#status = :s")
+                            .expression_attribute_names("#status", "status")
+                            .expression_attribute_values(":s", s(c.status.as_str()))
+                            .build()
+                            .map_err(StoreError::ddb)?,
+                    )
+                    .build(),
+            );
+        }
+        let totals: Vec<(&str, i64)> = totals.into_iter().collect();
+        if !totals.is_empty() {
+            items.push(counter_update(t, site, shard, &totals, None)?);
+        }
+        for (day, deltas) in days {
+            items.push(counter_update(t, site, shard, &deltas, Some(day))?);
+        }
+        match self
+            .ddb
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => {}
+            Err(e) => {
+                return match transaction_failed_at(&e) {
+                    Some(_) => Ok(LeadWritten::Raced),
+                    None => Err(StoreError::ddb(e)),
+                };
+            }
+        }
+        // Entries only count inside 30 days: one this cleanup misses (a
+        // crash here) ages out of every count by itself.
+        for chunk in lead.entries.chunks(25) {
+            let requests = chunk
+                .iter()
+                .map(|(column, day)| {
+                    let delete = DeleteRequest::builder()
+                        .key(PK, s(entry_pk(site, column)))
+                        .key(SK, s(entry_sk(*day, &lead.lead_id)))
+                        .build()
+                        .map_err(StoreError::ddb)?;
+                    Ok(WriteRequest::builder().delete_request(delete).build())
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            self.ddb
+                .batch_write_item()
+                .request_items(t, requests)
+                .send()
+                .await
+                .map_err(StoreError::ddb)?;
+        }
+        Ok(LeadWritten::Written)
+    }
+
+    /// The distinct leads that entered each column on the UTC days
+    /// `from_day..=to_day` (a lead that came back counts once).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn column_counts(
+        &self,
+        site: &str,
+        columns: &[String],
+        from_day: i64,
+        to_day: i64,
+    ) -> Result<BTreeMap<String, i64>, StoreError> {
+        let queries = columns.iter().map(|column| async move {
+            let mut leads = std::collections::HashSet::new();
+            let mut start = None;
+            // Bounded: at most 200 pages of 1 MB.
+            for _ in 0..200 {
+                let out = self
+                    .ddb
+                    .query()
+                    .table_name(&self.names.table)
+                    .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                    .expression_attribute_values(":pk", s(entry_pk(site, column)))
+                    .expression_attribute_values(":from", s(format!("{from_day:013}")))
+                    .expression_attribute_values(":to", s(format!("{to_day:013}~")))
+                    .projection_expression("leadId")
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .map_err(StoreError::ddb)?;
+                for item in out.items() {
+                    if let Some(id) = get_s(item, "leadId") {
+                        leads.insert(id.to_owned());
+                    }
+                }
+                start = out.last_evaluated_key;
+                if start.is_none() {
+                    break;
+                }
+            }
+            Ok::<_, StoreError>((column.clone(), leads.len() as i64))
+        });
+        futures::future::join_all(queries)
+            .await
+            .into_iter()
+            .collect()
+    }
+}
+
+/// The creation time a conversion's sort key carries.
+fn created_at_of(sk: &str, fallback: i64) -> i64 {
+    sk.split_once('#')
+        .and_then(|(at, _)| at.parse().ok())
+        .unwrap_or(fallback)
+}
+
+/// A new conversion's sort key.
+pub fn new_conversion_sk(now: i64, event_id: &str) -> String {
+    conv_sk(now, event_id)
+}
