@@ -486,12 +486,9 @@ impl Worker {
             Finish::PauseConnection { last_error } => {
                 if self
                     .aws
-                    .mark_connection_invalid(&link.owner_key, token_version, &last_error, now)
+                    .stop_connection(&link.owner_key, token_version, &last_error, now)
                     .await?
                 {
-                    for (site, account) in self.aws.owner_links(&link.owner_key).await? {
-                        self.aws.pause_link(&site, &account, &last_error).await?;
-                    }
                     self.put_event(
                         "ConnectionTokenInvalid",
                         json!({"ownerKey": link.owner_key, "lastError": last_error}),

@@ -32,4 +32,39 @@ impl Aws {
         tracing::debug!(detail_type, "event put on the bus");
         Ok(())
     }
+
+    /// Puts events of one `detail_type`, ten a request (EventBridge's
+    /// most). Answers how many EventBridge refused.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when EventBridge cannot be reached.
+    pub async fn put_events(
+        &self,
+        detail_type: &str,
+        details: &[Value],
+    ) -> Result<usize, StoreError> {
+        let mut refused = 0;
+        for chunk in details.chunks(10) {
+            let entries = chunk
+                .iter()
+                .map(|detail| {
+                    aws_sdk_eventbridge::types::PutEventsRequestEntry::builder()
+                        .event_bus_name(&self.names.bus)
+                        .source(SOURCE)
+                        .detail_type(detail_type)
+                        .detail(detail.to_string())
+                        .build()
+                })
+                .collect();
+            let out = self
+                .events
+                .put_events()
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(|e| StoreError::service("eventbridge", e))?;
+            refused += out.failed_entry_count as usize;
+        }
+        Ok(refused)
+    }
 }

@@ -193,4 +193,31 @@ impl Aws {
             .await;
         Ok(applied(res)?.is_some())
     }
+
+    /// Stops everything a refused token fed, if `token_version` is still
+    /// the stored one: the connection is marked invalid and each of its
+    /// links paused (its pixels stop with it, read as the connection's
+    /// status). Answers whether it stopped them; `false` means a new token
+    /// was stored meanwhile and keeps working.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn stop_connection(
+        &self,
+        owner: &str,
+        token_version: &str,
+        last_error: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        if !self
+            .mark_connection_invalid(owner, token_version, last_error, now)
+            .await?
+        {
+            return Ok(false);
+        }
+        for (site, account) in self.owner_links(owner).await? {
+            self.pause_link(&site, &account, last_error).await?;
+        }
+        Ok(true)
+    }
 }

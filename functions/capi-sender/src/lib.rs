@@ -1,0 +1,166 @@
+//! The `capi-sender` Lambda: drains the send queue into Meta's Conversions
+//! API.
+//!
+//! A batch (hundreds of messages, each naming one conversion row) is sent
+//! in as few requests as Meta allows: each row's attempt is leased and
+//! counted in DynamoDB first (so a duplicate delivery or a second sender
+//! never sends an accepted event again), the rows are grouped by site and
+//! pixel, and each group goes in `POST /{pixelId}/events` requests of up to
+//! 1,000 events. Meta rejects a whole request for one invalid event, so a
+//! rejected request is split in halves until the invalid event stands alone
+//! and fails with `META_REJECTED` while the others go.
+//!
+//! A transient failure keeps the message: the sender sets its visibility
+//! timeout to the retry's delay (1 minute, then 10) and reports it as a
+//! batch item failure, so SQS itself is the retry timer. Sent or failed,
+//! the row loses its hashes; a failure is put on the bus without them.
+
+mod send;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use adtrail_domain::time::SharedClock;
+use adtrail_meta::GraphClient;
+use adtrail_store::conversions::SendMessage;
+use adtrail_store::{Aws, StoreError};
+use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use lambda_runtime::LambdaEvent;
+
+pub use send::SendReport;
+
+/// The longest visibility timeout SQS takes (12 hours).
+const MAX_VISIBILITY_SECS: i64 = 43_200;
+
+/// How a message kept for later comes back.
+#[derive(Debug, Clone)]
+pub enum Visibility {
+    /// In AWS: `ChangeMessageVisibility` on the send queue.
+    Sqs { queue_url: String },
+    /// Under the local runner, which plays SQS's timer on its own (possibly
+    /// virtual) clock: each delay is recorded by receipt handle for the
+    /// runner to honour.
+    Recorded(Arc<Mutex<HashMap<String, i64>>>),
+}
+
+impl Visibility {
+    /// Keeps the message invisible for `delay_ms`.
+    async fn hold(&self, aws: &Aws, receipt: &str, delay_ms: i64) -> Result<(), StoreError> {
+        match self {
+            Visibility::Sqs { queue_url } => {
+                let secs = (delay_ms + 999)
+                    .div_euclid(1_000)
+                    .clamp(0, MAX_VISIBILITY_SECS);
+                aws.sqs
+                    .change_message_visibility()
+                    .queue_url(queue_url)
+                    .receipt_handle(receipt)
+                    .visibility_timeout(secs as i32)
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::service("sqs", e))?;
+            }
+            Visibility::Recorded(delays) => {
+                delays
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(receipt.to_owned(), delay_ms.max(0));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What every batch needs, built once per process.
+#[derive(Debug, Clone)]
+pub struct Sender {
+    pub aws: Aws,
+    pub graph: GraphClient,
+    pub clock: SharedClock,
+    pub visibility: Visibility,
+}
+
+/// One message of the batch.
+#[derive(Debug, Clone)]
+pub(crate) struct Delivery {
+    pub message_id: String,
+    pub receipt: String,
+    pub message: SendMessage,
+}
+
+/// What becomes of a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Disposition {
+    /// Delete it: its row is sent, failed, gone, or another message holds it.
+    Done,
+    /// Keep it, back after this many milliseconds.
+    Later(i64),
+    /// Keep it, back after the queue's own visibility timeout (an AWS
+    /// failure: nothing was decided).
+    Retry,
+}
+
+/// The Lambda handler.
+///
+/// # Errors
+/// Never for one message's failure; those are batch item failures.
+pub async fn handle(
+    sender: &Sender,
+    event: LambdaEvent<SqsEvent>,
+) -> Result<SqsBatchResponse, lambda_runtime::Error> {
+    let mut deliveries = vec![];
+    let mut response = SqsBatchResponse::default();
+    for record in event.payload.records {
+        let id = record.message_id.unwrap_or_default();
+        match serde_json::from_str::<SendMessage>(record.body.as_deref().unwrap_or("")) {
+            Ok(message) => deliveries.push(Delivery {
+                message_id: id,
+                receipt: record.receipt_handle.unwrap_or_default(),
+                message,
+            }),
+            Err(_) => {
+                // A poison message: back to the queue until its receive
+                // limit sends it to the dead-letter queue.
+                tracing::error!(message_id = %id, "the message is not a send message");
+                response.batch_item_failures.push(failure(id));
+            }
+        }
+    }
+    let (dispositions, report) = sender.send_batch(&deliveries).await;
+    tracing::info!(?report, "send batch done");
+    for (d, disposition) in deliveries.iter().zip(dispositions) {
+        match disposition {
+            Disposition::Done => {}
+            Disposition::Later(ms) => {
+                if let Err(error) = sender.visibility.hold(&sender.aws, &d.receipt, ms).await {
+                    tracing::warn!(error = %error, "could not delay the message; it returns after the queue's timeout");
+                }
+                response
+                    .batch_item_failures
+                    .push(failure(d.message_id.clone()));
+            }
+            Disposition::Retry => response
+                .batch_item_failures
+                .push(failure(d.message_id.clone())),
+        }
+    }
+    Ok(response)
+}
+
+fn failure(id: String) -> BatchItemFailure {
+    let mut f = BatchItemFailure::default();
+    f.item_identifier = id;
+    f
+}
+
+/// The distinct rows of a batch, each with the indexes of its messages:
+/// SQS may hand one row twice, and only its first message is worked.
+pub(crate) fn distinct_rows(deliveries: &[Delivery]) -> BTreeMap<(String, String), Vec<usize>> {
+    let mut rows: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (i, d) in deliveries.iter().enumerate() {
+        rows.entry((d.message.site_id.clone(), d.message.key.clone()))
+            .or_default()
+            .push(i);
+    }
+    rows
+}

@@ -1,0 +1,26 @@
+//! The Conversions API sender Lambda: builds its clients once and serves
+//! the send queue's batches.
+
+use std::sync::Arc;
+
+use adtrail_capi_sender::{Sender, Visibility, handle};
+use adtrail_domain::time::SystemClock;
+use adtrail_meta::{GraphClient, GraphConfig};
+use adtrail_store::{Aws, Names};
+use lambda_runtime::{Error, LambdaEvent, run, service_fn, tracing};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    tracing::init_default_subscriber();
+    let config = aws_config::load_from_env().await;
+    let aws = Aws::new(&config, Names::from_env()?);
+    let sender = Sender {
+        visibility: Visibility::Sqs {
+            queue_url: aws.names.send_queue_url.clone(),
+        },
+        aws,
+        graph: GraphClient::new(GraphConfig::from_env()?)?,
+        clock: Arc::new(SystemClock),
+    };
+    run(service_fn(|event: LambdaEvent<_>| handle(&sender, event))).await
+}
