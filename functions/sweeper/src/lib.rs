@@ -1,7 +1,14 @@
 //! The sweeper, every 5 minutes: purges the spend of unlinked accounts in
 //! bounded batches (each batch conditional on the account still being
-//! unlinked, so a relink stops it), a fixed budget per invocation.
+//! unlinked, so a relink stops it), and sends again the conversions whose
+//! attempt was due more than 15 minutes ago (a send lost on the way: a
+//! crash between the outbox write and the queue, a message gone), each
+//! with a fixed budget per invocation.
 
+use adtrail_domain::conversions::{LOST_AFTER_MS, MAX_ATTEMPTS};
+use adtrail_domain::time::SharedClock;
+use adtrail_store::conversions::{Lost, SendMessage};
+use adtrail_store::keys::WORK_SHARDS;
 use adtrail_store::spend::PurgeStep;
 use adtrail_store::{Aws, StoreError};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
@@ -14,10 +21,15 @@ const PURGES_PER_SHARD: i32 = 10;
 const ROWS_PER_STEP: usize = 500;
 /// Purge steps per invocation.
 const MAX_STEPS: usize = 40;
+/// Late conversions read per page of a shard.
+const LATE_PAGE: i32 = 25;
+/// Pages per shard per invocation.
+const MAX_LATE_PAGES: usize = 8;
 
 #[derive(Debug, Clone)]
 pub struct Sweeper {
     pub aws: Aws,
+    pub clock: SharedClock,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -26,6 +38,8 @@ pub struct SweepReport {
     pub purges_done: usize,
     pub purges_stopped_by_relink: usize,
     pub purge_steps: usize,
+    pub sends_requeued: usize,
+    pub sends_failed: usize,
 }
 
 impl Sweeper {
@@ -51,7 +65,49 @@ impl Sweeper {
                 break;
             }
         }
+        self.recover_lost_sends(&mut report).await?;
         Ok(report)
+    }
+
+    /// Sends again what never reached the sender, a bounded page at a time
+    /// per shard of the pending index.
+    async fn recover_lost_sends(&self, report: &mut SweepReport) -> Result<(), StoreError> {
+        let now = self.clock.now_ms();
+        for shard in 0..WORK_SHARDS {
+            for _ in 0..MAX_LATE_PAGES {
+                let late = self
+                    .aws
+                    .late_sends(shard, now - LOST_AFTER_MS, LATE_PAGE)
+                    .await?;
+                let mut again = vec![];
+                for (site, key) in &late {
+                    match self
+                        .aws
+                        .recover_lost(site, key, LOST_AFTER_MS, MAX_ATTEMPTS, now)
+                        .await?
+                    {
+                        Lost::Requeued => again.push(SendMessage {
+                            site_id: site.clone(),
+                            key: key.clone(),
+                        }),
+                        Lost::Failed => report.sends_failed += 1,
+                        Lost::Skipped => {}
+                    }
+                }
+                report.sends_requeued += again.len();
+                if !again.is_empty() {
+                    let refused = self.aws.enqueue_sends(&again).await?;
+                    if refused > 0 {
+                        // Still pending: the next sweep finds them again.
+                        tracing::warn!(refused, "SQS refused some sends");
+                    }
+                }
+                if late.len() < LATE_PAGE as usize {
+                    break;
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -1,5 +1,8 @@
 //! The sweeper Lambda: builds its clients once and serves schedule events.
 
+use std::sync::Arc;
+
+use adtrail_domain::time::SystemClock;
 use adtrail_store::{Aws, Names};
 use adtrail_sweeper::{Sweeper, handle};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn, tracing};
@@ -10,6 +13,7 @@ async fn main() -> Result<(), Error> {
     let config = aws_config::load_from_env().await;
     let sweeper = Sweeper {
         aws: Aws::new(&config, Names::from_env()?),
+        clock: Arc::new(SystemClock),
     };
     run(service_fn(|event: LambdaEvent<_>| handle(&sweeper, event))).await
 }

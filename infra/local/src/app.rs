@@ -12,7 +12,7 @@ use adtrail_meta::{GraphClient, GraphConfig};
 use crate::http::{Local, serve};
 use crate::jwt::DevKeys;
 use crate::moto::{Moto, sdk_config};
-use crate::runner::{MovableClock, Runner};
+use crate::runner::{ClockRef, MovableClock, Runner};
 use crate::stack::LocalStack;
 use crate::template::{Template, default_path};
 
@@ -50,7 +50,12 @@ pub async fn start(
     let (graph_config, fake) = match std::env::var("META_GRAPH_URL") {
         Ok(_) => (GraphConfig::from_env()?, None),
         Err(_) => {
-            let fake = FakeMeta::start("127.0.0.1:0".parse()?).await?;
+            // The fake reads the runner's clock for Meta's 7-day rule.
+            let fake = FakeMeta::start_with_clock(
+                "127.0.0.1:0".parse()?,
+                Arc::new(ClockRef(clock.clone())),
+            )
+            .await?;
             (fake_graph_config(&fake), Some(fake))
         }
     };

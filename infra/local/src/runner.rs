@@ -12,7 +12,10 @@
 
 use std::sync::{Arc, Mutex};
 
+use std::collections::HashMap;
+
 use adtrail_api::Api;
+use adtrail_capi_sender::{Sender, Visibility};
 use adtrail_dispatcher::{DispatchReport, Dispatcher};
 use adtrail_domain::time::{Clock, SystemClock, VirtualClock};
 use adtrail_meta::GraphClient;
@@ -118,6 +121,9 @@ pub struct Runner {
     pub dispatcher: Dispatcher,
     pub worker: Worker,
     pub sweeper: Sweeper,
+    pub sender: Sender,
+    /// The delays the sender asked for, by receipt handle.
+    delays: Arc<Mutex<HashMap<String, i64>>>,
     held: Mutex<Vec<Held>>,
 }
 
@@ -125,7 +131,15 @@ impl Runner {
     pub fn new(stack: LocalStack, graph: GraphClient, clock: Arc<dyn MovableClock>) -> Self {
         let aws = stack.aws.clone();
         let shared: adtrail_domain::time::SharedClock = Arc::new(ClockRef(clock.clone()));
+        let delays = Arc::new(Mutex::new(HashMap::new()));
         Self {
+            sender: Sender {
+                aws: aws.clone(),
+                graph: graph.clone(),
+                clock: shared.clone(),
+                visibility: Visibility::Recorded(delays.clone()),
+            },
+            delays,
             api: Api {
                 aws: aws.clone(),
                 graph: graph.clone(),
@@ -138,9 +152,12 @@ impl Runner {
             worker: Worker {
                 aws: aws.clone(),
                 graph,
-                clock: shared,
+                clock: shared.clone(),
             },
-            sweeper: Sweeper { aws },
+            sweeper: Sweeper {
+                aws,
+                clock: shared.clone(),
+            },
             stack,
             clock,
             held: Mutex::new(vec![]),
@@ -245,19 +262,29 @@ impl Runner {
         let Some((function, batch)) = &queue.consumer else {
             return Ok(false);
         };
-        let out = self
-            .stack
-            .aws
-            .sqs
-            .receive_message()
-            .queue_url(&queue.url)
-            .max_number_of_messages((*batch).clamp(1, 10) as i32)
-            .visibility_timeout(HELD_VISIBILITY_SECS)
-            .message_system_attribute_names(MessageSystemAttributeName::All)
-            .send()
-            .await
-            .map_err(sqs_err)?;
-        let messages = out.messages.unwrap_or_default();
+        // Lambda gathers up to the batch size from several receives.
+        let batch_size = usize::try_from((*batch).max(1)).unwrap_or(1);
+        let mut messages = vec![];
+        while messages.len() < batch_size {
+            let want = (batch_size - messages.len()).clamp(1, 10);
+            let out = self
+                .stack
+                .aws
+                .sqs
+                .receive_message()
+                .queue_url(&queue.url)
+                .max_number_of_messages(want as i32)
+                .visibility_timeout(HELD_VISIBILITY_SECS)
+                .message_system_attribute_names(MessageSystemAttributeName::All)
+                .send()
+                .await
+                .map_err(sqs_err)?;
+            let got = out.messages.unwrap_or_default();
+            if got.is_empty() {
+                break;
+            }
+            messages.extend(got);
+        }
         if messages.is_empty() {
             return Ok(false);
         }
@@ -290,6 +317,9 @@ impl Runner {
             "SyncWorkerFunction" => {
                 adtrail_sync_worker::handle(&self.worker, LambdaEvent::new(event, ctx)).await
             }
+            "CapiSenderFunction" => {
+                adtrail_capi_sender::handle(&self.sender, LambdaEvent::new(event, ctx)).await
+            }
             other => {
                 tracing::warn!(function = other, "no local consumer for this function");
                 Ok(SqsBatchResponse::default())
@@ -313,7 +343,15 @@ impl Runner {
             let receipt = m.receipt_handle.clone().unwrap_or_default();
             if failed.contains(&id) {
                 report.failed += 1;
-                let due_ms = self.now() + queue.visibility_timeout * 1_000;
+                // The delay the consumer set on the message, else the
+                // queue's visibility timeout.
+                let delay_ms = self
+                    .delays
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&receipt)
+                    .unwrap_or(queue.visibility_timeout * 1_000);
+                let due_ms = self.now() + delay_ms;
                 self.held
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -379,7 +417,7 @@ impl Runner {
 
 /// Lets the handlers hold the runner's clock as a plain [`Clock`].
 #[derive(Debug)]
-struct ClockRef(Arc<dyn MovableClock>);
+pub(crate) struct ClockRef(pub(crate) Arc<dyn MovableClock>);
 
 impl Clock for ClockRef {
     fn now_ms(&self) -> i64 {
