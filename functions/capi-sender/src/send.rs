@@ -101,7 +101,10 @@ impl Sender {
         let mut jobs = vec![];
         for (i, claim) in claims {
             match claim {
-                Ok(Claim::Claimed(conv)) => jobs.push(Job { delivery: i, conv }),
+                Ok(Claim::Claimed(conv)) => jobs.push(Job {
+                    delivery: i,
+                    conv: *conv,
+                }),
                 Ok(Claim::Wait(ms)) => {
                     report.waiting += 1;
                     dispositions[i] = Disposition::Later(ms);

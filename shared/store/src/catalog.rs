@@ -118,6 +118,27 @@ impl Aws {
         }
     }
 
+    /// Catalog entries of the given ads (absent ones left out).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn catalog_entries(
+        &self,
+        site: &str,
+        ad_ids: &[String],
+    ) -> Result<Vec<CatalogEntry>, StoreError> {
+        let keys = ad_ids
+            .iter()
+            .map(|a| (catalog_pk(site), a.clone()))
+            .collect();
+        Ok(self
+            .batch_read(keys)
+            .await?
+            .iter()
+            .filter_map(CatalogEntry::from_item)
+            .collect())
+    }
+
     /// Merges entries into the site's catalog under `cond`, filing each ad
     /// under the run's account. Answers `false` as soon as the condition fails.
     ///

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use adtrail_domain::conversions::{ContactHashes, EventName, MAX_EVENT_AGE_MS, utc_day};
-use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
 use crate::attr::{Item, get_n, get_s, n, need_s, s};
@@ -153,7 +153,7 @@ pub(crate) fn counter_update(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
     /// This sender holds the attempt (already counted in `attempts`).
-    Claimed(Conversion),
+    Claimed(Box<Conversion>),
     /// Pending, but another attempt holds it or its time has not come:
     /// look again in this many milliseconds.
     Wait(i64),
@@ -205,7 +205,7 @@ pub enum Lost {
 const FINISH_CHUNK: usize = 48;
 
 impl Aws {
-    /// Rows by sort key (BatchGet, 100 a request, strongly read).
+    /// Rows by sort key, strongly read.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -214,43 +214,12 @@ impl Aws {
         site: &str,
         sks: &[String],
     ) -> Result<Vec<Conversion>, StoreError> {
-        let mut found = vec![];
-        for chunk in sks.chunks(100) {
-            let mut keys: Vec<Item> = chunk
-                .iter()
-                .map(|sk| [(PK.to_owned(), s(conv_pk(site))), (SK.to_owned(), s(sk))].into())
-                .collect();
-            // Unprocessed keys are asked again, a bounded number of times.
-            for _ in 0..8 {
-                if keys.is_empty() {
-                    break;
-                }
-                let out = self
-                    .ddb
-                    .batch_get_item()
-                    .request_items(
-                        &self.names.table,
-                        KeysAndAttributes::builder()
-                            .set_keys(Some(keys))
-                            .consistent_read(true)
-                            .build()
-                            .map_err(StoreError::ddb)?,
-                    )
-                    .send()
-                    .await
-                    .map_err(StoreError::ddb)?;
-                for item in out.responses.unwrap_or_default().into_values().flatten() {
-                    found.push(Conversion::from_item(&item)?);
-                }
-                keys = out
-                    .unprocessed_keys
-                    .unwrap_or_default()
-                    .into_values()
-                    .flat_map(|k| k.keys)
-                    .collect();
-            }
-        }
-        Ok(found)
+        let keys = sks.iter().map(|sk| (conv_pk(site), sk.clone())).collect();
+        self.batch_read(keys)
+            .await?
+            .iter()
+            .map(Conversion::from_item)
+            .collect()
     }
 
     /// Takes the attempt of a due, pending conversion for `lease_ms`,
@@ -289,9 +258,9 @@ impl Aws {
             .send()
             .await;
         if let Some(out) = applied(res)? {
-            return Ok(Claim::Claimed(Conversion::from_item(
+            return Ok(Claim::Claimed(Box::new(Conversion::from_item(
                 &out.attributes.unwrap_or_default(),
-            )?));
+            )?)));
         }
         let Some(item) = self.read_item(conv_pk(site), sk).await? else {
             return Ok(Claim::Gone);

@@ -188,6 +188,19 @@ impl Aws {
         item.as_ref().map(Lead::from_item).transpose()
     }
 
+    /// Leads by key (absent ones left out).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn get_leads(&self, site: &str, keys: &[String]) -> Result<Vec<Lead>, StoreError> {
+        let keys = keys.iter().map(|k| (lead_pk(site), k.clone())).collect();
+        self.batch_read(keys)
+            .await?
+            .iter()
+            .map(Lead::from_item)
+            .collect()
+    }
+
     /// Whether the site saw `change_id` before.
     ///
     /// # Errors

@@ -3,7 +3,7 @@
 //! for single-item writes and for transactions.
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::types::{CancellationReason, TransactWriteItem};
+use aws_sdk_dynamodb::types::{CancellationReason, KeysAndAttributes, TransactWriteItem};
 
 use crate::attr::{Item, s};
 use crate::keys::{PK, SK};
@@ -90,5 +90,53 @@ impl Aws {
             Err(e) if transaction_failed_at(&e) == Some(0) => Ok(false),
             Err(e) => Err(StoreError::ddb(e)),
         }
+    }
+
+    /// Items by their keys, strongly read: BatchGet, 100 keys a request,
+    /// keys DynamoDB left unprocessed asked again a bounded number of times.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn batch_read(
+        &self,
+        keys: Vec<(String, String)>,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut found = vec![];
+        for chunk in keys.chunks(100) {
+            let mut pending: Vec<Item> = chunk
+                .iter()
+                .map(|(pk, sk)| [(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))].into())
+                .collect();
+            for _ in 0..8 {
+                if pending.is_empty() {
+                    break;
+                }
+                let out = self
+                    .ddb
+                    .batch_get_item()
+                    .request_items(
+                        &self.names.table,
+                        KeysAndAttributes::builder()
+                            .set_keys(Some(pending))
+                            .consistent_read(true)
+                            .build()
+                            .map_err(StoreError::ddb)?,
+                    )
+                    .send()
+                    .await
+                    .map_err(StoreError::ddb)?;
+                found.extend(out.responses.unwrap_or_default().into_values().flatten());
+                pending = out
+                    .unprocessed_keys
+                    .unwrap_or_default()
+                    .into_values()
+                    .flat_map(|k| k.keys)
+                    .collect();
+            }
+            if !pending.is_empty() {
+                return Err(StoreError::Condition("DynamoDB left keys unprocessed"));
+            }
+        }
+        Ok(found)
     }
 }

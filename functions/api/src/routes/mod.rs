@@ -1,6 +1,9 @@
 //! The route table.
 
+mod board;
 mod connections;
+mod conversions;
+mod leads;
 mod links;
 mod pixels;
 mod reads;
@@ -37,6 +40,27 @@ pub(crate) async fn route(
         ("POST", ["v1", "sites", site, "sync"]) => links::sync_now(api, caller, site).await,
         ("PUT", ["v1", "sites", site, "pixel"]) => pixels::put_pixel(api, caller, req, site).await,
         ("DELETE", ["v1", "sites", site, "pixel"]) => pixels::delete_pixel(api, caller, site).await,
+        ("PUT", ["v1", "sites", site, "pipeline"]) => {
+            board::put_pipeline(api, caller, req, site).await
+        }
+        ("PUT", ["v1", "sites", site, "event-map"]) => {
+            board::put_event_map(api, caller, req, site).await
+        }
+        ("GET", ["v1", "sites", site, "event-map"]) => {
+            board::get_event_map(api, caller, req, site).await
+        }
+        ("POST", ["v1", "sites", site, "leads"]) => {
+            leads::record_lead(api, caller, req, site).await
+        }
+        ("POST", ["v1", "sites", site, "leads", lead, "stage"]) => {
+            leads::move_lead(api, caller, req, site, lead).await
+        }
+        ("DELETE", ["v1", "sites", site, "leads", lead]) => {
+            leads::delete_lead(api, caller, site, lead).await
+        }
+        ("GET", ["v1", "sites", site, "conversions"]) => {
+            conversions::list(api, caller, req, site).await
+        }
         ("GET", ["v1", "meta", "status"]) => reads::status(api, caller, req).await,
         ("GET", ["v1", "sites", site, "spend"]) => reads::spend(api, caller, req, site).await,
         _ => Err(ApiError::not_found("no such route")),

@@ -85,8 +85,9 @@ pub(crate) async fn status(
     caller: &Caller,
     req: &Request,
 ) -> Result<Response<Body>, ApiError> {
-    let params = query(req, &["siteIds"])?;
+    let params = query(req, &["siteIds", "now"])?;
     let ids = site_ids(params.get("siteIds"))?;
+    let now = millis(&params, "now")?;
     for id in &ids {
         caller.may_read(id.as_str())?;
     }
@@ -103,6 +104,7 @@ pub(crate) async fn status(
             "siteId": id.as_str(),
             "linked": !links.is_empty(),
             "pixel": crate::routes::pixels::pixel_view(pixel.as_ref()),
+            "conversions": crate::routes::conversions::status_block(api, id.as_str(), now).await?,
             "adAccounts": links.iter().map(|l| account_view(l, None)).collect::<Vec<_>>(),
         }));
     }

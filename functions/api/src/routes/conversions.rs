@@ -1,0 +1,158 @@
+//! `GET /v1/sites/{siteId}/conversions`: the conversions queued for or
+//! sent to the site's pixel, newest first, for a "sent back to Meta" list;
+//! and the `conversions` block of `meta.status`, read from the sharded
+//! counters. Neither ever carries the hashes a conversion was sent with.
+
+use std::collections::HashMap;
+
+use adtrail_domain::SiteId;
+use adtrail_domain::conversions::{EventName, utc_day};
+use adtrail_domain::ids::check_opaque;
+use adtrail_domain::time::DAY_MS;
+use lambda_http::{Body, Request, Response};
+use serde_json::{Value, json};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::input::{millis, query};
+use crate::{Api, json};
+
+const MAX_LIMIT: i32 = 50;
+
+pub(crate) async fn list(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+    site: &str,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    let params = query(req, &["limit", "before", "beforeEventId"])?;
+    let limit = match params.get("limit") {
+        None => MAX_LIMIT,
+        Some(l) => l
+            .parse::<i32>()
+            .ok()
+            .filter(|l| (1..=MAX_LIMIT).contains(l))
+            .ok_or_else(|| ApiError::invalid("limit: must be 1 to 50"))?,
+    };
+    let before = millis(&params, "before")?;
+    let before_event = params.get("beforeEventId");
+    if let Some(e) = before_event {
+        check_opaque("beforeEventId", e)?;
+        if before.is_none() {
+            return Err(ApiError::invalid("beforeEventId: needs before"));
+        }
+    }
+    caller.may_read(site.as_str())?;
+    if api.aws.get_site(site.as_str()).await?.is_none() {
+        return Err(ApiError::not_found("siteId: no such site"));
+    }
+    let rows = api
+        .aws
+        .list_conversions(
+            site.as_str(),
+            limit,
+            before.map(|b| (b, before_event.map(String::as_str))),
+        )
+        .await?;
+    // The lead as it is now, and the ad's name from the catalog.
+    let mut lead_keys: Vec<String> = rows.iter().map(|r| r.lead_key.clone()).collect();
+    lead_keys.sort();
+    lead_keys.dedup();
+    let leads: HashMap<String, _> = api
+        .aws
+        .get_leads(site.as_str(), &lead_keys)
+        .await?
+        .into_iter()
+        .map(|l| (l.lead_id.clone(), l))
+        .collect();
+    let mut ads: Vec<String> = leads.values().filter_map(|l| l.ad_id.clone()).collect();
+    ads.sort();
+    ads.dedup();
+    let names: HashMap<String, Option<String>> = api
+        .aws
+        .catalog_entries(site.as_str(), &ads)
+        .await?
+        .into_iter()
+        .map(|e| (e.ad_id, e.ad_name))
+        .collect();
+    let items: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let lead = leads.get(&r.lead_id);
+            let ad_id = lead.and_then(|l| l.ad_id.clone());
+            json!({
+                "eventId": r.event_id,
+                "eventName": r.event_name.as_str(),
+                "leadId": lead.map(|l| l.lead_id.clone()),
+                "leadLabel": lead.and_then(|l| l.label.clone()),
+                "adName": ad_id.as_ref().and_then(|a| names.get(a).cloned().flatten()),
+                "adId": ad_id,
+                "valueCents": r.value_cents,
+                "status": r.status.as_str(),
+                "attempts": r.attempts,
+                "lastError": r.last_error,
+                "createdAt": r.created_at,
+                "sentAt": r.sent_at,
+            })
+        })
+        .collect();
+    let next = (items.len() == limit as usize)
+        .then(|| {
+            rows.last()
+                .map(|r| json!({"before": r.created_at, "beforeEventId": r.event_id}))
+        })
+        .flatten();
+    json(
+        200,
+        &json!({"siteId": site.as_str(), "conversions": items, "next": next}),
+    )
+}
+
+/// The `conversions` block of `meta.status`: counts by status, and with
+/// `now` the events Meta accepted in the 30 UTC days up to it (by event)
+/// and today.
+pub(crate) async fn status_block(
+    api: &Api,
+    site: &str,
+    now: Option<i64>,
+) -> Result<Value, ApiError> {
+    let today = now.map(utc_day);
+    let from = today.map_or(i64::MAX / 2, |t| t - 29 * DAY_MS);
+    let counts = api.aws.conversion_counts(site, from).await?;
+    let (last30d, sent_today) = match today {
+        None => (Value::Null, Value::Null),
+        Some(today) => {
+            let mut by_event: HashMap<EventName, i64> = HashMap::new();
+            let mut sent_today = 0;
+            for (day, events) in &counts.days {
+                if *day < from || *day > today {
+                    continue;
+                }
+                for (e, n) in events {
+                    *by_event.entry(*e).or_default() += n;
+                    if *day == today {
+                        sent_today += n;
+                    }
+                }
+            }
+            let get = |e: EventName| by_event.get(&e).copied().unwrap_or(0);
+            (
+                json!({
+                    "Purchase": get(EventName::Purchase),
+                    "QualifiedLead": get(EventName::QualifiedLead),
+                    "Lead": get(EventName::Lead),
+                    "Schedule": get(EventName::Schedule),
+                }),
+                json!(sent_today),
+            )
+        }
+    };
+    Ok(json!({
+        "pending": counts.pending,
+        "sent": counts.sent,
+        "failed": counts.failed,
+        "last30d": last30d,
+        "sentToday": sent_today,
+    }))
+}
