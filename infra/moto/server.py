@@ -10,6 +10,12 @@ cancellation reason per item, but checks every condition before it writes
 anything, snapshots only the items it touches, and holds one lock over the
 DynamoDB backend so concurrent requests see each transaction whole.
 
+A second change, for SQS: moto's queue checks each message's visibility
+with a clock that builds two datetimes per call, and a receive looks at
+every message many times, so one receive from a queue of 500 messages took
+half a second. The SQS models here read the same wall clock with
+time.time(); nothing else about the queues changes.
+
 Usage: python infra/moto/server.py -H 127.0.0.1 -p PORT (moto_server's flags).
 """
 
@@ -119,6 +125,13 @@ def transact_write_items(self, transact_items):
 DynamoDBBackend.transact_write_items = locked(transact_write_items)
 for name in ("put_item", "get_item", "query", "scan", "update_item", "delete_item", "batch_get_item", "batch_write_item"):
     setattr(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name)))
+
+
+# The same clock as moto.core.utils.unix_time(_millis), without datetimes.
+import moto.sqs.models as sqs_models  # noqa: E402
+
+sqs_models.unix_time = time.time
+sqs_models.unix_time_millis = lambda: time.time() * 1000.0
 
 
 def exit_with_parent():

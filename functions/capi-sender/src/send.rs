@@ -14,18 +14,16 @@ use adtrail_domain::error_codes::last_error;
 use adtrail_domain::graph_error::GraphErrorKind;
 use adtrail_domain::money::Currency;
 use adtrail_meta::{CustomData, ServerEvent, UserData};
+use adtrail_store::StoreError;
 use adtrail_store::connections::ConnectionStatus;
 use adtrail_store::conversions::{Claim, Conversion, Finish, SendEnd};
 use adtrail_store::pixels::PixelSource;
 use adtrail_store::seal::Purpose;
-use futures::StreamExt;
 use serde::Serialize;
 use serde_json::json;
 
 use crate::{Delivery, Disposition, Sender, distinct_rows};
 
-/// Claims in flight at once.
-const CLAIM_CONCURRENCY: usize = 16;
 /// Requests one group may spend isolating invalid events; what is left
 /// after is tried again on the next attempt.
 const MAX_SPLIT_REQUESTS: usize = 64;
@@ -85,19 +83,22 @@ impl Sender {
         let mut dispositions = vec![Disposition::Done; deliveries.len()];
 
         let rows = distinct_rows(deliveries);
-        let claims = futures::stream::iter(rows.into_iter().map(|((site, key), idx)| {
-            let lease_id = &lease_id;
-            async move {
-                let claim = self
-                    .aws
-                    .claim_send(&site, &key, lease_id, SEND_LEASE_MS, now)
-                    .await;
-                (idx[0], claim)
+        let keys: Vec<(String, String)> = rows.keys().cloned().collect();
+        let firsts: Vec<usize> = rows.values().map(|idx| idx[0]).collect();
+        let claims: Vec<(usize, Result<Claim, StoreError>)> = match self
+            .aws
+            .claim_sends(&keys, &lease_id, SEND_LEASE_MS, now)
+            .await
+        {
+            Ok(claims) => firsts.into_iter().zip(claims.into_iter().map(Ok)).collect(),
+            Err(error) => {
+                tracing::warn!(error = %error, "could not claim the batch's sends");
+                firsts
+                    .into_iter()
+                    .map(|i| (i, Err(StoreError::Condition("claim failed"))))
+                    .collect()
             }
-        }))
-        .buffer_unordered(CLAIM_CONCURRENCY)
-        .collect::<Vec<_>>()
-        .await;
+        };
         let mut jobs = vec![];
         for (i, claim) in claims {
             match claim {

@@ -276,6 +276,116 @@ impl Aws {
         Ok(Claim::Wait((free_at - now).max(1_000)))
     }
 
+    /// Claims many rows at once: one strongly-consistent read of every row
+    /// (100 a request), then the due ones leased and counted in
+    /// transactions of up to 100, each update conditional on the row as it
+    /// was read. A transaction another writer got in the way of is claimed
+    /// again row by row. Answers a claim per key, in order.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn claim_sends(
+        &self,
+        keys: &[(String, String)],
+        lease_id: &str,
+        lease_ms: i64,
+        now: i64,
+    ) -> Result<Vec<Claim>, StoreError> {
+        let read = self
+            .batch_read(
+                keys.iter()
+                    .map(|(site, sk)| (conv_pk(site), sk.clone()))
+                    .collect(),
+            )
+            .await?;
+        let mut rows: BTreeMap<(String, String), Conversion> = BTreeMap::new();
+        for item in &read {
+            let c = Conversion::from_item(item)?;
+            rows.insert((c.site_id.clone(), c.sk.clone()), c);
+        }
+        let until = now + lease_ms;
+        let mut claims: Vec<Claim> = Vec::with_capacity(keys.len());
+        let mut due: Vec<usize> = vec![];
+        for (i, key) in keys.iter().enumerate() {
+            let claim = match rows.get(key) {
+                None => Claim::Gone,
+                Some(c) if c.status != ConversionStatus::Pending => Claim::Gone,
+                Some(c) => {
+                    let free_at = c
+                        .next_attempt_at
+                        .unwrap_or(now)
+                        .max(c.lease_until.unwrap_or(now));
+                    if free_at > now {
+                        Claim::Wait((free_at - now).max(1_000))
+                    } else {
+                        due.push(i);
+                        Claim::Gone
+                    }
+                }
+            };
+            claims.push(claim);
+        }
+        for chunk in due.chunks(100) {
+            let mut items = vec![];
+            for i in chunk {
+                let (site, sk) = &keys[*i];
+                let c = &rows[&keys[*i]];
+                let mut update = Update::builder()
+                    .table_name(&self.names.table)
+                    .key(PK, s(conv_pk(site)))
+                    .key(SK, s(sk))
+                    .update_expression(
+                        "SET attempts = :next, leaseId = :id, leaseUntil = :until, workAt = :until",
+                    )
+                    .condition_expression(
+                        "#status = :pending AND attempts = :seen AND nextAttemptAt <= :now AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
+                    )
+                    .expression_attribute_names("#status", "status")
+                    .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()))
+                    .expression_attribute_values(":seen", n(c.attempts))
+                    .expression_attribute_values(":next", n(c.attempts + 1))
+                    .expression_attribute_values(":id", s(lease_id))
+                    .expression_attribute_values(":until", n(until))
+                    .expression_attribute_values(":now", n(now));
+                if c.next_attempt_at.is_none() {
+                    update = update.condition_expression(
+                        "#status = :pending AND attempts = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
+                    );
+                }
+                items.push(
+                    TransactWriteItem::builder()
+                        .update(update.build().map_err(StoreError::ddb)?)
+                        .build(),
+                );
+            }
+            let result = self
+                .ddb
+                .transact_write_items()
+                .set_transact_items(Some(items))
+                .send()
+                .await;
+            match result {
+                Ok(_) => {
+                    for i in chunk {
+                        let mut c = rows[&keys[*i]].clone();
+                        c.attempts += 1;
+                        c.lease_until = Some(until);
+                        c.work_at = Some(until);
+                        claims[*i] = Claim::Claimed(Box::new(c));
+                    }
+                }
+                Err(e) if transaction_failed_at(&e).is_some() => {
+                    for i in chunk {
+                        let (site, sk) = &keys[*i];
+                        claims[*i] = self.claim_send(site, sk, lease_id, lease_ms, now).await?;
+                    }
+                }
+                Err(e) => return Err(StoreError::ddb(e)),
+            }
+        }
+        Ok(claims)
+    }
+
     /// Ends attempts held under `lease_id`: sent and failed rows lose their
     /// hashes and leave the pending index; the counters move in the same
     /// transaction. Answers, per finish, whether it was applied (`false`:

@@ -291,17 +291,23 @@ async fn apply(
         let current = lead.clone();
         let Some(plan) = plan_write(&site_row, lead, lead_key, change, new, &board, pixel, now)
         else {
-            return json(
-                200,
-                &answer(
-                    site.as_str(),
-                    lead_key,
-                    current.as_ref(),
-                    false,
-                    &[],
-                    change,
-                ),
+            // Nothing to write; say whether it is a change seen before.
+            let mut body = answer(
+                site.as_str(),
+                lead_key,
+                current.as_ref(),
+                false,
+                &[],
+                change,
             );
+            if api
+                .aws
+                .change_seen(site.as_str(), &change.change_id)
+                .await?
+            {
+                body["duplicate"] = json!(true);
+            }
+            return json(200, &body);
         };
         let plan = reopen_or_skip(api, plan).await?;
         let created = plan.lead.version == 0;
