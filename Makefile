@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum infra/requirements.txt | cut -c1-1
 export ADTRAIL_PYTHON := $(PYTHON)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo local test lint lint-template bench build-lambdas venv fmt clean
+.PHONY: demo local test lint lint-template bench build-lambdas fault-run venv fmt clean
 
 $(STAMP): infra/requirements.txt
 	python3 -m venv $(VENV)
@@ -41,15 +41,20 @@ lint:
 ## Figures: requests per 1,000 ad-day rows, peak memory, init time, binary sizes.
 bench: venv
 	-$(MAKE) --no-print-directory build-lambdas
-	cargo build --release --quiet --bin adtrail-api --bin adtrail-dispatcher --bin adtrail-sync-worker --bin adtrail-sweeper
+	cargo build --release --quiet --bin adtrail-api --bin adtrail-dispatcher --bin adtrail-sync-worker --bin adtrail-sweeper --bin adtrail-capi-sender
 	cargo run --release --quiet -p adtrail-local --bin adtrail-bench
+
+## The Conversions API fault run at full size: 10,000 conversions, 30% of
+## Meta's calls failing, duplicates and lost messages (about 15 minutes).
+fault-run: venv
+	ADTRAIL_FAULT_RUN=10000 infra/run-tests.sh -p adtrail-tests --test fault -- --nocapture
 
 ## Release arm64 binaries, as `sam build` makes them (needs cargo-lambda).
 build-lambdas: venv
 	$(VENV)/bin/pip install --quiet cargo-lambda
 	rustup target add aarch64-unknown-linux-gnu
 	PATH=$(abspath $(VENV))/bin:$$PATH cargo lambda build --release --arm64 \
-		--bin adtrail-api --bin adtrail-dispatcher --bin adtrail-sync-worker --bin adtrail-sweeper
+		--bin adtrail-api --bin adtrail-dispatcher --bin adtrail-sync-worker --bin adtrail-sweeper --bin adtrail-capi-sender
 
 fmt:
 	cargo fmt --all

@@ -16,4 +16,11 @@ done
 export AWS_ENDPOINT_URL="http://127.0.0.1:$port"
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 export ADTRAIL_PYTHON="$PYTHON"
-cargo test --workspace --all-targets "$@"
+# The fault run's size here; `make fault-run` runs the full 10,000.
+export ADTRAIL_FAULT_RUN="${ADTRAIL_FAULT_RUN:-2000}"
+# With arguments, they are cargo test's (e.g. `-p adtrail-tests --test capi`).
+if [ "$#" -gt 0 ]; then
+  cargo test "$@"
+else
+  cargo test --workspace --all-targets
+fi

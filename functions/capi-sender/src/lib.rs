@@ -20,6 +20,7 @@ mod send;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
+use adtrail_domain::conversions::MAX_EVENTS_PER_REQUEST;
 use adtrail_domain::time::SharedClock;
 use adtrail_meta::GraphClient;
 use adtrail_store::conversions::SendMessage;
@@ -78,6 +79,24 @@ pub struct Sender {
     pub graph: GraphClient,
     pub clock: SharedClock,
     pub visibility: Visibility,
+    /// Events per `POST /{pixel}/events`: Meta's 1,000 unless
+    /// `CAPI_EVENTS_PER_REQUEST` says fewer (the bench compares 1).
+    pub events_per_request: usize,
+}
+
+/// `CAPI_EVENTS_PER_REQUEST`: 1 to 1,000 (default 1,000).
+///
+/// # Errors
+/// A message when it is set to anything else.
+pub fn events_per_request_from_env() -> Result<usize, String> {
+    match std::env::var("CAPI_EVENTS_PER_REQUEST") {
+        Err(_) => Ok(MAX_EVENTS_PER_REQUEST),
+        Ok(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_EVENTS_PER_REQUEST).contains(n))
+            .ok_or_else(|| "CAPI_EVENTS_PER_REQUEST must be 1 to 1000".to_owned()),
+    }
 }
 
 /// One message of the batch.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use adtrail_capi_sender::{Sender, Visibility, handle};
+use adtrail_capi_sender::{Sender, Visibility, events_per_request_from_env, handle};
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
 use adtrail_store::{Aws, Names};
@@ -21,6 +21,7 @@ async fn main() -> Result<(), Error> {
         aws,
         graph: GraphClient::new(GraphConfig::from_env()?)?,
         clock: Arc::new(SystemClock),
+        events_per_request: events_per_request_from_env()?,
     };
     run(service_fn(|event: LambdaEvent<_>| handle(&sender, event))).await
 }

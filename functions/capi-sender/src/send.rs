@@ -19,11 +19,14 @@ use adtrail_store::connections::ConnectionStatus;
 use adtrail_store::conversions::{Claim, Conversion, Finish, SendEnd};
 use adtrail_store::pixels::PixelSource;
 use adtrail_store::seal::Purpose;
+use futures::StreamExt;
 use serde::Serialize;
 use serde_json::json;
 
 use crate::{Delivery, Disposition, Sender, distinct_rows};
 
+/// Requests to Meta in flight at once.
+const SEND_CONCURRENCY: usize = 8;
 /// Requests one group may spend isolating invalid events; what is left
 /// after is tried again on the next attempt.
 const MAX_SPLIT_REQUESTS: usize = 64;
@@ -169,26 +172,36 @@ impl Sender {
             }
         }
         let mut refused: Vec<TokenOwner> = vec![];
-        for ((_, owner, _), members) in groups {
-            let target = match &targets[&jobs[members[0]].conv.site_id] {
-                Ok(t) => t,
-                Err(_) => continue,
+        // Every request of the batch, up to SEND_CONCURRENCY in flight.
+        let mut requests = vec![];
+        for ((_, owner, _), members) in &groups {
+            let Ok(target) = &targets[&jobs[members[0]].conv.site_id] else {
+                continue;
             };
-            for chunk in members.chunks(MAX_EVENTS_PER_REQUEST) {
+            for chunk in members.chunks(self.events_per_request.clamp(1, MAX_EVENTS_PER_REQUEST)) {
                 let events: Vec<ServerEvent> = chunk
                     .iter()
-                    .map(|j| server_event(&jobs[*j].conv, &targets, &jobs[*j].conv.site_id))
+                    .map(|j| server_event(&jobs[*j].conv, target))
                     .collect();
-                let (results, requests) = self.send_isolating(target, &events).await;
-                report.requests += requests;
-                for (j, v) in chunk.iter().zip(results) {
-                    if matches!(v, Verdict::Attempt(SendFailure::TokenInvalid, _))
-                        && !refused.contains(&owner)
-                    {
-                        refused.push(owner.clone());
-                    }
-                    verdicts[*j] = Some(v);
+                requests.push(async move {
+                    let (results, made) = self.send_isolating(target, &events).await;
+                    (owner, chunk, results, made)
+                });
+            }
+        }
+        let sent: Vec<_> = futures::stream::iter(requests)
+            .buffer_unordered(SEND_CONCURRENCY)
+            .collect()
+            .await;
+        for (owner, chunk, results, requests) in sent {
+            report.requests += requests;
+            for (j, v) in chunk.iter().zip(results) {
+                if matches!(v, Verdict::Attempt(SendFailure::TokenInvalid, _))
+                    && !refused.contains(owner)
+                {
+                    refused.push(owner.clone());
                 }
+                verdicts[*j] = Some(v);
             }
         }
         for owner in refused {
@@ -466,15 +479,8 @@ impl Sender {
 }
 
 /// A row as Meta's wire format has it.
-fn server_event(
-    c: &Conversion,
-    targets: &HashMap<String, Result<Target, Verdict>>,
-    site: &str,
-) -> ServerEvent {
-    let country = targets
-        .get(site)
-        .and_then(|t| t.as_ref().ok())
-        .and_then(|t| t.country_hash.clone());
+fn server_event(c: &Conversion, target: &Target) -> ServerEvent {
+    let country = target.country_hash.clone();
     let hashes = c
         .hashes
         .clone()

@@ -79,7 +79,10 @@ pub async fn start(
 pub fn fake_graph_config(fake: &FakeMeta) -> GraphConfig {
     let mut config = GraphConfig::meta();
     config.base_url = url::Url::parse(&fake.url()).expect("the fake's URL");
-    config.timeout = std::time::Duration::from_secs(10);
+    config.timeout = adtrail_meta::timeout_from_env()
+        .ok()
+        .flatten()
+        .unwrap_or(std::time::Duration::from_secs(10));
     config.thumbnail_hosts.push("127.0.0.1".into());
     config.insecure_thumbnail_hosts.push("127.0.0.1".into());
     config

@@ -9,6 +9,7 @@ pub mod http;
 pub mod jwt;
 pub mod moto;
 pub mod runner;
+pub mod sample;
 pub mod stack;
 pub mod template;
 

@@ -23,7 +23,10 @@ use adtrail_sweeper::{SweepReport, Sweeper};
 use adtrail_sync_worker::Worker;
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
-use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, MessageSystemAttributeName};
+use aws_sdk_sqs::types::{
+    ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry,
+    MessageSystemAttributeName,
+};
 use lambda_runtime::{Context, LambdaEvent};
 use serde::Serialize;
 
@@ -138,6 +141,8 @@ impl Runner {
                 graph: graph.clone(),
                 clock: shared.clone(),
                 visibility: Visibility::Recorded(delays.clone()),
+                events_per_request: adtrail_capi_sender::events_per_request_from_env()
+                    .unwrap_or(adtrail_domain::conversions::MAX_EVENTS_PER_REQUEST),
             },
             delays,
             api: Api {
@@ -394,17 +399,34 @@ impl Runner {
             *held = keep;
             due
         };
+        let mut by_queue: HashMap<String, Vec<String>> = HashMap::new();
         for h in due {
-            self.stack
-                .aws
-                .sqs
-                .change_message_visibility()
-                .queue_url(&h.queue_url)
-                .receipt_handle(&h.receipt)
-                .visibility_timeout(0)
-                .send()
-                .await
-                .map_err(sqs_err)?;
+            by_queue.entry(h.queue_url).or_default().push(h.receipt);
+        }
+        for (queue_url, receipts) in by_queue {
+            for chunk in receipts.chunks(10) {
+                let entries = chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(i, receipt)| {
+                        ChangeMessageVisibilityBatchRequestEntry::builder()
+                            .id(i.to_string())
+                            .receipt_handle(receipt)
+                            .visibility_timeout(0)
+                            .build()
+                            .map_err(sqs_err)
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.stack
+                    .aws
+                    .sqs
+                    .change_message_visibility_batch()
+                    .queue_url(&queue_url)
+                    .set_entries(Some(entries))
+                    .send()
+                    .await
+                    .map_err(sqs_err)?;
+            }
         }
         Ok(())
     }

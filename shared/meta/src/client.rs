@@ -59,12 +59,17 @@ impl GraphConfig {
     }
 
     /// Reads `META_GRAPH_URL`; a non-https address (the fake, locally) is
-    /// also allowed to serve thumbnails.
+    /// also allowed to serve thumbnails. `META_TIMEOUT_MS` sets the timeout
+    /// of each Graph call (default 30 s).
     ///
     /// # Errors
-    /// A message when `META_GRAPH_URL` is not a URL.
+    /// A message when `META_GRAPH_URL` is not a URL or `META_TIMEOUT_MS`
+    /// not a number of milliseconds.
     pub fn from_env() -> Result<Self, String> {
         let mut config = Self::meta();
+        if let Some(timeout) = timeout_from_env()? {
+            config.timeout = timeout;
+        }
         if let Ok(url) = std::env::var("META_GRAPH_URL") {
             config.base_url =
                 Url::parse(&url).map_err(|_| "META_GRAPH_URL is not a URL".to_owned())?;
@@ -76,6 +81,22 @@ impl GraphConfig {
             }
         }
         Ok(config)
+    }
+}
+
+/// `META_TIMEOUT_MS`, if set: 100 ms to 10 minutes.
+///
+/// # Errors
+/// A message when it is not such a number.
+pub fn timeout_from_env() -> Result<Option<Duration>, String> {
+    match std::env::var("META_TIMEOUT_MS") {
+        Err(_) => Ok(None),
+        Ok(v) => v
+            .parse::<u64>()
+            .ok()
+            .filter(|ms| (100..=600_000).contains(ms))
+            .map(|ms| Some(Duration::from_millis(ms)))
+            .ok_or_else(|| "META_TIMEOUT_MS must be 100 to 600000 milliseconds".to_owned()),
     }
 }
 

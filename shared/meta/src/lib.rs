@@ -10,7 +10,10 @@ mod client;
 mod error;
 pub mod types;
 
-pub use client::{GraphClient, GraphConfig, INSIGHTS_PAGE_SIZE, MAX_INSIGHTS_PAGES, too_much_data};
+pub use client::{
+    GraphClient, GraphConfig, INSIGHTS_PAGE_SIZE, MAX_INSIGHTS_PAGES, timeout_from_env,
+    too_much_data,
+};
 pub use error::GraphError;
 pub use types::*;
 

@@ -1,0 +1,74 @@
+//! Sample outbox rows for the fault run and the bench: a lead of the sample
+//! with its four events queued, written exactly as the API writes a lead
+//! change (one transaction with its conversions), so both exercise the
+//! real send path without paying for thousands of API calls on moto.
+
+use adtrail_domain::conversions::{ContactHashes, EventName, Stage, event_id, sha256_hex, utc_day};
+use adtrail_store::conversions::SendMessage;
+use adtrail_store::leads::{Lead, LeadWrite, NewConversion, new_conversion_sk};
+
+/// Lead number `i` of `site`, won, with `events` of its four events queued
+/// at `now`.
+pub fn lead_write(site: &str, currency: &str, i: usize, events: usize, now: i64) -> LeadWrite {
+    let lead_id = uuid::Uuid::new_v4().to_string();
+    let hashes = ContactHashes {
+        ph: vec![sha256_hex(&format!("5511{i:09}"))],
+        external_id: Some(sha256_hex(&format!("contact-{i}"))),
+    };
+    let value = 10_000 + i as i64;
+    let conversions: Vec<NewConversion> = EventName::ALL
+        .into_iter()
+        .take(events)
+        .map(|e| {
+            let id = event_id(&lead_id, e);
+            let purchase = e == EventName::Purchase;
+            NewConversion {
+                sk: new_conversion_sk(now, &id),
+                event_id: id,
+                event_name: e,
+                event_time: now,
+                value_cents: purchase.then_some(value),
+                currency: purchase.then(|| currency.to_owned()),
+                hashes: hashes.clone(),
+                reopens: None,
+            }
+        })
+        .collect();
+    LeadWrite {
+        lead: Lead {
+            site_id: site.to_owned(),
+            lead_key: format!("sample-{i}"),
+            lead_id,
+            origin: "organic".into(),
+            ad_id: None,
+            label: None,
+            column: None,
+            stage: Stage::Won,
+            revenue_cents: Some(value),
+            created_at: now,
+            cohort_day: utc_day(now),
+            last_move_at: now,
+            conversions: conversions
+                .iter()
+                .map(|c| (c.event_name, c.sk.clone()))
+                .collect(),
+            entries: vec![],
+            version: 0,
+        },
+        change_id: format!("sample-change-{i}"),
+        entered: None,
+        conversions,
+        now,
+    }
+}
+
+/// The send queue's messages for a written lead.
+pub fn messages(w: &LeadWrite) -> Vec<SendMessage> {
+    w.conversions
+        .iter()
+        .map(|c| SendMessage {
+            site_id: w.lead.site_id.clone(),
+            key: c.sk.clone(),
+        })
+        .collect()
+}

@@ -1,0 +1,254 @@
+//! The fault run: 10,000 conversions (`ADTRAIL_FAULT_RUN` sets another
+//! count; `make test` runs 2,000, `make fault-run` the full 10,000, since
+//! moto spends about 20 ms on each item a transaction writes) across three pixel groups, the fake Meta failing 30% of its calls
+//! at random (5xx, throttles, timeouts that accept nothing), SQS handing
+//! duplicates (in the same batch and later), and a tenth of the messages
+//! lost between the outbox write and the queue. The runner, the sender and
+//! the sweeper run on the virtual clock until nothing is pending.
+//!
+//! Every conversion must end sent or failed as the rules say, no accepted
+//! event may reach Meta twice, and the status counters must equal a recount
+//! from the rows. The counts and the requests to Meta are printed.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use adtrail_domain::conversions::{EventName, utc_day};
+use adtrail_domain::time::MINUTE_MS;
+use adtrail_fake_meta::{LOJA_PIXEL, PET_PIXEL, RandomFaults};
+use adtrail_local::sample;
+use adtrail_store::conversions::ConversionStatus;
+use adtrail_store::leads::{LeadWrite, LeadWritten};
+use adtrail_tests::capi::*;
+use adtrail_tests::*;
+use futures::StreamExt;
+use serde_json::json;
+
+const SITES: [&str; 3] = ["loja-x", "pet-mania", "loja-y"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_conversions_through_faults() {
+    let total: usize = std::env::var("ADTRAIL_FAULT_RUN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    // SAFETY: set before the stack (and its Graph client) starts; this
+    // binary runs this one test.
+    unsafe { std::env::set_var("META_TIMEOUT_MS", "1000") };
+    let h = Harness::start().await;
+    let started = std::time::Instant::now();
+    loja_with_pixel(&h).await;
+    for (site, currency, pixel) in [
+        ("pet-mania", "USD", PET_PIXEL.0),
+        ("loja-y", "BRL", LOJA_PIXEL.0),
+    ] {
+        let (s, b) = h
+            .call(
+                "PUT",
+                &format!("/v1/sites/{site}"),
+                Some(json!({"name": site, "currency": currency, "country": "US"})),
+            )
+            .await;
+        assert_eq!(s, 200, "{b}");
+        // Pet Mania sends with the agency's connection, Loja Y with a
+        // token of its own: three groups.
+        let pixel_body = if site == "pet-mania" {
+            json!({"pixelId": pixel, "ownerKey": "agency"})
+        } else {
+            json!({"pixelId": pixel, "accessToken": "EAAB-loja-y-pixel-token"})
+        };
+        let (s, b) = h
+            .call("PUT", &format!("/v1/sites/{site}/pixel"), Some(pixel_body))
+            .await;
+        assert_eq!(s, 200, "{b}");
+    }
+
+    // The outbox: four events a lead, written as the API writes them.
+    let now = h.now();
+    let writes = (0..total.div_ceil(4)).map(|i| {
+        let site = SITES[i % SITES.len()];
+        sample::lead_write(site, "BRL", i, (total - i * 4).min(4), now)
+    });
+    let aws = h.aws();
+    let written: Vec<LeadWrite> = futures::stream::iter(writes)
+        .map(|w| async move {
+            assert_eq!(
+                aws.write_lead_change(&w).await.expect("write"),
+                LeadWritten::Written
+            );
+            w
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    // The queue: a tenth lost on the way, a tenth handed twice.
+    let mut messages = vec![];
+    let mut lost = 0;
+    let mut all = vec![];
+    for (i, w) in written.iter().enumerate() {
+        for m in sample::messages(w) {
+            all.push(m.clone());
+            match i % 10 {
+                0 => lost += 1,
+                1 => {
+                    messages.push(m.clone());
+                    messages.push(m);
+                }
+                _ => messages.push(m),
+            }
+        }
+    }
+    aws.enqueue_sends(&messages).await.expect("queue");
+    let setup = started.elapsed();
+
+    h.fake().tune(|k| {
+        k.random_faults = Some(RandomFaults {
+            pct: 30,
+            seed: 20_261_130,
+            timeout_ms: 1_500,
+            only_path: Some("/events".into()),
+        })
+    });
+    h.fake().clear_requests();
+    let mut late_duplicates = false;
+    for round in 0..80 {
+        let drained = h.runner().drain().await.expect("drain");
+        println!(
+            "fault run: round {round}: {drained:?} at {:?}",
+            started.elapsed()
+        );
+        if !late_duplicates {
+            // SQS hands some messages again after they were worked.
+            aws.enqueue_sends(&all[..all.len().min(500)])
+                .await
+                .expect("queue");
+            late_duplicates = true;
+            continue;
+        }
+        let pending = pending_count(&h).await;
+        if pending == 0 {
+            println!("fault run: settled after {round} rounds");
+            break;
+        }
+        // Retries come 1 and 10 minutes after a failure, lost sends after
+        // 15 minutes: 5-minute steps reach each soon after it is due.
+        h.runner().advance(5 * MINUTE_MS).await.expect("advance");
+        h.runner().sweep().await.expect("sweep");
+    }
+
+    let (pending, rows) = pending_and_rows(&h).await;
+    assert_eq!(pending, 0, "nothing is left pending");
+    assert_eq!(rows.len(), total);
+    let accepted = h.fake().accepted_events();
+    let mut seen = HashSet::new();
+    for e in &accepted {
+        assert!(
+            seen.insert(e.event_id.clone()),
+            "event {} reached Meta twice",
+            e.event_id
+        );
+    }
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut by_error: BTreeMap<String, usize> = BTreeMap::new();
+    let mut sent_ids = HashSet::new();
+    let mut days: HashMap<(i64, EventName), i64> = HashMap::new();
+    for r in &rows {
+        *counts.entry(r.status.as_str()).or_default() += 1;
+        assert!(r.hashes.is_none(), "hashes erased once delivery ended");
+        match r.status {
+            ConversionStatus::Sent => {
+                sent_ids.insert(r.event_id.clone());
+                *days
+                    .entry((utc_day(r.sent_at.unwrap()), r.event_name))
+                    .or_default() += 1;
+                assert!(r.attempts <= 3);
+            }
+            ConversionStatus::Failed => {
+                let e = r.last_error.as_deref().unwrap_or("");
+                let code = e.split(':').next().unwrap_or("").to_owned();
+                assert!(
+                    ["META_UNAVAILABLE", "UNEXPECTED"].contains(&code.as_str()),
+                    "a failure the faults explain: {e}"
+                );
+                assert_eq!(r.attempts, 3, "failed only after three attempts: {r:?}");
+                *by_error.entry(code).or_default() += 1;
+            }
+            ConversionStatus::Pending => unreachable!(),
+        }
+    }
+    let accepted_ids: HashSet<String> = accepted.iter().map(|e| e.event_id.clone()).collect();
+    assert_eq!(accepted_ids, sent_ids, "Meta holds exactly the sent rows");
+
+    // The counters equal a recount from the rows.
+    let mut recount_today = 0;
+    for site in SITES {
+        let (s, status) = h
+            .call(
+                "GET",
+                &format!("/v1/meta/status?siteIds={site}&now={}", h.now()),
+                None,
+            )
+            .await;
+        assert_eq!(s, 200, "{status}");
+        let c = &status["sites"][0]["conversions"];
+        let mine: Vec<_> = rows.iter().filter(|r| r.site_id == site).collect();
+        let n = |st: ConversionStatus| mine.iter().filter(|r| r.status == st).count();
+        assert_eq!(c["pending"], 0);
+        assert_eq!(c["sent"], n(ConversionStatus::Sent), "{site}");
+        assert_eq!(c["failed"], n(ConversionStatus::Failed), "{site}");
+        let today = utc_day(h.now());
+        let sent_today = mine
+            .iter()
+            .filter(|r| r.sent_at.is_some_and(|t| utc_day(t) == today))
+            .count();
+        assert_eq!(c["sentToday"], sent_today, "{site}");
+        recount_today += sent_today;
+        for e in EventName::ALL {
+            let want = mine
+                .iter()
+                .filter(|r| r.status == ConversionStatus::Sent && r.event_name == e)
+                .count();
+            assert_eq!(c["last30d"][e.as_str()], want, "{site} {e:?}");
+        }
+    }
+    let requests = h
+        .fake()
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/events"))
+        .count();
+    println!(
+        "fault run: {total} conversions, {} sent, {} failed {by_error:?}, {lost} lost on the way and recovered by the sweeper, {} Meta requests ({} accepted events), {recount_today} sent today; setup {setup:?}, total {:?}",
+        counts.get("sent").unwrap_or(&0),
+        counts.get("failed").unwrap_or(&0),
+        requests,
+        accepted.len(),
+        started.elapsed()
+    );
+}
+
+/// Pending conversions, from the sites' counters (cheap) rather than the
+/// rows.
+async fn pending_count(h: &Harness) -> i64 {
+    let mut pending = 0;
+    for site in SITES {
+        pending += h
+            .aws()
+            .conversion_counts(site, i64::MAX / 2)
+            .await
+            .expect("counts")
+            .pending;
+    }
+    pending
+}
+
+async fn pending_and_rows(h: &Harness) -> (usize, Vec<adtrail_store::conversions::Conversion>) {
+    let mut all = vec![];
+    for site in SITES {
+        all.extend(rows(h, site).await);
+    }
+    let pending = all
+        .iter()
+        .filter(|r| r.status == ConversionStatus::Pending)
+        .count();
+    (pending, all)
+}
