@@ -1,7 +1,8 @@
-//! Secrets never leave: the production log subscriber (lambda_runtime's,
+//! Secrets never leave: the production log subscriber (every main's,
 //! JSON, at TRACE) is captured for a whole scenario, with every API answer
 //! and every event put on the bus, and searched for the Meta tokens, raw and
-//! URL-encoded. A control line that plants the token must be found, so the
+//! URL-encoded, and for the contact data of conversions (the hashes a host
+//! sends as `meta`, and a plain phone sent there by mistake). A control line that plants the token must be found, so the
 //! search is proven to look where the logs go.
 
 use std::io::Write;
@@ -47,7 +48,7 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         std::env::set_var("AWS_LAMBDA_LOG_FORMAT", "json");
     }
     let logs = Capture::default();
-    lambda_runtime::tracing::init_default_subscriber_with_writer(logs.clone());
+    adtrail_store::logging::init_with_writer(logs.clone());
 
     let h = Harness::start().await;
     // Tap the bus: a rule sends every adtrail event to a queue we read.
@@ -146,6 +147,71 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         .1,
     );
 
+    // Conversions: contact hashes go to Meta and nowhere else; a plain phone
+    // sent by mistake as `meta` is ignored without being repeated.
+    let plain_phone = "5511999991234";
+    let hashes = [
+        adtrail_domain::conversions::sha256_hex(plain_phone),
+        adtrail_domain::conversions::sha256_hex("contact-ana"),
+    ];
+    let meta = json!({"ph": [hashes[0]], "externalId": hashes[1]});
+    for (method, path, body) in [
+        (
+            "PUT",
+            "/v1/sites/loja-x/pixel",
+            json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "agency"}),
+        ),
+        (
+            "PUT",
+            "/v1/sites/loja-x/pipeline",
+            json!({"columns": [{"key": "agendado", "name": "Agendado"}]}),
+        ),
+        (
+            "PUT",
+            "/v1/sites/loja-x/event-map",
+            json!({"columns": {"agendado": "Schedule"}, "sendLeadEvent": true}),
+        ),
+        (
+            "POST",
+            "/v1/sites/loja-x/leads",
+            json!({"leadKey": "ana", "changeId": "s1", "occurredAt": h.now(), "origin": "organic", "meta": meta}),
+        ),
+        (
+            "POST",
+            "/v1/sites/loja-x/leads/ana/stage",
+            json!({"changeId": "s2", "occurredAt": h.now(), "column": "agendado", "meta": {"ph": [plain_phone]}}),
+        ),
+        (
+            "POST",
+            "/v1/sites/loja-x/leads/ana/stage",
+            json!({"changeId": "s3", "occurredAt": h.now(), "stage": "won", "revenueCents": 45_990, "meta": meta}),
+        ),
+    ] {
+        let (status, body) = h.call(method, path, Some(body)).await;
+        assert!(status < 300, "{path}: {body}");
+        answers.push(body);
+    }
+    h.runner().drain().await.unwrap();
+    // A permission failure puts ConversionFailed on the bus.
+    h.fake().tune(|k| k.deny_events = true);
+    let (_, body) = h
+        .call("POST", "/v1/sites/loja-x/leads", Some(json!({"leadKey": "bia", "changeId": "s4", "occurredAt": h.now(), "origin": "organic", "meta": meta})))
+        .await;
+    answers.push(body);
+    h.runner().drain().await.unwrap();
+    assert_eq!(
+        h.fake().accepted_events().len(),
+        2,
+        "Lead and Purchase reached Meta"
+    );
+    for path in [
+        "/v1/sites/loja-x/conversions",
+        "/v1/meta/status?siteIds=loja-x",
+        "/v1/sites/loja-x/event-map",
+    ] {
+        answers.push(h.call("GET", path, None).await.1);
+    }
+
     let mut events = vec![];
     loop {
         let out = aws
@@ -204,11 +270,39 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         }
     }
 
+    assert!(kinds.iter().any(|k| k == "ConversionFailed"), "{kinds:?}");
+    for needle in hashes.iter().map(String::as_str).chain([plain_phone]) {
+        if let Some(at) = log_text.find(needle) {
+            let start = log_text[..at].rfind('\n').map_or(0, |i| i + 1);
+            let end = log_text[at..].find('\n').map_or(log_text.len(), |i| at + i);
+            let line: String = log_text[start..end]
+                .replace(needle, "<HERE>")
+                .chars()
+                .take(1500)
+                .collect();
+            panic!("a log line carries contact data: {line}");
+        }
+        assert!(
+            !answers_text.contains(needle),
+            "an answer carries contact data"
+        );
+        assert!(
+            !events_text.contains(needle),
+            "an event carries contact data"
+        );
+    }
+
     // The control: a token planted in a log line is found where we looked.
     tracing::warn!(planted = TOKEN, "control line");
     let log_text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
     assert!(
         log_text.contains(TOKEN),
         "the search would have found a leak"
+    );
+    tracing::warn!(planted = %hashes[0], "control line for contact data");
+    let log_text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    assert!(
+        log_text.contains(&hashes[0]),
+        "the search would have found a hash"
     );
 }

@@ -6,11 +6,11 @@ use adtrail_api::{Api, handle};
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
 use adtrail_store::{Aws, Names};
-use lambda_http::{Error, Request, run, service_fn, tracing};
+use lambda_http::{Error, Request, run, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    adtrail_store::logging::init();
     let config = aws_config::load_from_env().await;
     let api = Api {
         aws: Aws::new(&config, Names::from_env()?),

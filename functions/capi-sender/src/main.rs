@@ -7,11 +7,11 @@ use adtrail_capi_sender::{Sender, Visibility, events_per_request_from_env, handl
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
 use adtrail_store::{Aws, Names};
-use lambda_runtime::{Error, LambdaEvent, run, service_fn, tracing};
+use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    adtrail_store::logging::init();
     let config = aws_config::load_from_env().await;
     let aws = Aws::new(&config, Names::from_env()?);
     let sender = Sender {

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use adtrail_dispatcher::{Dispatcher, handle};
 use adtrail_domain::time::SystemClock;
 use adtrail_store::{Aws, Names};
-use lambda_runtime::{Error, LambdaEvent, run, service_fn, tracing};
+use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    adtrail_store::logging::init();
     let config = aws_config::load_from_env().await;
     let dispatcher = Dispatcher {
         aws: Aws::new(&config, Names::from_env()?),

@@ -6,11 +6,11 @@ use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
 use adtrail_store::{Aws, Names};
 use adtrail_sync_worker::{Worker, handle};
-use lambda_runtime::{Error, LambdaEvent, run, service_fn, tracing};
+use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing::init_default_subscriber();
+    adtrail_store::logging::init();
     let config = aws_config::load_from_env().await;
     let worker = Worker {
         aws: Aws::new(&config, Names::from_env()?),

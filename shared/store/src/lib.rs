@@ -18,6 +18,7 @@ pub mod error;
 pub mod keys;
 pub mod leads;
 pub mod links;
+pub mod logging;
 pub mod pixels;
 pub mod queue;
 pub mod seal;
