@@ -133,6 +133,47 @@ fn the_worker_stops_within_its_lease_and_the_queue_outlasts_the_worker() {
 }
 
 #[test]
+fn the_sender_batches_and_its_retries_never_reach_the_dead_letter_queue() {
+    let t = template();
+    let sender = t.function("CapiSenderFunction").unwrap();
+    let lease_secs = adtrail_domain::conversions::SEND_LEASE_MS / 1_000;
+    assert!(
+        sender.timeout < lease_secs,
+        "an attempt ends within its lease"
+    );
+    let queue = t.queue("SendQueue").unwrap();
+    assert!(queue.visibility_timeout >= sender.timeout);
+    let (function, batch) = queue.consumer.clone().expect("a consumer");
+    assert_eq!(function, "CapiSenderFunction");
+    assert!(batch >= 100, "large batches, grouped by pixel: {batch}");
+    let events = &t.raw["Resources"]["CapiSenderFunction"]["Properties"]["Events"]["SendQueue"]["Properties"];
+    assert!(
+        events["MaximumBatchingWindowInSeconds"]
+            .as_i64()
+            .unwrap_or(0)
+            >= 1
+    );
+    assert_eq!(
+        strings(&events["FunctionResponseTypes"]),
+        ["ReportBatchItemFailures"]
+    );
+    // Three attempts, and a wait for a held lease on each, never exhaust
+    // the receive limit.
+    let (dlq, max) = queue.redrive.clone().expect("a dead-letter queue");
+    assert!(
+        max >= 3 * adtrail_domain::conversions::MAX_ATTEMPTS,
+        "maxReceiveCount {max}"
+    );
+    let resources = t.raw["Resources"].as_mapping().unwrap();
+    assert!(resources.values().any(|r| {
+        r["Type"].as_str() == Some("AWS::CloudWatch::Alarm")
+            && serde_yaml_ng::to_string(&r["Properties"]["Dimensions"])
+                .unwrap_or_default()
+                .contains(&dlq)
+    }));
+}
+
+#[test]
 fn every_function_is_arm64_on_al2023_built_with_cargo_lambda() {
     let t = template();
     let globals = &t.raw["Globals"]["Function"];
@@ -161,6 +202,7 @@ fn every_function_is_arm64_on_al2023_built_with_cargo_lambda() {
         binaries,
         [
             "adtrail-api",
+            "adtrail-capi-sender",
             "adtrail-dispatcher",
             "adtrail-sweeper",
             "adtrail-sync-worker"
@@ -236,6 +278,15 @@ fn every_event_fixture_deserialises_into_its_handlers_event_type() {
                 serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
             for r in event.records {
                 serde_json::from_str::<adtrail_store::queue::SyncMessage>(
+                    r.body.as_deref().unwrap(),
+                )
+                .unwrap();
+            }
+        } else if name.starts_with("capi-sender-") {
+            let event: aws_lambda_events::sqs::SqsEvent =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            for r in event.records {
+                serde_json::from_str::<adtrail_store::conversions::SendMessage>(
                     r.body.as_deref().unwrap(),
                 )
                 .unwrap();
