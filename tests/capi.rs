@@ -766,3 +766,54 @@ async fn duplicate_deliveries_send_once_and_lost_sends_are_recovered() {
         .unwrap();
     assert_eq!((bia.status, bia.attempts), (ConversionStatus::Sent, 2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_runs_name_the_ads_that_brought_leads() {
+    let h = Harness::start().await;
+    let accounts = adtrail_fake_meta::sample_accounts();
+    let loja = accounts.iter().find(|a| a.id == LOJA_PRINCIPAL).unwrap();
+    let pet = accounts.iter().find(|a| a.id == PET_EAST).unwrap();
+    // An archived ad: not listed, no spend lately, answered only by id.
+    let archived = loja.ads[0].clone();
+    let elsewhere = pet.ads[0].clone();
+    h.fake()
+        .tune(|k| k.archived_ads = vec![archived.id.clone(), elsewhere.id.clone()]);
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    assert!(
+        h.aws()
+            .catalog_entries("loja-x", std::slice::from_ref(&archived.id))
+            .await
+            .unwrap()
+            .is_empty(),
+        "not in the catalog yet"
+    );
+    for (key, ad) in [("ana", &archived.id), ("bia", &elsewhere.id)] {
+        let (s, b) = h
+            .call(
+                "POST",
+                "/v1/sites/loja-x/leads",
+                Some(json!({"leadKey": key, "changeId": key, "occurredAt": h.now(), "origin": "ctwa_ad", "adId": ad})),
+            )
+            .await;
+        assert_eq!(s, 201, "{b}");
+    }
+    h.runner().advance(45 * MINUTE_MS).await.unwrap();
+    h.runner().tick().await.unwrap();
+    let entries = h
+        .aws()
+        .catalog_entries("loja-x", &[archived.id.clone(), elsewhere.id.clone()])
+        .await
+        .unwrap();
+    assert_eq!(
+        entries.len(),
+        1,
+        "only Loja X's own ad is named there: {entries:?}"
+    );
+    assert_eq!(entries[0].ad_name.as_deref(), Some(archived.name.as_str()));
+    assert_eq!(entries[0].ad_account_id.as_deref(), Some(LOJA_PRINCIPAL));
+    assert_eq!(
+        entries[0].campaign_name.as_deref(),
+        Some(archived.campaign_name.as_str())
+    );
+}

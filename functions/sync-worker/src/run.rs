@@ -22,6 +22,10 @@ use serde_json::json;
 use crate::{Worker, WorkerError};
 
 pub const MAX_THUMBNAILS_PER_RUN: usize = 300;
+/// Ads that brought leads named per live run.
+pub const MAX_ADS_NAMED_PER_RUN: usize = 50;
+/// How far back a lead's ad is worth naming.
+const LEAD_ADS_WINDOW_MS: i64 = 7 * adtrail_domain::time::DAY_MS;
 const THUMBNAIL_CONCURRENCY: usize = 8;
 
 /// What a run did, for tests and logs.
@@ -32,6 +36,8 @@ pub struct RunReport {
     pub rows_written: usize,
     pub rows_dropped: usize,
     pub thumbnails: usize,
+    /// Ads that brought leads, named by this run.
+    pub ads_named: usize,
     pub lost_lease: bool,
 }
 
@@ -246,6 +252,10 @@ impl Worker {
         }
         self.save_catalog(&cond, catalog, thumbnails, started_at, report)
             .await?;
+        if matches!(plan, SyncPlan::Live { .. }) && Instant::now() < stop_reads_at {
+            self.name_lead_ads(&token, &cond, started_at, report)
+                .await?;
+        }
 
         let truncated = parts.iter().any(|p| !p.complete);
         Ok(RunOutcome::Ok {
@@ -432,6 +442,87 @@ impl Worker {
             return Err(Stop::LostLease);
         }
         report.thumbnails += stored.len();
+        Ok(())
+    }
+
+    /// Names the ads that brought the site leads in the last 7 days and have
+    /// no name yet, at most [`MAX_ADS_NAMED_PER_RUN`]: Meta is asked for them
+    /// by id through this run's account, so an ad of another account never
+    /// comes back, and an ad the catalog files under another account is
+    /// left to that account's runs. Best effort: Meta failing here leaves
+    /// the run's outcome as it was.
+    async fn name_lead_ads(
+        &self,
+        token: &str,
+        cond: &LeaseCondition,
+        now: i64,
+        report: &mut RunReport,
+    ) -> Result<(), Stop> {
+        let site = cond.site_id();
+        let ads = self
+            .aws
+            .recent_lead_ads(site, now - LEAD_ADS_WINDOW_MS, 1_000)
+            .await?;
+        if ads.is_empty() {
+            return Ok(());
+        }
+        let known: HashMap<String, CatalogEntry> = self
+            .aws
+            .catalog_entries(site, &ads)
+            .await?
+            .into_iter()
+            .map(|e| (e.ad_id.clone(), e))
+            .collect();
+        let unnamed: Vec<String> = ads
+            .into_iter()
+            .filter(|ad| match known.get(ad) {
+                None => true,
+                Some(e) => {
+                    e.ad_name.is_none()
+                        && e.ad_account_id
+                            .as_deref()
+                            .is_none_or(|a| a == cond.ad_account_id())
+                }
+            })
+            .take(MAX_ADS_NAMED_PER_RUN)
+            .collect();
+        if unnamed.is_empty() {
+            return Ok(());
+        }
+        let listed = match self
+            .graph
+            .ads(token, cond.ad_account_id(), Some(&unnamed))
+            .await
+        {
+            Ok(listed) => listed,
+            Err(error) => {
+                tracing::warn!(error = %error, "could not name the ads that brought leads");
+                return Ok(());
+            }
+        };
+        let entries: Vec<CatalogEntry> = listed
+            .ads
+            .into_iter()
+            .filter(|ad| unnamed.contains(&ad.id) && ad.name.is_some())
+            .map(|ad| CatalogEntry {
+                ad_id: ad.id,
+                ad_name: ad.name,
+                adset_id: ad.adset_id,
+                adset_name: ad.adset_name,
+                campaign_id: ad.campaign_id,
+                campaign_name: ad.campaign_name,
+                ad_status: ad.effective_status,
+                creative_type: ad.creative_type,
+                ..Default::default()
+            })
+            .collect();
+        if entries.is_empty() {
+            return Ok(());
+        }
+        if !self.aws.upsert_catalog(cond, &entries, now).await? {
+            return Err(Stop::LostLease);
+        }
+        report.ads_named += entries.len();
         Ok(())
     }
 

@@ -94,6 +94,9 @@ pub struct Knobs {
     /// Conversions API events (by `event_id`) Meta calls invalid: a request
     /// holding one is rejected whole.
     pub reject_event_ids: Vec<String>,
+    /// Ads that spent nothing lately and are archived: left out of the ads
+    /// listing and of insights, answered only when asked for by id.
+    pub archived_ads: Vec<String>,
     /// Refuse `POST /{pixel}/events` as Meta does for a token without
     /// access to the dataset (code 200).
     pub deny_events: bool,
@@ -729,7 +732,11 @@ fn insights(
     let mut rows = vec![];
     let mut date = since;
     while date <= until {
-        for ad in &acc.ads {
+        for ad in acc
+            .ads
+            .iter()
+            .filter(|a| !knobs.archived_ads.contains(&a.id))
+        {
             if let Some((spend, impressions, clicks)) = ad_day(&ad.id, date) {
                 rows.push(json!({
                     "ad_id": ad.id, "ad_name": ad.name, "adset_id": ad.adset_id, "adset_name": ad.adset_name,
@@ -788,7 +795,11 @@ fn ads(
     let items = acc
         .ads
         .iter()
-        .filter(|ad| only.as_ref().is_none_or(|ids| ids.contains(&ad.id)))
+        .filter(|ad| match &only {
+            Some(ids) => ids.contains(&ad.id),
+            // An archived ad comes back only when asked for by id.
+            None => !knobs.archived_ads.contains(&ad.id),
+        })
         .map(|ad| {
             let mut spec = json!({"page_id": "100000000000002"});
             if ad.carousel {

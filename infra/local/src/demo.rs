@@ -2,7 +2,9 @@
 //! two sites, the fake Meta's sample agency connected with a pasted token,
 //! its four ad accounts linked (two per site), the 90-day backfill and a live
 //! sync run by the dispatcher and workers on a virtual clock, then each
-//! site's last 30 days and each account's sync state.
+//! site's last 30 days and each account's sync state; then Loja X's board,
+//! leads and a sale sent to its Meta pixel through the send queue, with a
+//! retry after Meta fails once.
 
 use adtrail_domain::time::{DAY_MS, MINUTE_MS};
 use adtrail_local::app::App;
@@ -212,6 +214,157 @@ pub async fn run(app: &App) -> Result<(), Error> {
             );
         }
     }
+    conversions(app, &c).await?;
     println!("\ndemo finished");
+    Ok(())
+}
+
+/// Loja X's sales and board moves sent back to its Meta pixel.
+async fn conversions(app: &App, c: &Client) -> Result<(), Error> {
+    use reqwest::Method;
+    let runner = app.runner();
+    println!("\nconversions: Loja X's sales and board moves, sent to its Meta pixel");
+    let pixel = c
+        .call(
+            Method::PUT,
+            "/v1/sites/loja-x/pixel",
+            Some(json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "agency"})),
+        )
+        .await?;
+    println!(
+        "  pixel {} ({}), with the agency's token",
+        pixel["pixel"]["pixelId"].as_str().unwrap_or(""),
+        pixel["pixel"]["name"].as_str().unwrap_or("")
+    );
+    c.call(
+        Method::PUT,
+        "/v1/sites/loja-x/pipeline",
+        Some(json!({"columns": [
+            {"key": "novo", "name": "Novo lead", "group": "Prospecção"},
+            {"key": "qualificado", "name": "Qualificado", "group": "Prospecção"},
+            {"key": "agendado", "name": "Agendado", "group": "Hora do Show", "color": "#f97316"},
+            {"key": "fechado", "name": "Fechado"},
+        ]})),
+    )
+    .await?;
+    c.call(
+        Method::PUT,
+        "/v1/sites/loja-x/event-map",
+        Some(json!({"columns": {"qualificado": "QualifiedLead", "agendado": "Schedule"}, "sendLeadEvent": true})),
+    )
+    .await?;
+    // An ad of Loja X's catalog brought the first lead.
+    let now = runner.now();
+    let today = now - now.rem_euclid(DAY_MS);
+    let spend = c
+        .call(
+            Method::GET,
+            &format!(
+                "/v1/sites/loja-x/spend?from={}&to={today}",
+                today - 6 * DAY_MS
+            ),
+            None,
+        )
+        .await?;
+    let ad = spend["ads"][0]["adId"].as_str().unwrap_or("1").to_owned();
+    let meta = |who: &str| {
+        json!({"ph": [adtrail_domain::conversions::sha256_hex(&format!("55119{who:0>8}"))],
+               "externalId": adtrail_domain::conversions::sha256_hex(who)})
+    };
+    let leads = [
+        (
+            "ana",
+            "Ana Souza",
+            json!({"origin": "ctwa_ad", "adId": ad, "column": "novo"}),
+        ),
+        (
+            "bia",
+            "Bia Lima",
+            json!({"origin": "organic", "column": "novo"}),
+        ),
+        ("caio", "Caio Reis", json!({"origin": "organic"})),
+    ];
+    for (key, label, extra) in &leads {
+        let mut body = json!({"leadKey": key, "changeId": format!("new-{key}"), "occurredAt": now, "label": label, "meta": meta(key)});
+        if let (Some(b), Some(more)) = (body.as_object_mut(), extra.as_object()) {
+            b.extend(more.clone());
+        }
+        let answer = c
+            .call(Method::POST, "/v1/sites/loja-x/leads", Some(body))
+            .await?;
+        println!("  lead {label:<10} recorded: queued {}", answer["queued"]);
+    }
+    for (key, change, body) in [
+        ("ana", "m1", json!({"column": "agendado"})),
+        (
+            "ana",
+            "m2",
+            json!({"stage": "won", "revenueCents": 45_990, "column": "fechado"}),
+        ),
+        ("bia", "m3", json!({"column": "qualificado"})),
+        ("bia", "m3", json!({"column": "qualificado"})),
+    ] {
+        let mut body = body;
+        body["changeId"] = json!(change);
+        body["occurredAt"] = json!(now);
+        body["meta"] = meta(key);
+        let answer = c
+            .call(
+                Method::POST,
+                &format!("/v1/sites/loja-x/leads/{key}/stage"),
+                Some(body),
+            )
+            .await?;
+        println!(
+            "  {key:<4} change {change}: queued {}{}",
+            answer["queued"],
+            if answer["duplicate"] == true {
+                " (the same change again: nothing)"
+            } else {
+                ""
+            }
+        );
+    }
+    // Meta fails the first request: the sender retries a minute later.
+    if let Some(fake) = &app.fake {
+        fake.tune(|k| k.fail_5xx = 1);
+    }
+    runner.drain().await?;
+    let status = c
+        .call(Method::GET, "/v1/meta/status?siteIds=loja-x", None)
+        .await?;
+    println!(
+        "  Meta answered 503: {} pending, retried in a minute (1, then 10, three attempts in all)",
+        status["sites"][0]["conversions"]["pending"]
+    );
+    runner.advance(MINUTE_MS).await?;
+    runner.drain().await?;
+    let now = runner.now();
+    let list = c
+        .call(Method::GET, "/v1/sites/loja-x/conversions", None)
+        .await?;
+    for conv in list["conversions"].as_array().into_iter().flatten() {
+        println!(
+            "    {:<14} {:<10} {:<28} {:>14}  {} (attempts {})",
+            conv["eventName"].as_str().unwrap_or(""),
+            conv["leadLabel"].as_str().unwrap_or(""),
+            conv["adName"].as_str().unwrap_or("organic"),
+            money(&conv["valueCents"], "BRL"),
+            conv["status"].as_str().unwrap_or(""),
+            conv["attempts"]
+        );
+    }
+    let status = c
+        .call(
+            Method::GET,
+            &format!("/v1/meta/status?siteIds=loja-x&now={now}"),
+            None,
+        )
+        .await?;
+    let counts = &status["sites"][0]["conversions"];
+    println!(
+        "  counters: {} sent, {} pending, {} failed; today {}; last 30 days {}",
+        counts["sent"], counts["pending"], counts["failed"], counts["sentToday"], counts["last30d"]
+    );
     Ok(())
 }

@@ -685,19 +685,25 @@ impl Aws {
         out.items().iter().map(Conversion::from_item).collect()
     }
 
-    /// The site's counters: totals, and accepted events by day from
-    /// `from_day` on (8 queries, one a shard, never a scan).
+    /// The site's counters: totals, and with `from_day` the events Meta
+    /// accepted by day from then on (8 queries, one a shard, never a scan:
+    /// `day#…` sorts before `total`, so one range reads both).
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn conversion_counts(&self, site: &str, from_day: i64) -> Result<Counts, StoreError> {
+    pub async fn conversion_counts(
+        &self,
+        site: &str,
+        from_day: Option<i64>,
+    ) -> Result<Counts, StoreError> {
+        let from = from_day.map_or_else(|| COUNT_TOTAL_SK.to_owned(), count_day_sk);
         let queries = (0..COUNT_SHARDS).map(|shard| {
             self.ddb
                 .query()
                 .table_name(&self.names.table)
                 .key_condition_expression("pk = :pk AND sk >= :from")
                 .expression_attribute_values(":pk", s(count_pk(site, shard)))
-                .expression_attribute_values(":from", s(count_day_sk(from_day)))
+                .expression_attribute_values(":from", s(&from))
                 .consistent_read(true)
                 .send()
         });

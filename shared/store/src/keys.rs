@@ -14,6 +14,7 @@
 //! | board and event map | `site#<siteId>` | `board` | |
 //! | pixel | `site#<siteId>` | `pixel` | |
 //! | lead | `lead#<siteId>` | `<leadKey>` | |
+//! | an ad that brought a lead (for naming) | `leadad#<siteId>` | `<adId>` | |
 //! | a lead change seen (idempotency) | `change#<siteId>` | `<changeId>` | |
 //! | a lead entering a column on a UTC day | `entry#<siteId>#<column>` | `<dayStart>#<leadId>` | |
 //! | conversion (outbox row and history) | `conv#<siteId>` | `<createdAt>#<eventId>` | `work` while pending |
@@ -117,6 +118,9 @@ pub fn purge_shard_n(n: u32) -> String {
 pub const BOARD_SK: &str = "board";
 pub fn lead_pk(site: &str) -> String {
     format!("lead#{site}")
+}
+pub fn lead_ad_pk(site: &str) -> String {
+    format!("leadad#{site}")
 }
 pub fn change_pk(site: &str) -> String {
     format!("change#{site}")

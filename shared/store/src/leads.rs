@@ -16,7 +16,7 @@ use crate::attr::{Item, get_n, get_s, n, need_s, s};
 use crate::conversions::{ConversionStatus, counter_update};
 use crate::keys::{
     COUNT_SHARDS, PK, SK, WORK_AT, WORK_SHARD, change_pk, conv_pk, conv_sk, entry_pk, entry_sk,
-    lead_pk, send_shard, shard_of,
+    lead_ad_pk, lead_pk, send_shard, shard_of,
 };
 use crate::write::transaction_failed_at;
 use crate::{Aws, StoreError};
@@ -245,6 +245,16 @@ impl Aws {
                 .put(lead_put.build().map_err(StoreError::ddb)?)
                 .build(),
         );
+        // A new paid lead tells the sync which ad to name.
+        if let (0, Some(ad)) = (w.lead.version, &w.lead.ad_id) {
+            let item: Item = [
+                (PK.to_owned(), s(lead_ad_pk(site))),
+                (SK.to_owned(), s(ad)),
+                ("lastLeadAt".to_owned(), n(w.lead.created_at)),
+            ]
+            .into();
+            items.push(tx_put(t, item, None)?);
+        }
         if let Some(column) = &w.entered {
             let entry: Item = [
                 (PK.to_owned(), s(entry_pk(site, column))),
@@ -436,6 +446,46 @@ impl Aws {
                 .map_err(StoreError::ddb)?;
         }
         Ok(LeadWritten::Written)
+    }
+
+    /// The ads that brought the site a lead since `since`, at most `max`.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn recent_lead_ads(
+        &self,
+        site: &str,
+        since: i64,
+        max: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut ads = vec![];
+        let mut start = None;
+        // Bounded: one site's ads, a few pages at most.
+        for _ in 0..10 {
+            let out = self
+                .ddb
+                .query()
+                .table_name(&self.names.table)
+                .key_condition_expression("pk = :pk")
+                .filter_expression("lastLeadAt >= :since")
+                .expression_attribute_values(":pk", s(lead_ad_pk(site)))
+                .expression_attribute_values(":since", n(since))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::ddb)?;
+            ads.extend(
+                out.items()
+                    .iter()
+                    .filter_map(|i| get_s(i, SK).map(str::to_owned)),
+            );
+            start = out.last_evaluated_key;
+            if start.is_none() || ads.len() >= max {
+                break;
+            }
+        }
+        ads.truncate(max);
+        Ok(ads)
     }
 
     /// The distinct leads that entered each column on the UTC days

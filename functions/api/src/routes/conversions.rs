@@ -118,7 +118,7 @@ pub(crate) async fn status_block(
     now: Option<i64>,
 ) -> Result<Value, ApiError> {
     let today = now.map(utc_day);
-    let from = today.map_or(i64::MAX / 2, |t| t - 29 * DAY_MS);
+    let from = today.map(|t| t - 29 * DAY_MS);
     let counts = api.aws.conversion_counts(site, from).await?;
     let (last30d, sent_today) = match today {
         None => (Value::Null, Value::Null),
@@ -126,7 +126,7 @@ pub(crate) async fn status_block(
             let mut by_event: HashMap<EventName, i64> = HashMap::new();
             let mut sent_today = 0;
             for (day, events) in &counts.days {
-                if *day < from || *day > today {
+                if from.is_some_and(|f| *day < f) || *day > today {
                     continue;
                 }
                 for (e, n) in events {
