@@ -573,3 +573,130 @@ async fn a_pixel_sends_with_the_connections_token_or_its_own_sealed_one() {
     let (status, body) = h.call("DELETE", "/v1/sites/pet-mania/pixel", None).await;
     assert_eq!((status, code(&body)), (404, "NOT_FOUND"));
 }
+
+#[tokio::test]
+async fn a_dashboard_never_takes_or_undoes_what_another_owner_made() {
+    let h = Harness::start().await;
+    h.link_agency().await; // the host's owner `agency` linked every account
+    let keys = &h.app.local.keys;
+    let dash = keys.sign(json!({"sub": "u9", "scope": "adtrail:configure", "sites": ["loja-x"]}));
+    let body = |v: Value| Some(v.to_string());
+    let (s, b) = h
+        .call_as(
+            Some(&dash),
+            "PUT",
+            "/v1/meta/connections/me",
+            body(json!({"accessToken": TOKEN})),
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    // Linking or unlinking the agency's link: CONFLICT.
+    let path = format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}");
+    let (s, b) = h
+        .call_as(Some(&dash), "PUT", &path, body(json!({"ownerKey": "me"})))
+        .await;
+    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
+    let (s, b) = h.call_as(Some(&dash), "DELETE", &path, None).await;
+    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
+    assert!(
+        h.aws()
+            .get_link("loja-x", LOJA_PRINCIPAL)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // The host may, or may ask to be refused the same way.
+    let (s, b) = h
+        .call(
+            "PUT",
+            &path,
+            Some(json!({"ownerKey": "dashboard:u9", "onlyOwn": true})),
+        )
+        .await;
+    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
+    let (s, b) = h
+        .call("DELETE", &format!("{path}?ownerKey=dashboard:u9"), None)
+        .await;
+    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
+    // The pixel: the agency sets it; the dashboard may not replace or
+    // remove it, nor save the event map.
+    let (s, b) = h
+        .call(
+            "PUT",
+            "/v1/sites/loja-x/pixel",
+            Some(json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "agency"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    let (s, b) = h
+        .call_as(
+            Some(&dash),
+            "PUT",
+            "/v1/sites/loja-x/pixel",
+            body(json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "me"})),
+        )
+        .await;
+    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
+    let (s, b) = h
+        .call_as(Some(&dash), "DELETE", "/v1/sites/loja-x/pixel", None)
+        .await;
+    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
+    let (s, _) = h
+        .call(
+            "PUT",
+            "/v1/sites/loja-x/pipeline",
+            Some(json!({"columns": [{"key": "agendado", "name": "Agendado"}]})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let (s, b) = h
+        .call_as(
+            Some(&dash),
+            "PUT",
+            "/v1/sites/loja-x/event-map",
+            body(json!({"columns": {"agendado": "Schedule"}})),
+        )
+        .await;
+    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
+    // Status marks what is the caller's own.
+    let (s, status) = h
+        .call_as(Some(&dash), "GET", "/v1/meta/status?siteIds=loja-x", None)
+        .await;
+    assert_eq!(s, 200, "{status}");
+    let site = &status["sites"][0];
+    assert_eq!(site["pixel"]["own"], false);
+    assert!(
+        site["adAccounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["own"] == false)
+    );
+    let (_, status) = h
+        .call(
+            "GET",
+            "/v1/meta/status?siteIds=loja-x&ownerKey=agency",
+            None,
+        )
+        .await;
+    let site = &status["sites"][0];
+    assert_eq!(site["pixel"]["own"], true);
+    assert!(
+        site["adAccounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["own"] == true)
+    );
+    // Once the agency unlinks, the dashboard links the account as its own.
+    let (s, _) = h
+        .call("DELETE", &format!("{path}?ownerKey=agency"), None)
+        .await;
+    assert_eq!(s, 200);
+    let (s, b) = h
+        .call_as(Some(&dash), "PUT", &path, body(json!({"ownerKey": "me"})))
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let (s, _) = h.call_as(Some(&dash), "DELETE", &path, None).await;
+    assert_eq!(s, 200);
+}

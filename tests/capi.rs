@@ -817,3 +817,103 @@ async fn live_runs_name_the_ads_that_brought_leads() {
         Some(archived.campaign_name.as_str())
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_codes_pixels_gone_before_the_send_and_the_list_cursor() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    // A test event code: every event carries it; the status says testMode.
+    let (s, _) = h
+        .call("PUT", "/v1/sites/loja-x/pixel", Some(json!({"pixelId": LOJA_PIXEL.0, "ownerKey": "agency", "testEventCode": "TEST12345"})))
+        .await;
+    assert_eq!(s, 200);
+    for i in 0..3 {
+        let key = format!("l{i}");
+        record(
+            &h,
+            &key,
+            &format!("c{i}"),
+            json!({"column": "agendado", "meta": meta_for(&key)}),
+        )
+        .await;
+    }
+    drain(&h).await;
+    let accepted = h.fake().accepted_events();
+    assert_eq!(accepted.len(), 3);
+    assert!(
+        accepted
+            .iter()
+            .all(|e| e.test_event_code.as_deref() == Some("TEST12345"))
+    );
+    let (_, status) = h.call("GET", "/v1/meta/status?siteIds=loja-x", None).await;
+    assert_eq!(status["sites"][0]["pixel"]["testMode"], true);
+
+    // The pixel turned off between the queue and the send.
+    record(
+        &h,
+        "off",
+        "c-off",
+        json!({"column": "agendado", "meta": meta_for("off")}),
+    )
+    .await;
+    let (s, _) = h
+        .call(
+            "PUT",
+            "/v1/sites/loja-x/pixel",
+            Some(json!({"pixelId": LOJA_PIXEL.0, "ownerKey": "agency", "enabled": false})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    drain(&h).await;
+    let off = rows(&h, "loja-x")
+        .await
+        .into_iter()
+        .find(|r| r.lead_key == "off")
+        .unwrap();
+    assert_eq!(off.status, ConversionStatus::Failed);
+    assert!(
+        off.last_error
+            .as_deref()
+            .unwrap()
+            .starts_with("PIXEL_UNAVAILABLE"),
+        "{off:?}"
+    );
+    assert_eq!(h.fake().accepted_events().len(), 3);
+
+    // The list pages newest first by (createdAt, eventId).
+    let (_, page) = h
+        .call("GET", "/v1/sites/loja-x/conversions?limit=2", None)
+        .await;
+    let first: Vec<Value> = page["conversions"].as_array().unwrap().clone();
+    assert_eq!(first.len(), 2);
+    let next = &page["next"];
+    let (_, page) = h
+        .call(
+            "GET",
+            &format!(
+                "/v1/sites/loja-x/conversions?limit=2&before={}&beforeEventId={}",
+                next["before"],
+                next["beforeEventId"].as_str().unwrap()
+            ),
+            None,
+        )
+        .await;
+    let second: Vec<Value> = page["conversions"].as_array().unwrap().clone();
+    assert_eq!(second.len(), 2);
+    assert!(page["next"].is_null() || second.len() == 2);
+    let mut ids: Vec<&str> = first
+        .iter()
+        .chain(&second)
+        .map(|c| c["eventId"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "no row twice, none skipped");
+    let (s, e) = h
+        .call("GET", "/v1/sites/loja-x/conversions?limit=51", None)
+        .await;
+    assert_eq!(
+        (s, e["error"]["code"].clone()),
+        (400, json!("INVALID_ARGUMENT"))
+    );
+}

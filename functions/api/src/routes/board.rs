@@ -108,11 +108,7 @@ pub(crate) async fn put_event_map(
     let site = SiteId::parse("siteId", site)?;
     let body: EventMapBody = json_body(req)?;
     caller.may_configure(site.as_str())?;
-    let acting = match (&body.owner_key, caller.is_host()) {
-        (Some(owner), _) => Some(caller.owner(owner, true)?),
-        (None, true) => None,
-        (None, false) => Some(caller.owner("me", true)?),
-    };
+    let acting = crate::routes::connections::acting_owner(caller, body.owner_key.as_ref())?;
     require_site(api, &site).await?;
     let mut board = api.aws.get_board(site.as_str()).await?;
     let mut map = BTreeMap::new();

@@ -236,3 +236,21 @@ pub(crate) fn resolve_owner(caller: &Caller, named: &str, write: bool) -> Result
     OwnerKey::parse("ownerKey", &owner)?;
     Ok(owner)
 }
+
+/// The owner a write acts as, for the ownership rules: a dashboard always
+/// its own; a host the `ownerKey` it names, or none (the host itself, which
+/// may change what any owner made).
+///
+/// # Errors
+/// `FORBIDDEN` for a dashboard naming another owner; `INVALID_ARGUMENT`
+/// for a malformed key.
+pub(crate) fn acting_owner(
+    caller: &Caller,
+    named: Option<&String>,
+) -> Result<Option<String>, ApiError> {
+    match (named, caller.is_host()) {
+        (Some(owner), _) => Ok(Some(resolve_owner(caller, owner, true)?)),
+        (None, true) => Ok(None),
+        (None, false) => Ok(Some(resolve_owner(caller, "me", true)?)),
+    }
+}

@@ -9,8 +9,8 @@ use serde_json::json;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::input::json_body;
-use crate::routes::connections::resolve_owner;
+use crate::input::{json_body, query};
+use crate::routes::connections::{acting_owner, resolve_owner};
 use crate::routes::reads::account_view;
 use crate::{Api, json};
 
@@ -18,6 +18,16 @@ use crate::{Api, json};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct LinkBody {
     owner_key: String,
+    /// A host asks to be refused, as a dashboard is, what another owner
+    /// made.
+    #[serde(default)]
+    only_own: bool,
+}
+
+/// Whether the caller must leave other owners' work alone: a dashboard
+/// always, a host when it asks to.
+pub(crate) fn guards_ownership(caller: &Caller, only_own: bool) -> bool {
+    !caller.is_host() || only_own
 }
 
 pub(crate) async fn link(
@@ -46,6 +56,12 @@ pub(crate) async fn link(
         ));
     };
     if let Some(existing) = api.aws.get_link(site.as_str(), account.as_str()).await? {
+        if existing.owner_key != owner && guards_ownership(caller, body.only_own) {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                "adAccountId: another owner linked this ad account to the site",
+            ));
+        }
         // Linking again what is already linked changes nothing.
         return json(200, &account_view(&existing, None));
     }
@@ -80,12 +96,27 @@ pub(crate) async fn link(
 pub(crate) async fn unlink(
     api: &Api,
     caller: &Caller,
+    req: &Request,
     site: &str,
     account: &str,
 ) -> Result<Response<Body>, ApiError> {
     let site = SiteId::parse("siteId", site)?;
     let account = AdAccountId::parse("adAccountId", account)?;
+    let params = query(req, &["ownerKey"])?;
     caller.may_configure(site.as_str())?;
+    // A dashboard undoes only its own link; a host naming an owner asks
+    // for the same refusal.
+    let acting = acting_owner(caller, params.get("ownerKey"))?;
+    if let (Some(owner), Some(existing)) = (
+        &acting,
+        api.aws.get_link(site.as_str(), account.as_str()).await?,
+    ) && &existing.owner_key != owner
+    {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            "adAccountId: another owner linked this ad account; only it may unlink it",
+        ));
+    }
     if !api
         .aws
         .unlink_account(site.as_str(), account.as_str(), api.clock.now_ms())

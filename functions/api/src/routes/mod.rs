@@ -35,11 +35,13 @@ pub(crate) async fn route(
             links::link(api, caller, req, site, account).await
         }
         ("DELETE", ["v1", "sites", site, "ad-accounts", account]) => {
-            links::unlink(api, caller, site, account).await
+            links::unlink(api, caller, req, site, account).await
         }
         ("POST", ["v1", "sites", site, "sync"]) => links::sync_now(api, caller, site).await,
         ("PUT", ["v1", "sites", site, "pixel"]) => pixels::put_pixel(api, caller, req, site).await,
-        ("DELETE", ["v1", "sites", site, "pixel"]) => pixels::delete_pixel(api, caller, site).await,
+        ("DELETE", ["v1", "sites", site, "pixel"]) => {
+            pixels::delete_pixel(api, caller, req, site).await
+        }
         ("PUT", ["v1", "sites", site, "pipeline"]) => {
             board::put_pipeline(api, caller, req, site).await
         }

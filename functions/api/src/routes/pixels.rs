@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::input::json_body;
-use crate::routes::connections::{check_token, resolve_owner};
+use crate::routes::connections::{acting_owner, check_token, resolve_owner};
 use crate::{Api, json};
 
 #[derive(Deserialize)]
@@ -28,6 +28,10 @@ struct PixelBody {
     enabled: Option<bool>,
     send_lead_event: Option<bool>,
     test_event_code: Option<String>,
+    /// A host asks to be refused, as a dashboard is, a pixel another owner
+    /// set.
+    #[serde(default)]
+    only_own: bool,
 }
 
 /// What `meta.status` and the pixel routes show of a pixel: never a token.
@@ -129,6 +133,19 @@ pub(crate) async fn put_pixel(
         }
     };
     let previous = api.aws.get_pixel(site.as_str()).await?;
+    let setter = match &source {
+        PixelSource::Connection { owner_key } => Some(owner_key.as_str()),
+        PixelSource::Token { set_by, .. } => set_by.as_deref(),
+    };
+    if let Some(p) = &previous
+        && p.owner() != setter
+        && crate::routes::links::guards_ownership(caller, body.only_own)
+    {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            "pixelId: another owner set the site's pixel; only it may replace it",
+        ));
+    }
     let pixel = SitePixel {
         site_id: site.to_string(),
         pixel_id: body.pixel_id,
@@ -154,10 +171,21 @@ pub(crate) async fn put_pixel(
 pub(crate) async fn delete_pixel(
     api: &Api,
     caller: &Caller,
+    req: &Request,
     site: &str,
 ) -> Result<Response<Body>, ApiError> {
     let site = SiteId::parse("siteId", site)?;
+    let params = crate::input::query(req, &["ownerKey"])?;
     caller.may_configure(site.as_str())?;
+    let acting = acting_owner(caller, params.get("ownerKey"))?;
+    if let (Some(owner), Some(p)) = (&acting, api.aws.get_pixel(site.as_str()).await?)
+        && p.owner() != Some(owner.as_str())
+    {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            "siteId: another owner set the site's pixel; only it may remove it",
+        ));
+    }
     if !api.aws.delete_pixel(site.as_str()).await? {
         return Err(ApiError::new(
             ErrorCode::NotFound,

@@ -85,9 +85,18 @@ pub(crate) async fn status(
     caller: &Caller,
     req: &Request,
 ) -> Result<Response<Body>, ApiError> {
-    let params = query(req, &["siteIds", "now"])?;
+    let params = query(req, &["siteIds", "now", "ownerKey"])?;
     let ids = site_ids(params.get("siteIds"))?;
     let now = millis(&params, "now")?;
+    // Asked with an owner (a dashboard always is), each link and the pixel
+    // say whether that owner made them.
+    let asking = match params.get("ownerKey") {
+        Some(owner) => Some(crate::routes::connections::resolve_owner(
+            caller, owner, false,
+        )?),
+        None if caller.is_host() => None,
+        None => Some(caller.owner("me", false)?),
+    };
     for id in &ids {
         caller.may_read(id.as_str())?;
     }
@@ -100,12 +109,24 @@ pub(crate) async fn status(
         }
         let links = api.aws.site_links(id.as_str()).await?;
         let pixel = api.aws.get_pixel(id.as_str()).await?;
+        let mut pixel_json = crate::routes::pixels::pixel_view(pixel.as_ref());
+        let mut accounts: Vec<Value> = links.iter().map(|l| account_view(l, None)).collect();
+        if let Some(owner) = &asking {
+            pixel_json["own"] = json!(
+                pixel
+                    .as_ref()
+                    .is_some_and(|p| p.owner() == Some(owner.as_str()))
+            );
+            for (view, link) in accounts.iter_mut().zip(&links) {
+                view["own"] = json!(&link.owner_key == owner);
+            }
+        }
         sites.push(json!({
             "siteId": id.as_str(),
             "linked": !links.is_empty(),
-            "pixel": crate::routes::pixels::pixel_view(pixel.as_ref()),
+            "pixel": pixel_json,
             "conversions": crate::routes::conversions::status_block(api, id.as_str(), now).await?,
-            "adAccounts": links.iter().map(|l| account_view(l, None)).collect::<Vec<_>>(),
+            "adAccounts": accounts,
         }));
     }
     json(200, &json!({ "sites": sites }))
