@@ -699,4 +699,22 @@ async fn a_dashboard_never_takes_or_undoes_what_another_owner_made() {
     assert_eq!(s, 201, "{b}");
     let (s, _) = h.call_as(Some(&dash), "DELETE", &path, None).await;
     assert_eq!(s, 200);
+    // A dashboard whose grant lost a site its owner feeds may not reconnect
+    // the whole owner; the answer names the site.
+    let (s, b) = h
+        .call_as(Some(&dash), "PUT", &path, body(json!({"ownerKey": "me"})))
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let narrower =
+        keys.sign(json!({"sub": "u9", "scope": "adtrail:configure", "sites": ["pet-mania"]}));
+    let (s, b) = h
+        .call_as(
+            Some(&narrower),
+            "PUT",
+            "/v1/meta/connections/me",
+            body(json!({"accessToken": TOKEN})),
+        )
+        .await;
+    assert_eq!((s, code(&b)), (403, "FORBIDDEN"), "{b}");
+    assert!(message(&b).contains("loja-x"), "{b}");
 }

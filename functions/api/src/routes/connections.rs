@@ -72,6 +72,7 @@ pub(crate) async fn put_connection(
     let owner = resolve_owner(caller, owner, true)?;
     let body: ConnectionBody = json_body(req)?;
     check_token(&body.access_token)?;
+    require_whole_owner(api, caller, &owner).await?;
     let token = body.access_token;
     api.graph.me(&token).await?;
     let accounts: Vec<ListedAccount> = api
@@ -235,6 +236,39 @@ pub(crate) fn resolve_owner(caller: &Caller, named: &str, write: bool) -> Result
     let owner = caller.owner(named, write)?;
     OwnerKey::parse("ownerKey", &owner)?;
     Ok(owner)
+}
+
+/// A write over a whole owner (reconnecting it) by a dashboard needs every
+/// site the owner feeds inside the dashboard's grant: the sites outside it
+/// are named, so whoever holds them can act.
+///
+/// # Errors
+/// `FORBIDDEN` naming the sites outside the grant.
+pub(crate) async fn require_whole_owner(
+    api: &Api,
+    caller: &Caller,
+    owner: &str,
+) -> Result<(), ApiError> {
+    if caller.is_host() {
+        return Ok(());
+    }
+    let mut outside: Vec<String> = api
+        .aws
+        .owner_links(owner)
+        .await?
+        .into_iter()
+        .map(|(site, _)| site)
+        .filter(|site| !caller.sites.contains(site))
+        .collect();
+    outside.sort();
+    outside.dedup();
+    if outside.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(format!(
+        "ownerKey: this owner still feeds sites outside the token's grant: {}",
+        outside.join(", ")
+    )))
 }
 
 /// The owner a write acts as, for the ownership rules: a dashboard always
