@@ -718,3 +718,164 @@ async fn a_dashboard_never_takes_or_undoes_what_another_owner_made() {
     assert_eq!((s, code(&b)), (403, "FORBIDDEN"), "{b}");
     assert!(message(&b).contains("loja-x"), "{b}");
 }
+
+/// Every route the API serves, with a body it accepts, and who may call it.
+#[derive(Clone, Copy, PartialEq)]
+enum Needs {
+    Host,
+    Configure,
+    Read,
+}
+
+fn every_route() -> Vec<(&'static str, String, Option<Value>, Needs)> {
+    use Needs::*;
+    let acct = LOJA_PRINCIPAL;
+    vec![
+        (
+            "PUT",
+            "/v1/sites/loja-x".into(),
+            Some(json!({"name": "x", "currency": "BRL"})),
+            Host,
+        ),
+        (
+            "PUT",
+            "/v1/meta/connections/me".into(),
+            Some(json!({"accessToken": TOKEN})),
+            Configure,
+        ),
+        ("GET", "/v1/meta/connections/me".into(), None, Read),
+        (
+            "PUT",
+            format!("/v1/sites/loja-x/ad-accounts/{acct}"),
+            Some(json!({"ownerKey": "me"})),
+            Configure,
+        ),
+        (
+            "DELETE",
+            format!("/v1/sites/loja-x/ad-accounts/{acct}"),
+            None,
+            Configure,
+        ),
+        ("POST", "/v1/sites/loja-x/sync".into(), None, Configure),
+        (
+            "PUT",
+            "/v1/sites/loja-x/pixel".into(),
+            Some(json!({"pixelId": "1100000000000001", "ownerKey": "me"})),
+            Configure,
+        ),
+        ("DELETE", "/v1/sites/loja-x/pixel".into(), None, Configure),
+        (
+            "PUT",
+            "/v1/sites/loja-x/pipeline".into(),
+            Some(json!({"columns": []})),
+            Host,
+        ),
+        (
+            "PUT",
+            "/v1/sites/loja-x/event-map".into(),
+            Some(json!({"columns": {}})),
+            Configure,
+        ),
+        ("GET", "/v1/sites/loja-x/event-map".into(), None, Read),
+        (
+            "POST",
+            "/v1/sites/loja-x/leads".into(),
+            Some(json!({"leadKey": "a", "changeId": "c", "occurredAt": T0, "origin": "organic"})),
+            Host,
+        ),
+        (
+            "POST",
+            "/v1/sites/loja-x/leads/a/stage".into(),
+            Some(json!({"changeId": "d", "occurredAt": T0, "stage": "won"})),
+            Host,
+        ),
+        ("DELETE", "/v1/sites/loja-x/leads/a".into(), None, Host),
+        ("GET", "/v1/sites/loja-x/conversions".into(), None, Read),
+        ("GET", "/v1/meta/status?siteIds=loja-x".into(), None, Read),
+        (
+            "GET",
+            format!(
+                "/v1/sites/loja-x/spend?from={}&to={}",
+                T0 - T0 % 86_400_000,
+                T0 - T0 % 86_400_000
+            ),
+            None,
+            Read,
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_checks_token_scope_and_grant() {
+    let h = Harness::start().await;
+    let keys = &h.app.local.keys;
+    let foreign = adtrail_local::jwt::DevKeys::local();
+    let refused =
+        [
+            ("none", None),
+            (
+                "expired",
+                Some(keys.sign(json!({"sub": "u", "scope": "adtrail:host", "exp": 1}))),
+            ),
+            ("another key", Some(foreign.host_token())),
+            (
+                "wrong issuer",
+                Some(keys.sign(
+                    json!({"sub": "u", "scope": "adtrail:host", "iss": "https://elsewhere/"}),
+                )),
+            ),
+            (
+                "wrong audience",
+                Some(keys.sign(json!({"sub": "u", "scope": "adtrail:host", "aud": "other"}))),
+            ),
+        ];
+    let reader = keys.sign(json!({"sub": "r", "scope": "adtrail:read", "sites": ["loja-x"]}));
+    let configure =
+        keys.sign(json!({"sub": "c", "scope": "adtrail:configure", "sites": ["loja-x"]}));
+    let outside = keys.sign(
+        json!({"sub": "o", "scope": "adtrail:configure adtrail:read", "sites": ["pet-mania"]}),
+    );
+    for (method, path, body, needs) in every_route() {
+        let body = body.map(|b| b.to_string());
+        for (why, token) in &refused {
+            let (s, _) = h
+                .call_as(token.as_deref(), method, &path, body.clone())
+                .await;
+            assert_eq!(s, 401, "{method} {path} with {why}");
+        }
+        let (s, b) = h.call_as(Some(&reader), method, &path, body.clone()).await;
+        if needs != Needs::Read {
+            assert_eq!(
+                (s, code(&b)),
+                (403, "FORBIDDEN"),
+                "{method} {path} as a reader"
+            );
+        } else {
+            assert_ne!(s, 403, "{method} {path} as a reader: {b}");
+        }
+        let (s, b) = h
+            .call_as(Some(&configure), method, &path, body.clone())
+            .await;
+        if needs == Needs::Host {
+            assert_eq!(
+                (s, code(&b)),
+                (403, "FORBIDDEN"),
+                "{method} {path} as a dashboard"
+            );
+        } else {
+            assert_ne!(s, 403, "{method} {path} as a configuring dashboard: {b}");
+        }
+        // A site outside the grant: refused, naming nothing of it (the
+        // owner routes name no site).
+        if path.contains("loja-x") {
+            let (s, b) = h.call_as(Some(&outside), method, &path, body.clone()).await;
+            assert_eq!(
+                (s, code(&b)),
+                (403, "FORBIDDEN"),
+                "{method} {path} outside the grant"
+            );
+            assert!(!message(&b).contains("loja-x"), "{method} {path}: {b}");
+        }
+        assert!(s < 500, "{method} {path}: {b}");
+    }
+}
