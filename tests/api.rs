@@ -879,3 +879,78 @@ async fn every_route_checks_token_scope_and_grant() {
         assert!(s < 500, "{method} {path}: {b}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refresh_preview_and_forgetting_an_owner() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    // What unlinking would take from the site.
+    let path = format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}/unlink-preview");
+    let (s, preview) = h.call("GET", &path, None).await;
+    assert_eq!(s, 200, "{preview}");
+    let sums = h
+        .aws()
+        .day_sums("loja-x", LOJA_PRINCIPAL, 0, 9_999_999_999_999)
+        .await
+        .unwrap();
+    let spend: i64 = sums.values().map(|f| f.spend_cents).sum();
+    assert_eq!(preview["spendCents"], spend);
+    assert_eq!(preview["days"], sums.len());
+    assert_eq!(preview["currency"], "BRL");
+    assert_eq!(preview["campaigns"], 3, "the sample's three campaigns");
+    assert_eq!(preview["partial"], false);
+    let (s, _) = h
+        .call(
+            "GET",
+            &format!("/v1/sites/loja-x/ad-accounts/{PET_EAST}/unlink-preview"),
+            None,
+        )
+        .await;
+    assert_eq!(s, 404);
+
+    // A refresh reads the listing again with the stored token, every page
+    // (the alignment of links with a listing is the connect's, tested
+    // there).
+    h.fake().tune(|k| k.max_page = Some(1));
+    let (s, b) = h
+        .call("POST", "/v1/meta/connections/agency/refresh", None)
+        .await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(
+        b["adAccounts"].as_array().unwrap().len(),
+        4,
+        "every page read"
+    );
+
+    // Forgetting the owner: its links (their spend leaves in batches), its
+    // pixels, its token.
+    let (s, _) = h
+        .call(
+            "PUT",
+            "/v1/sites/pet-mania/pixel",
+            Some(json!({"pixelId": adtrail_fake_meta::PET_PIXEL.0, "ownerKey": "agency"})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let (s, b) = h.call("DELETE", "/v1/meta/connections/agency", None).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(
+        (
+            b["removed"].clone(),
+            b["unlinked"].clone(),
+            b["pixelsRemoved"].clone()
+        ),
+        (json!(true), json!(4), json!(1))
+    );
+    assert!(h.aws().get_connection("agency").await.unwrap().is_none());
+    assert!(h.aws().get_pixel("pet-mania").await.unwrap().is_none());
+    assert!(h.aws().site_links("loja-x").await.unwrap().is_empty());
+    h.runner().tick().await.unwrap();
+    assert!(
+        h.all_rows("loja-x", LOJA_PRINCIPAL).await.is_empty(),
+        "the sweeper purged the spend"
+    );
+    let (s, b) = h.call("DELETE", "/v1/meta/connections/agency", None).await;
+    assert_eq!((s, b["removed"].clone()), (200, json!(false)));
+}

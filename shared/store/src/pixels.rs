@@ -6,11 +6,12 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::attr::{Item, get_bool, get_n, get_s, n, need_s, s};
-use crate::keys::{PK, SK, site_pk};
+use crate::keys::{GSI1, GSI1_PK, GSI1_SK, PK, SK, owner_pk, site_pk};
 use crate::write::applied;
 use crate::{Aws, StoreError};
 
 const PIXEL_SK: &str = "pixel";
+const PIXEL_GSI_PREFIX: &str = "pixel#";
 
 /// Where a pixel's token comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,6 +127,15 @@ impl SitePixel {
         if let Some(code) = &self.test_event_code {
             item.insert("testEventCode".into(), s(code));
         }
+        // The `owner` index lists the pixels an owner set, to forget them
+        // with it.
+        if let Some(owner) = self.owner() {
+            item.insert(GSI1_PK.into(), s(owner_pk(owner)));
+            item.insert(
+                GSI1_SK.into(),
+                s(format!("{PIXEL_GSI_PREFIX}{}", self.site_id)),
+            );
+        }
         if let Some(e) = &self.last_error {
             item.insert("lastError".into(), s(e));
         }
@@ -156,6 +166,40 @@ impl Aws {
     pub async fn get_pixel(&self, site: &str) -> Result<Option<SitePixel>, StoreError> {
         let item = self.read_item(site_pk(site), PIXEL_SK).await?;
         item.as_ref().map(SitePixel::from_item).transpose()
+    }
+
+    /// The sites whose pixel `owner` set, through the `owner` index.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn owner_pixels(&self, owner: &str) -> Result<Vec<String>, StoreError> {
+        let mut sites = vec![];
+        let mut start = None;
+        // Bounded: an owner sets at most one pixel a site.
+        for _ in 0..50 {
+            let out = self
+                .ddb
+                .query()
+                .table_name(&self.names.table)
+                .index_name(GSI1)
+                .key_condition_expression("gsi1pk = :pk AND begins_with(gsi1sk, :prefix)")
+                .expression_attribute_values(":pk", s(owner_pk(owner)))
+                .expression_attribute_values(":prefix", s(PIXEL_GSI_PREFIX))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::ddb)?;
+            sites.extend(
+                out.items()
+                    .iter()
+                    .filter_map(|i| get_s(i, "siteId").map(str::to_owned)),
+            );
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        Ok(sites)
     }
 
     /// Stops a pixel whose own token Meta refused, only if that token is

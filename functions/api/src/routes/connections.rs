@@ -73,7 +73,77 @@ pub(crate) async fn put_connection(
     let body: ConnectionBody = json_body(req)?;
     check_token(&body.access_token)?;
     require_whole_owner(api, caller, &owner).await?;
-    let token = body.access_token;
+    let stored = store_connection(api, &owner, body.access_token).await?;
+    json(200, &connected_view(&stored))
+}
+
+/// `POST /v1/meta/connections/{ownerKey}/refresh`: reads the accounts and
+/// pixels again with the stored token, and lines the links up with them.
+pub(crate) async fn refresh_connection(
+    api: &Api,
+    caller: &Caller,
+    owner: &str,
+) -> Result<Response<Body>, ApiError> {
+    let owner = resolve_owner(caller, owner, true)?;
+    require_whole_owner(api, caller, &owner).await?;
+    let Some(connection) = api.aws.get_connection(&owner).await? else {
+        return Err(ApiError::not_found(
+            "ownerKey: no Meta connection is stored for this owner",
+        ));
+    };
+    let token = api
+        .aws
+        .unseal(&owner, Purpose::MetaConnection, &connection.sealed_token)
+        .await?;
+    let stored = store_connection(api, &owner, token).await?;
+    json(200, &connected_view(&stored))
+}
+
+/// `DELETE /v1/meta/connections/{ownerKey}`: forgets the owner: its token,
+/// every account it fed (their spend leaves in the sweeper's batches) and
+/// every pixel it set, its own-token pixels included.
+pub(crate) async fn delete_connection(
+    api: &Api,
+    caller: &Caller,
+    owner: &str,
+) -> Result<Response<Body>, ApiError> {
+    let owner = resolve_owner(caller, owner, true)?;
+    require_whole_owner(api, caller, &owner).await?;
+    let now = api.clock.now_ms();
+    let mut unlinked = 0;
+    for (site, account) in api.aws.owner_links(&owner).await? {
+        if api.aws.unlink_account(&site, &account, now).await? {
+            unlinked += 1;
+        }
+    }
+    let mut pixels_removed = 0;
+    for site in api.aws.owner_pixels(&owner).await? {
+        if let Some(p) = api.aws.get_pixel(&site).await?
+            && p.owner() == Some(owner.as_str())
+            && api.aws.delete_pixel(&site).await?
+        {
+            pixels_removed += 1;
+        }
+    }
+    let connection = api.aws.delete_connection(&owner).await?;
+    json(
+        200,
+        &serde_json::json!({
+            "ownerKey": owner,
+            "removed": connection || unlinked > 0 || pixels_removed > 0,
+            "unlinked": unlinked,
+            "pixelsRemoved": pixels_removed,
+        }),
+    )
+}
+
+/// Checks a token with Meta, lists what it reaches, seals and stores it,
+/// and lines the owner's links up with the new listing.
+async fn store_connection(
+    api: &Api,
+    owner: &str,
+    token: String,
+) -> Result<adtrail_store::connections::Connection, ApiError> {
     api.graph.me(&token).await?;
     let accounts: Vec<ListedAccount> = api
         .graph
@@ -89,32 +159,30 @@ pub(crate) async fn put_connection(
         .collect();
     let known = api
         .aws
-        .get_connection(&owner)
+        .get_connection(owner)
         .await?
         .map(|c| c.pixels)
         .unwrap_or_default();
     let pixels = list_pixels(api, &token, &accounts, known).await;
-    let sealed = api
-        .aws
-        .seal(&owner, Purpose::MetaConnection, &token)
-        .await?;
+    let sealed = api.aws.seal(owner, Purpose::MetaConnection, &token).await?;
     drop(token);
     let now = api.clock.now_ms();
     let version = uuid::Uuid::new_v4().to_string();
     let stored = api
         .aws
-        .put_connection(&owner, sealed, &version, &accounts, &pixels, now)
+        .put_connection(owner, sealed, &version, &accounts, &pixels, now)
         .await?;
-    align_links(api, &owner, &stored.accounts, now).await?;
-    json(
-        200,
-        &serde_json::json!({
-            "ownerKey": owner,
-            "status": stored.status.as_str(),
-            "adAccounts": stored.accounts.iter().map(AccountView::of).collect::<Vec<_>>(),
-            "pixels": pixel_views(&stored.pixels),
-        }),
-    )
+    align_links(api, owner, &stored.accounts, now).await?;
+    Ok(stored)
+}
+
+fn connected_view(stored: &adtrail_store::connections::Connection) -> serde_json::Value {
+    serde_json::json!({
+        "ownerKey": stored.owner_key,
+        "status": stored.status.as_str(),
+        "adAccounts": stored.accounts.iter().map(AccountView::of).collect::<Vec<_>>(),
+        "pixels": pixel_views(&stored.pixels),
+    })
 }
 
 /// The pixels the token's accounts own (the first 100 accounts,

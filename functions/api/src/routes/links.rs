@@ -132,6 +132,53 @@ pub(crate) async fn unlink(
     )
 }
 
+/// `GET …/ad-accounts/{adAccountId}/unlink-preview`: what unlinking would
+/// take from the site's reports: the account's spend there, the days it
+/// covers and the campaigns of the catalog filed under it. `partial` when
+/// the account has not finished its first backfill (more spend may come)
+/// or the catalog read stopped at its cap.
+pub(crate) async fn unlink_preview(
+    api: &Api,
+    caller: &Caller,
+    site: &str,
+    account: &str,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    let account = AdAccountId::parse("adAccountId", account)?;
+    caller.may_read(site.as_str())?;
+    let Some(link) = api.aws.get_link(site.as_str(), account.as_str()).await? else {
+        return Err(ApiError::not_found(
+            "adAccountId: the ad account is not linked to this site",
+        ));
+    };
+    let sums = api
+        .aws
+        .day_sums(site.as_str(), account.as_str(), 0, 9_999_999_999_999)
+        .await?;
+    let spend: i64 = sums.values().map(|f| f.spend_cents).sum();
+    let catalog = api.aws.site_catalog(site.as_str()).await?;
+    let mut campaigns: Vec<&str> = catalog
+        .values()
+        .filter(|e| e.ad_account_id.as_deref() == Some(account.as_str()))
+        .filter_map(|e| e.campaign_id.as_deref())
+        .collect();
+    campaigns.sort_unstable();
+    campaigns.dedup();
+    let partial = !link.synced() || catalog.len() >= adtrail_store::catalog::MAX_CATALOG;
+    json(
+        200,
+        &json!({
+            "siteId": site.as_str(),
+            "adAccountId": account.as_str(),
+            "spendCents": spend,
+            "currency": link.currency,
+            "days": sums.len(),
+            "campaigns": campaigns.len(),
+            "partial": partial,
+        }),
+    )
+}
+
 pub(crate) async fn sync_now(
     api: &Api,
     caller: &Caller,

@@ -28,6 +28,23 @@ pub(crate) async fn route(
         ("PUT", ["v1", "meta", "connections", owner]) => {
             connections::put_connection(api, caller, req, owner).await
         }
+        ("POST", ["v1", "meta", "connections", owner, "refresh"]) => {
+            connections::refresh_connection(api, caller, owner).await
+        }
+        ("DELETE", ["v1", "meta", "connections", owner]) => {
+            connections::delete_connection(api, caller, owner).await
+        }
+        (
+            "GET",
+            [
+                "v1",
+                "sites",
+                site,
+                "ad-accounts",
+                account,
+                "unlink-preview",
+            ],
+        ) => links::unlink_preview(api, caller, site, account).await,
         ("GET", ["v1", "meta", "connections", owner]) => {
             connections::get_connection(api, caller, owner).await
         }
