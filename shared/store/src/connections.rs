@@ -226,15 +226,6 @@ impl Aws {
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn delete_connection(&self, owner: &str) -> Result<bool, StoreError> {
-        let res = self
-            .ddb
-            .delete_item()
-            .table_name(&self.names.table)
-            .key(PK, s(owner_pk(owner)))
-            .key(SK, s(CONNECTION_SK))
-            .condition_expression("attribute_exists(pk)")
-            .send()
-            .await;
-        Ok(applied(res)?.is_some())
+        self.delete_existing(owner_pk(owner), CONNECTION_SK).await
     }
 }

@@ -376,9 +376,33 @@ impl Aws {
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn owner_links(&self, owner: &str) -> Result<Vec<(String, String)>, StoreError> {
-        let mut keys = vec![];
+        Ok(self
+            .owner_index(owner, LINK_SK_PREFIX, 20)
+            .await?
+            .iter()
+            .filter_map(|item| {
+                Some((
+                    get_s(item, "siteId")?.to_owned(),
+                    get_s(item, "adAccountId")?.to_owned(),
+                ))
+            })
+            .collect())
+    }
+
+    /// The `owner` index's entries of `owner` whose sort key starts with
+    /// `prefix`, at most `max_pages` pages.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn owner_index(
+        &self,
+        owner: &str,
+        prefix: &str,
+        max_pages: usize,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut items = vec![];
         let mut start = None;
-        for _ in 0..20 {
+        for _ in 0..max_pages {
             let out = self
                 .ddb
                 .query()
@@ -386,24 +410,18 @@ impl Aws {
                 .index_name(GSI1)
                 .key_condition_expression("gsi1pk = :pk AND begins_with(gsi1sk, :prefix)")
                 .expression_attribute_values(":pk", s(owner_pk(owner)))
-                .expression_attribute_values(":prefix", s(LINK_SK_PREFIX))
+                .expression_attribute_values(":prefix", s(prefix))
                 .set_exclusive_start_key(start)
                 .send()
                 .await
                 .map_err(StoreError::ddb)?;
-            for item in out.items() {
-                if let (Some(site), Some(acct)) =
-                    (get_s(item, "siteId"), get_s(item, "adAccountId"))
-                {
-                    keys.push((site.to_owned(), acct.to_owned()));
-                }
-            }
+            items.extend(out.items.unwrap_or_default());
             start = out.last_evaluated_key;
             if start.is_none() {
                 break;
             }
         }
-        Ok(keys)
+        Ok(items)
     }
 
     /// Links whose next sync has come, `per_shard` at most from each shard

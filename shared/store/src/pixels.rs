@@ -6,7 +6,7 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::attr::{Item, get_bool, get_n, get_s, n, need_s, s};
-use crate::keys::{GSI1, GSI1_PK, GSI1_SK, PK, SK, owner_pk, site_pk};
+use crate::keys::{GSI1_PK, GSI1_SK, PK, SK, owner_pk, site_pk};
 use crate::write::applied;
 use crate::{Aws, StoreError};
 
@@ -173,33 +173,13 @@ impl Aws {
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn owner_pixels(&self, owner: &str) -> Result<Vec<String>, StoreError> {
-        let mut sites = vec![];
-        let mut start = None;
         // Bounded: an owner sets at most one pixel a site.
-        for _ in 0..50 {
-            let out = self
-                .ddb
-                .query()
-                .table_name(&self.names.table)
-                .index_name(GSI1)
-                .key_condition_expression("gsi1pk = :pk AND begins_with(gsi1sk, :prefix)")
-                .expression_attribute_values(":pk", s(owner_pk(owner)))
-                .expression_attribute_values(":prefix", s(PIXEL_GSI_PREFIX))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::ddb)?;
-            sites.extend(
-                out.items()
-                    .iter()
-                    .filter_map(|i| get_s(i, "siteId").map(str::to_owned)),
-            );
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
-        Ok(sites)
+        Ok(self
+            .owner_index(owner, PIXEL_GSI_PREFIX, 50)
+            .await?
+            .iter()
+            .filter_map(|i| get_s(i, "siteId").map(str::to_owned))
+            .collect())
     }
 
     /// Stops a pixel whose own token Meta refused, only if that token is
@@ -257,15 +237,6 @@ impl Aws {
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn delete_pixel(&self, site: &str) -> Result<bool, StoreError> {
-        let res = self
-            .ddb
-            .delete_item()
-            .table_name(&self.names.table)
-            .key(PK, s(site_pk(site)))
-            .key(SK, s(PIXEL_SK))
-            .condition_expression("attribute_exists(pk)")
-            .send()
-            .await;
-        Ok(applied(res)?.is_some())
+        self.delete_existing(site_pk(site), PIXEL_SK).await
     }
 }

@@ -69,6 +69,23 @@ impl Aws {
         Ok(out.item)
     }
 
+    /// Deletes one item if it exists. Answers whether it did.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn delete_existing(&self, pk: String, sk: &str) -> Result<bool, StoreError> {
+        let res = self
+            .ddb
+            .delete_item()
+            .table_name(&self.names.table)
+            .key(PK, s(pk))
+            .key(SK, s(sk))
+            .condition_expression("attribute_exists(pk)")
+            .send()
+            .await;
+        Ok(applied(res)?.is_some())
+    }
+
     /// Runs a transaction whose first item is its lease check (a
     /// [`crate::links::LeaseCondition`]). Answers `false`, having written
     /// nothing, when that check failed.
