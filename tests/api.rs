@@ -954,3 +954,77 @@ async fn refresh_preview_and_forgetting_an_owner() {
     let (s, b) = h.call("DELETE", "/v1/meta/connections/agency", None).await;
     assert_eq!((s, b["removed"].clone()), (200, json!(false)));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn who_authorized_and_pixels_a_new_listing_no_longer_grants() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    let (s, c) = h.call("GET", "/v1/meta/connections/agency", None).await;
+    assert_eq!(s, 200);
+    assert_eq!(
+        c["authorizedBy"],
+        json!({"id": adtrail_fake_meta::ME_ID, "name": adtrail_fake_meta::ME_NAME})
+    );
+    assert_eq!(c["authorizedAt"], h.now());
+    assert_eq!(
+        (c["expiresAt"].clone(), c["expiringSoon"].clone()),
+        (Value::Null, json!(false))
+    );
+    let (s, _) = h
+        .call(
+            "PUT",
+            "/v1/sites/loja-x/pixel",
+            Some(json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "agency"})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    // The token no longer reaches Loja X's pixels: the pixel stops.
+    h.fake()
+        .tune(|k| k.deny_pixels = vec![LOJA_PRINCIPAL.into(), LOJA_MANAUS.into()]);
+    let (s, _) = h
+        .call("POST", "/v1/meta/connections/agency/refresh", None)
+        .await;
+    assert_eq!(s, 200);
+    let (_, status) = h.call("GET", "/v1/meta/status?siteIds=loja-x", None).await;
+    let error = status["sites"][0]["pixel"]["lastError"]
+        .as_str()
+        .unwrap_or("");
+    assert!(error.starts_with("PIXEL_NOT_GRANTED"), "{status}");
+    assert_eq!(
+        sale(&h, "ana").await,
+        json!([]),
+        "a pixel not granted queues nothing"
+    );
+    // Listed again: it sends again.
+    h.fake().tune(|k| k.deny_pixels = vec![]);
+    let (s, _) = h
+        .call("POST", "/v1/meta/connections/agency/refresh", None)
+        .await;
+    assert_eq!(s, 200);
+    let (_, status) = h.call("GET", "/v1/meta/status?siteIds=loja-x", None).await;
+    assert!(
+        status["sites"][0]["pixel"]["lastError"].is_null(),
+        "{status}"
+    );
+    assert_eq!(sale(&h, "bia").await, json!(["Purchase"]));
+}
+
+/// A lead at Loja X and its sale; answers what the sale queued.
+async fn sale(h: &Harness, key: &str) -> Value {
+    let (s, b) = h
+        .call(
+            "POST",
+            "/v1/sites/loja-x/leads",
+            Some(json!({"leadKey": key, "changeId": format!("{key}-1"), "occurredAt": h.now(), "origin": "organic"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{b}");
+    let (_, b) = h
+        .call(
+            "POST",
+            &format!("/v1/sites/loja-x/leads/{key}/stage"),
+            Some(json!({"changeId": format!("{key}-2"), "occurredAt": h.now(), "stage": "won", "revenueCents": 100, "meta": adtrail_tests::capi::meta_for(key)})),
+        )
+        .await;
+    b["queued"].clone()
+}

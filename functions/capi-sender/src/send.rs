@@ -302,6 +302,11 @@ impl Sender {
             Ok(None) => return Err(unavailable("the site has no pixel")),
             Err(_) => return Err(unexpected("the store could not be read")),
         };
+        if pixel.not_granted {
+            return Err(unavailable(
+                "the connection's token no longer lists the pixel (PIXEL_NOT_GRANTED)",
+            ));
+        }
         if pixel.stopped {
             return Err(Verdict::Failed(last_error(
                 "META_TOKEN_INVALID",

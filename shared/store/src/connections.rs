@@ -65,6 +65,9 @@ pub struct Connection {
     pub invalid_since: Option<i64>,
     pub last_error: Option<String>,
     pub link_count: i64,
+    /// Who authorized the token (Meta's `/me`), and when it was connected.
+    pub authorized_by: Option<(String, String)>,
+    pub authorized_at: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -97,6 +100,14 @@ impl Connection {
             invalid_since: get_n(item, "invalidSince"),
             last_error: get_s(item, "lastError").map(str::to_owned),
             link_count: get_n(item, "linkCount").unwrap_or(0),
+            authorized_by: match (
+                get_s(item, "authorizedById"),
+                get_s(item, "authorizedByName"),
+            ) {
+                (Some(id), name) => Some((id.to_owned(), name.unwrap_or_default().to_owned())),
+                _ => None,
+            },
+            authorized_at: get_n(item, "authorizedAt"),
             created_at: get_n(item, "createdAt").unwrap_or(0),
             updated_at: get_n(item, "updatedAt").unwrap_or(0),
         })
@@ -219,6 +230,36 @@ impl Aws {
             self.pause_link(&site, &account, last_error).await?;
         }
         Ok(true)
+    }
+
+    /// Records who authorized the owner's token (Meta's `/me`) and when.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn set_authorizer(
+        &self,
+        owner: &str,
+        id: &str,
+        name: &str,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let res = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .key(PK, s(owner_pk(owner)))
+            .key(SK, s(CONNECTION_SK))
+            .update_expression(
+                "SET authorizedById = :id, authorizedByName = :name, authorizedAt = :now",
+            )
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":id", s(id))
+            .expression_attribute_values(":name", s(name))
+            .expression_attribute_values(":now", n(now))
+            .send()
+            .await;
+        applied(res)?;
+        Ok(())
     }
 
     /// Forgets the owner's connection item. Answers whether there was one.

@@ -39,6 +39,9 @@ pub struct SitePixel {
     /// Meta refused the pixel's own token: nothing is queued or sent until
     /// a token is stored again.
     pub stopped: bool,
+    /// The connection's token no longer lists the pixel
+    /// (`PIXEL_NOT_GRANTED`): nothing is queued or sent until it does.
+    pub not_granted: bool,
     pub updated_at: i64,
 }
 
@@ -83,6 +86,7 @@ impl SitePixel {
             test_event_code: get_s(item, "testEventCode").map(str::to_owned),
             last_error: get_s(item, "lastError").map(str::to_owned),
             stopped: get_bool(item, "stopped"),
+            not_granted: get_bool(item, "notGranted"),
             updated_at: get_n(item, "updatedAt").unwrap_or(0),
         })
     }
@@ -102,6 +106,10 @@ impl SitePixel {
             ),
             ("updatedAt".to_owned(), n(self.updated_at)),
             ("stopped".to_owned(), AttributeValue::Bool(self.stopped)),
+            (
+                "notGranted".to_owned(),
+                AttributeValue::Bool(self.not_granted),
+            ),
         ]
         .into_iter()
         .collect();
@@ -209,6 +217,39 @@ impl Aws {
             .send()
             .await;
         Ok(applied(res)?.is_some())
+    }
+
+    /// Records whether the connection of `owner` still lists the site's
+    /// pixel (only a pixel that connection set).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn set_pixel_grant(
+        &self,
+        site: &str,
+        owner: &str,
+        granted: bool,
+        last_error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let update = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .key(PK, s(site_pk(site)))
+            .key(SK, s(PIXEL_SK))
+            .condition_expression("#source = :connection AND ownerKey = :owner")
+            .expression_attribute_names("#source", "source")
+            .expression_attribute_values(":connection", s("connection"))
+            .expression_attribute_values(":owner", s(owner))
+            .expression_attribute_values(":granted", AttributeValue::Bool(!granted));
+        let update = match last_error {
+            Some(e) => update
+                .update_expression("SET notGranted = :granted, lastError = :e")
+                .expression_attribute_values(":e", s(e)),
+            None => update.update_expression("SET notGranted = :granted REMOVE lastError"),
+        };
+        applied(update.send().await)?;
+        Ok(())
     }
 
     /// Sets whether a new lead sends `Lead`, on the site's pixel if it has

@@ -152,7 +152,9 @@ pub(crate) async fn put_event_map(
             .set_pixel_send_lead_event(site.as_str(), board.send_lead_event)
             .await?;
     }
-    let enabled = pixel.as_ref().is_some_and(|p| p.enabled && !p.stopped);
+    let enabled = pixel
+        .as_ref()
+        .is_some_and(|p| p.enabled && !p.stopped && !p.not_granted);
     json(200, &board_view(site.as_str(), &board, None, Some(enabled)))
 }
 
@@ -185,7 +187,11 @@ pub(crate) async fn get_event_map(
         site.as_str(),
         &board,
         counts.as_ref(),
-        Some(pixel.as_ref().is_some_and(|p| p.enabled && !p.stopped)),
+        Some(
+            pixel
+                .as_ref()
+                .is_some_and(|p| p.enabled && !p.stopped && !p.not_granted),
+        ),
     );
     if let Some(p) = &pixel {
         view["sendLeadEvent"] = json!(p.send_lead_event);

@@ -73,7 +73,11 @@ pub(crate) async fn put_connection(
     let body: ConnectionBody = json_body(req)?;
     check_token(&body.access_token)?;
     require_whole_owner(api, caller, &owner).await?;
-    let stored = store_connection(api, &owner, body.access_token).await?;
+    let (stored, me) = store_connection(api, &owner, body.access_token).await?;
+    // A new token is a new authorization; a refresh keeps the one before.
+    api.aws
+        .set_authorizer(&owner, &me.id, &me.name, api.clock.now_ms())
+        .await?;
     json(200, &connected_view(&stored))
 }
 
@@ -95,7 +99,7 @@ pub(crate) async fn refresh_connection(
         .aws
         .unseal(&owner, Purpose::MetaConnection, &connection.sealed_token)
         .await?;
-    let stored = store_connection(api, &owner, token).await?;
+    let (stored, _) = store_connection(api, &owner, token).await?;
     json(200, &connected_view(&stored))
 }
 
@@ -143,8 +147,8 @@ async fn store_connection(
     api: &Api,
     owner: &str,
     token: String,
-) -> Result<adtrail_store::connections::Connection, ApiError> {
-    api.graph.me(&token).await?;
+) -> Result<(adtrail_store::connections::Connection, adtrail_meta::Me), ApiError> {
+    let me = api.graph.me(&token).await?;
     let accounts: Vec<ListedAccount> = api
         .graph
         .ad_accounts(&token)
@@ -173,7 +177,38 @@ async fn store_connection(
         .put_connection(owner, sealed, &version, &accounts, &pixels, now)
         .await?;
     align_links(api, owner, &stored.accounts, now).await?;
-    Ok(stored)
+    align_pixels(api, owner, &stored.pixels).await?;
+    Ok((stored, me))
+}
+
+/// Lines the pixels the owner set with its connection up with what the
+/// token lists: one it no longer lists shows `PIXEL_NOT_GRANTED` and sends
+/// nothing; listed again, it sends again.
+async fn align_pixels(api: &Api, owner: &str, listed: &[ListedPixel]) -> Result<(), ApiError> {
+    for site in api.aws.owner_pixels(owner).await? {
+        let Some(pixel) = api.aws.get_pixel(&site).await? else {
+            continue;
+        };
+        if !matches!(&pixel.source, adtrail_store::pixels::PixelSource::Connection { owner_key } if owner_key == owner)
+        {
+            continue;
+        }
+        let granted = listed.iter().any(|p| p.pixel_id == pixel.pixel_id);
+        // Already as the listing says.
+        if granted != pixel.not_granted {
+            continue;
+        }
+        let error = (!granted).then(|| {
+            last_error(
+                "PIXEL_NOT_GRANTED",
+                "the connection's token no longer lists this pixel",
+            )
+        });
+        api.aws
+            .set_pixel_grant(&site, owner, granted, error.as_deref())
+            .await?;
+    }
+    Ok(())
 }
 
 fn connected_view(stored: &adtrail_store::connections::Connection) -> serde_json::Value {
@@ -290,6 +325,12 @@ pub(crate) async fn get_connection(
             "ownerKey": c.owner_key,
             "status": c.status.as_str(),
             "invalidSince": c.invalid_since,
+            "authorizedBy": c.authorized_by.as_ref().map(|(id, name)| serde_json::json!({"id": id, "name": name})),
+            "authorizedAt": c.authorized_at,
+            // A pasted token does not say when it ends (a system user
+            // token does not); the login flow will know.
+            "expiresAt": null,
+            "expiringSoon": false,
             "lastError": c.last_error,
             "createdAt": c.created_at,
             "updatedAt": c.updated_at,

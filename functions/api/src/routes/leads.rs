@@ -251,7 +251,7 @@ async fn pixel_ready(api: &Api, site: &str) -> Result<Option<PixelReady>, ApiErr
     let Some(pixel) = api.aws.get_pixel(site).await? else {
         return Ok(None);
     };
-    if !pixel.enabled || pixel.stopped {
+    if !pixel.enabled || pixel.stopped || pixel.not_granted {
         return Ok(None);
     }
     if let PixelSource::Connection { owner_key } = &pixel.source {

@@ -159,6 +159,7 @@ pub(crate) async fn put_pixel(
         test_event_code: body.test_event_code,
         last_error: None,
         stopped: false,
+        not_granted: false,
         updated_at: now,
     };
     api.aws.put_pixel(&pixel).await?;
