@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use adtrail_domain::conversions::{ContactHashes, EventName, Stage, utc_day};
+use adtrail_domain::time::DAY_MS;
 use aws_sdk_dynamodb::types::{
     AttributeValue, Delete, DeleteRequest, Put, TransactWriteItem, WriteRequest,
 };
@@ -124,6 +125,14 @@ fn to_json(v: &impl serde::Serialize) -> Result<String, StoreError> {
     serde_json::to_string(v).map_err(|e| StoreError::Malformed(e.to_string()))
 }
 
+/// DynamoDB's time-to-live attribute (epoch seconds): items past it are
+/// deleted by DynamoDB in the background.
+pub const TTL: &str = "ttl";
+/// How long a change stays seen: a retry months later is not a retry.
+pub const CHANGE_KEPT_MS: i64 = 180 * DAY_MS;
+/// How long a column entry is kept: it counts for 30 days.
+pub const ENTRY_KEPT_MS: i64 = 35 * DAY_MS;
+
 /// A conversion a change queues.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewConversion {
@@ -223,6 +232,7 @@ impl Aws {
             (SK.to_owned(), s(&w.change_id)),
             ("leadKey".to_owned(), s(&w.lead.lead_key)),
             ("at".to_owned(), n(w.now)),
+            (TTL.to_owned(), n((w.now + CHANGE_KEPT_MS) / 1_000)),
         ]
         .into();
         items.push(tx_put(t, marker, Some("attribute_not_exists(pk)"))?);
@@ -260,6 +270,7 @@ impl Aws {
                 (PK.to_owned(), s(entry_pk(site, column))),
                 (SK.to_owned(), s(entry_sk(utc_day(w.now), &w.lead.lead_id))),
                 ("leadId".to_owned(), s(&w.lead.lead_id)),
+                (TTL.to_owned(), n((utc_day(w.now) + ENTRY_KEPT_MS) / 1_000)),
             ]
             .into();
             items.push(tx_put(t, entry, None)?);

@@ -424,6 +424,10 @@ fn plan_write(
     if let Some(col) = &applied.entered {
         lead.column = Some(col.clone());
         let day = utc_day(now);
+        // Entries count for 30 days: older ones leave the lead's list (their
+        // items expire by themselves), so the list stays bounded.
+        lead.entries
+            .retain(|(_, d)| *d + adtrail_store::leads::ENTRY_KEPT_MS > day);
         if !lead.entries.iter().any(|(c, d)| c == col && *d == day) {
             lead.entries.push((col.clone(), day));
         }
