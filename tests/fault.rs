@@ -210,6 +210,11 @@ async fn ten_thousand_conversions_through_faults() {
             assert_eq!(c["last30d"][e.as_str()], want, "{site} {e:?}");
         }
     }
+    let retried = rows
+        .iter()
+        .filter(|r| r.status == ConversionStatus::Sent && r.attempts > 1)
+        .count();
+    assert!(retried > 0, "the faults made some sends retry");
     let requests = h
         .fake()
         .requests()
@@ -217,7 +222,7 @@ async fn ten_thousand_conversions_through_faults() {
         .filter(|r| r.path.ends_with("/events"))
         .count();
     println!(
-        "fault run: {total} conversions, {} sent, {} failed {by_error:?}, {lost} lost on the way and recovered by the sweeper, {} Meta requests ({} accepted events), {recount_today} sent today; setup {setup:?}, total {:?}",
+        "fault run: {total} conversions, {} sent, {} failed {by_error:?}, {lost} messages dropped before the queue (sent again by the sweeper or a late duplicate), {retried} sent on a second or third attempt, {} Meta requests ({} accepted events), {recount_today} sent today; setup {setup:?}, total {:?}",
         counts.get("sent").unwrap_or(&0),
         counts.get("failed").unwrap_or(&0),
         requests,
