@@ -45,7 +45,7 @@ bench: venv
 	cargo run --release --quiet -p adtrail-local --bin adtrail-bench
 
 ## The Conversions API fault run at full size: 10,000 conversions, 30% of
-## Meta's calls failing, duplicates and lost messages (about 15 minutes).
+## Meta's calls failing, duplicates and lost messages (15 to 25 minutes on moto).
 fault-run: venv
 	ADTRAIL_FAULT_RUN=10000 infra/run-tests.sh -p adtrail-tests --test fault -- --nocapture
 

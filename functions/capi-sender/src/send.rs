@@ -14,7 +14,6 @@ use adtrail_domain::error_codes::last_error;
 use adtrail_domain::graph_error::GraphErrorKind;
 use adtrail_domain::money::Currency;
 use adtrail_meta::{CustomData, ServerEvent, UserData};
-use adtrail_store::StoreError;
 use adtrail_store::connections::ConnectionStatus;
 use adtrail_store::conversions::{Claim, Conversion, Finish, SendEnd};
 use adtrail_store::pixels::PixelSource;
@@ -88,36 +87,34 @@ impl Sender {
         let rows = distinct_rows(deliveries);
         let keys: Vec<(String, String)> = rows.keys().cloned().collect();
         let firsts: Vec<usize> = rows.values().map(|idx| idx[0]).collect();
-        let claims: Vec<(usize, Result<Claim, StoreError>)> = match self
+        let claims = match self
             .aws
             .claim_sends(&keys, &lease_id, SEND_LEASE_MS, now)
             .await
         {
-            Ok(claims) => firsts.into_iter().zip(claims.into_iter().map(Ok)).collect(),
+            Ok(claims) => claims,
             Err(error) => {
+                // Nothing was decided: every message comes back after the
+                // queue's visibility timeout.
                 tracing::warn!(error = %error, "could not claim the batch's sends");
-                firsts
-                    .into_iter()
-                    .map(|i| (i, Err(StoreError::Condition("claim failed"))))
-                    .collect()
+                for i in firsts {
+                    dispositions[i] = Disposition::Retry;
+                }
+                return (dispositions, report);
             }
         };
         let mut jobs = vec![];
-        for (i, claim) in claims {
+        for (i, claim) in firsts.into_iter().zip(claims) {
             match claim {
-                Ok(Claim::Claimed(conv)) => jobs.push(Job {
+                Claim::Claimed(conv) => jobs.push(Job {
                     delivery: i,
                     conv: *conv,
                 }),
-                Ok(Claim::Wait(ms)) => {
+                Claim::Wait(ms) => {
                     report.waiting += 1;
                     dispositions[i] = Disposition::Later(ms);
                 }
-                Ok(Claim::Gone) => report.gone += 1,
-                Err(error) => {
-                    tracing::warn!(error = %error, "could not claim a send");
-                    dispositions[i] = Disposition::Retry;
-                }
+                Claim::Gone => report.gone += 1,
             }
         }
         report.claimed = jobs.len();
@@ -291,16 +288,20 @@ impl Sender {
         let unexpected =
             |what: &str| Verdict::Attempt(SendFailure::Unexpected, last_error("UNEXPECTED", what));
         let unavailable = |why: &str| Verdict::Failed(last_error("PIXEL_UNAVAILABLE", why));
+        let store_failed = |e: adtrail_store::StoreError| {
+            tracing::warn!(error = %e, "could not read the site's pixel and token");
+            unexpected("the store could not be read")
+        };
         let site_row = match self.aws.get_site(site).await {
             Ok(Some(s)) => s,
             Ok(None) => return Err(unavailable("the site is gone")),
-            Err(_) => return Err(unexpected("the store could not be read")),
+            Err(e) => return Err(store_failed(e)),
         };
         let pixel = match self.aws.get_pixel(site).await {
             Ok(Some(p)) if p.enabled => p,
             Ok(Some(_)) => return Err(unavailable("the pixel is off")),
             Ok(None) => return Err(unavailable("the site has no pixel")),
-            Err(_) => return Err(unexpected("the store could not be read")),
+            Err(e) => return Err(store_failed(e)),
         };
         if pixel.not_granted {
             return Err(unavailable(
@@ -318,7 +319,7 @@ impl Sender {
                 let connection = match self.aws.get_connection(owner_key).await {
                     Ok(Some(c)) => c,
                     Ok(None) => return Err(unavailable("the pixel's connection is gone")),
-                    Err(_) => return Err(unexpected("the store could not be read")),
+                    Err(e) => return Err(store_failed(e)),
                 };
                 if connection.status == ConnectionStatus::Invalid {
                     return Err(Verdict::Failed(last_error(
@@ -330,7 +331,10 @@ impl Sender {
                     .aws
                     .unseal(owner_key, Purpose::MetaConnection, &connection.sealed_token)
                     .await
-                    .map_err(|_| unexpected("the sealing key is unavailable"))?;
+                    .map_err(|e| {
+                        tracing::warn!(error = %e, "could not unseal the token");
+                        unexpected("the sealing key is unavailable")
+                    })?;
                 (
                     token,
                     TokenOwner::Connection {
@@ -348,7 +352,10 @@ impl Sender {
                     .aws
                     .unseal(&format!("pixel:{site}"), Purpose::PixelToken, sealed_token)
                     .await
-                    .map_err(|_| unexpected("the sealing key is unavailable"))?;
+                    .map_err(|e| {
+                        tracing::warn!(error = %e, "could not unseal the token");
+                        unexpected("the sealing key is unavailable")
+                    })?;
                 (
                     token,
                     TokenOwner::Pixel {
