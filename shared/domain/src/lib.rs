@@ -11,6 +11,7 @@ pub mod dates;
 pub mod error_codes;
 pub mod graph_error;
 pub mod ids;
+pub mod metrics;
 pub mod money;
 pub mod outcome;
 pub mod plan;

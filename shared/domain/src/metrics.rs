@@ -1,0 +1,120 @@
+//! Derived metrics, computed one way for every reader (seed 001, "Derived
+//! metrics"): cost per lead, per qualified lead and per sale, the return on
+//! spend and its band. adtrail stores totals and never a ratio; the reports
+//! call these on the rows the spend bought (ad, ad set and campaign rows,
+//! paid origins, a site's `paid`), never on totals that include organic
+//! leads, and not at all under a currency mismatch (the caller passes no
+//! spend).
+
+/// What a row counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub leads: i64,
+    pub qualified: i64,
+    pub won: i64,
+    pub revenue_cents: i64,
+}
+
+/// The derived figures of a row: `None` where unknown.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Derived {
+    pub cost_per_lead_cents: Option<i64>,
+    pub cost_per_qualified_cents: Option<i64>,
+    pub cost_per_sale_cents: Option<i64>,
+    /// Revenue over spend (9.3 means 9.3x).
+    pub return_on_spend: Option<f64>,
+}
+
+/// How good a return is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReturnBand {
+    Strong,
+    Ok,
+    Weak,
+}
+
+impl ReturnBand {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReturnBand::Strong => "strong",
+            ReturnBand::Ok => "ok",
+            ReturnBand::Weak => "weak",
+        }
+    }
+}
+
+/// `spend / count` in cents, rounded half-up; `None` for a zero count.
+fn cost(spend_cents: i64, count: i64) -> Option<i64> {
+    (count > 0).then(|| (2 * spend_cents + count) / (2 * count))
+}
+
+/// The derived figures of a row. Null-safe as the seed says: without spend
+/// every figure is `None`; a zero count gives a `None` cost; a zero spend a
+/// `None` return.
+pub fn derive(spend_cents: Option<i64>, c: &Counters) -> Derived {
+    let Some(spend) = spend_cents.filter(|s| *s >= 0) else {
+        return Derived::default();
+    };
+    Derived {
+        cost_per_lead_cents: cost(spend, c.leads),
+        cost_per_qualified_cents: cost(spend, c.qualified),
+        cost_per_sale_cents: cost(spend, c.won),
+        return_on_spend: (spend > 0).then(|| c.revenue_cents as f64 / spend as f64),
+    }
+}
+
+/// `strong` from 8x, `ok` from 4x, `weak` below; `None` when unknown.
+pub fn return_band(return_on_spend: Option<f64>) -> Option<ReturnBand> {
+    return_on_spend.map(|r| {
+        if r >= 8.0 {
+            ReturnBand::Strong
+        } else if r >= 4.0 {
+            ReturnBand::Ok
+        } else {
+            ReturnBand::Weak
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn costs_and_returns_are_null_safe() {
+        let c = Counters {
+            leads: 3,
+            qualified: 2,
+            won: 1,
+            revenue_cents: 93_000,
+        };
+        let d = derive(Some(10_000), &c);
+        assert_eq!(d.cost_per_lead_cents, Some(3_333));
+        assert_eq!(d.cost_per_qualified_cents, Some(5_000));
+        assert_eq!(d.cost_per_sale_cents, Some(10_000));
+        assert_eq!(d.return_on_spend, Some(9.3));
+        assert_eq!(return_band(d.return_on_spend), Some(ReturnBand::Strong));
+        // Half-up: 5 cents over 2 leads is 3.
+        assert_eq!(
+            derive(Some(5), &Counters { leads: 2, ..c }).cost_per_lead_cents,
+            Some(3)
+        );
+        // Without spend: everything unknown.
+        assert_eq!(derive(None, &c), Derived::default());
+        // A zero count: no cost. A zero spend: no return, costs of zero.
+        let none = Counters::default();
+        assert_eq!(derive(Some(10_000), &none).cost_per_lead_cents, None);
+        let free = derive(Some(0), &c);
+        assert_eq!(
+            (free.return_on_spend, free.cost_per_lead_cents),
+            (None, Some(0))
+        );
+        assert_eq!(return_band(None), None);
+        assert_eq!(return_band(Some(4.0)), Some(ReturnBand::Ok));
+        assert_eq!(return_band(Some(3.99)), Some(ReturnBand::Weak));
+        assert_eq!(
+            return_band(Some(8.0)).map(ReturnBand::as_str),
+            Some("strong")
+        );
+    }
+}
