@@ -58,6 +58,7 @@ pub fn lead_write(site: &str, currency: &str, i: usize, events: usize, now: i64)
         change_id: format!("sample-change-{i}"),
         entered: None,
         conversions,
+        rollup: adtrail_domain::metrics::Counters::of_lead(Stage::Won, Some(value)),
         now,
     }
 }

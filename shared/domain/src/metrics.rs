@@ -1,5 +1,6 @@
-//! Derived metrics, computed one way for every reader (seed 001, "Derived
-//! metrics"): cost per lead, per qualified lead and per sale, the return on
+//! A cohort's counters (leads, qualified, won, revenue, counted on the UTC
+//! day a lead first arrived) and the derived metrics, computed one way for
+//! every reader (seed 001, "Derived metrics"): cost per lead, per qualified lead and per sale, the return on
 //! spend and its band. adtrail stores totals and never a ratio; the reports
 //! call these on the rows the spend bought (ad, ad set and campaign rows,
 //! paid origins, a site's `paid`), never on totals that include organic
@@ -13,6 +14,45 @@ pub struct Counters {
     pub qualified: i64,
     pub won: i64,
     pub revenue_cents: i64,
+}
+
+impl Counters {
+    /// What one lead adds to its cohort's counters: a lead; qualified at
+    /// `qualified` or `won` (a sale counts as qualified too); won, with its
+    /// revenue, at `won`.
+    pub fn of_lead(stage: crate::conversions::Stage, revenue_cents: Option<i64>) -> Self {
+        use crate::conversions::Stage;
+        let won = stage == Stage::Won;
+        Self {
+            leads: 1,
+            qualified: i64::from(matches!(stage, Stage::Qualified | Stage::Won)),
+            won: i64::from(won),
+            revenue_cents: if won { revenue_cents.unwrap_or(0) } else { 0 },
+        }
+    }
+
+    /// What a change does to the counters: `after - before` (a new lead has
+    /// no `before`, a removed one no `after`).
+    pub fn delta(before: Option<Self>, after: Option<Self>) -> Self {
+        let (b, a) = (before.unwrap_or_default(), after.unwrap_or_default());
+        Self {
+            leads: a.leads - b.leads,
+            qualified: a.qualified - b.qualified,
+            won: a.won - b.won,
+            revenue_cents: a.revenue_cents - b.revenue_cents,
+        }
+    }
+
+    pub fn is_zero(&self) -> bool {
+        *self == Self::default()
+    }
+
+    pub fn add(&mut self, other: &Self) {
+        self.leads += other.leads;
+        self.qualified += other.qualified;
+        self.won += other.won;
+        self.revenue_cents += other.revenue_cents;
+    }
 }
 
 /// The derived figures of a row: `None` where unknown.
@@ -79,6 +119,49 @@ pub fn return_band(return_on_spend: Option<f64>) -> Option<ReturnBand> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lead_counts_on_its_cohort_as_it_moves() {
+        use crate::conversions::Stage;
+        let open = Counters::of_lead(Stage::Open, None);
+        let won = Counters::of_lead(Stage::Won, Some(4_599));
+        assert_eq!(
+            Counters::delta(None, Some(open)),
+            Counters {
+                leads: 1,
+                ..Default::default()
+            }
+        );
+        assert_eq!(
+            Counters::delta(Some(open), Some(won)),
+            Counters {
+                leads: 0,
+                qualified: 1,
+                won: 1,
+                revenue_cents: 4_599
+            }
+        );
+        let lost = Counters::of_lead(Stage::Lost, Some(4_599));
+        assert_eq!(
+            Counters::delta(Some(won), Some(lost)),
+            Counters {
+                leads: 0,
+                qualified: -1,
+                won: -1,
+                revenue_cents: -4_599
+            }
+        );
+        assert_eq!(
+            Counters::delta(Some(won), None),
+            Counters {
+                leads: -1,
+                qualified: -1,
+                won: -1,
+                revenue_cents: -4_599
+            }
+        );
+        assert!(Counters::delta(Some(won), Some(won)).is_zero());
+    }
 
     #[test]
     fn costs_and_returns_are_null_safe() {

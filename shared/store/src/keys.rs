@@ -15,6 +15,7 @@
 //! | pixel | `site#<siteId>` | `pixel` | |
 //! | lead | `lead#<siteId>` | `<leadKey>` | |
 //! | an ad that brought a lead (for naming) | `leadad#<siteId>` | `<adId>` | |
+//! | a cohort's lead counters (by origin `o#…` and ad `a#…`) | `rollup#<siteId>` | `<cohortDay>#<dim>` | |
 //! | a lead change seen (idempotency) | `change#<siteId>` | `<changeId>` | |
 //! | a lead entering a column on a UTC day | `entry#<siteId>#<column>` | `<dayStart>#<leadId>` | |
 //! | conversion (outbox row and history) | `conv#<siteId>` | `<createdAt>#<eventId>` | `work` while pending |
@@ -121,6 +122,12 @@ pub fn lead_pk(site: &str) -> String {
 }
 pub fn lead_ad_pk(site: &str) -> String {
     format!("leadad#{site}")
+}
+pub fn rollup_pk(site: &str) -> String {
+    format!("rollup#{site}")
+}
+pub fn rollup_sk(day_start: i64, dim: &str) -> String {
+    format!("{day_start:013}#{dim}")
 }
 pub fn change_pk(site: &str) -> String {
     format!("change#{site}")

@@ -8,16 +8,17 @@
 use std::collections::BTreeMap;
 
 use adtrail_domain::conversions::{ContactHashes, EventName, Stage, utc_day};
+use adtrail_domain::metrics::Counters;
 use adtrail_domain::time::DAY_MS;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Delete, DeleteRequest, Put, TransactWriteItem, WriteRequest,
+    AttributeValue, Delete, DeleteRequest, Put, TransactWriteItem, Update, WriteRequest,
 };
 
 use crate::attr::{Item, get_n, get_s, n, need_s, s};
 use crate::conversions::{ConversionStatus, counter_update};
 use crate::keys::{
     COUNT_SHARDS, PK, SK, WORK_AT, WORK_SHARD, change_pk, conv_pk, conv_sk, entry_pk, entry_sk,
-    lead_ad_pk, lead_pk, send_shard, shard_of,
+    lead_ad_pk, lead_pk, rollup_pk, rollup_sk, send_shard, shard_of,
 };
 use crate::write::transaction_failed_at;
 use crate::{Aws, StoreError};
@@ -120,6 +121,47 @@ impl Lead {
     }
 }
 
+/// The dimensions a lead counts in: its origin, and its ad if it has one.
+fn dims(lead: &Lead) -> Vec<String> {
+    let mut dims = vec![format!("o#{}", lead.origin)];
+    if let Some(ad) = &lead.ad_id {
+        dims.push(format!("a#{ad}"));
+    }
+    dims
+}
+
+/// `ADD`s of a counters delta to the lead's cohort rollups.
+fn rollup_updates(
+    table: &str,
+    lead: &Lead,
+    delta: &Counters,
+) -> Result<Vec<TransactWriteItem>, StoreError> {
+    if delta.is_zero() {
+        return Ok(vec![]);
+    }
+    dims(lead)
+        .into_iter()
+        .map(|dim| {
+            let update = Update::builder()
+                .table_name(table)
+                .key(PK, s(rollup_pk(&lead.site_id)))
+                .key(SK, s(rollup_sk(lead.cohort_day, &dim)))
+                .update_expression(
+                    "SET dayStart = :day, dim = :dim ADD leads :l, qualified :q, won :w, revenueCents :r",
+                )
+                .expression_attribute_values(":day", n(lead.cohort_day))
+                .expression_attribute_values(":dim", s(&dim))
+                .expression_attribute_values(":l", n(delta.leads))
+                .expression_attribute_values(":q", n(delta.qualified))
+                .expression_attribute_values(":w", n(delta.won))
+                .expression_attribute_values(":r", n(delta.revenue_cents))
+                .build()
+                .map_err(StoreError::ddb)?;
+            Ok(TransactWriteItem::builder().update(update).build())
+        })
+        .collect()
+}
+
 /// The lead's small JSON attributes.
 fn to_json(v: &impl serde::Serialize) -> Result<String, StoreError> {
     serde_json::to_string(v).map_err(|e| StoreError::Malformed(e.to_string()))
@@ -159,6 +201,8 @@ pub struct LeadWrite {
     /// The column the lead entered, counted on `now`'s UTC day.
     pub entered: Option<String>,
     pub conversions: Vec<NewConversion>,
+    /// What the change does to the lead's cohort counters.
+    pub rollup: Counters,
     pub now: i64,
 }
 
@@ -335,6 +379,7 @@ impl Aws {
                     .build(),
             );
         }
+        items.extend(rollup_updates(t, &w.lead, &w.rollup)?);
         if pending != 0 {
             let shard = shard_of(&w.change_id, COUNT_SHARDS);
             items.push(counter_update(
@@ -413,6 +458,11 @@ impl Aws {
                     .build(),
             );
         }
+        let gone = Counters::delta(
+            Some(Counters::of_lead(lead.stage, lead.revenue_cents)),
+            None,
+        );
+        items.extend(rollup_updates(t, lead, &gone)?);
         let totals: Vec<(&str, i64)> = totals.into_iter().collect();
         if !totals.is_empty() {
             items.push(counter_update(t, site, shard, &totals, None)?);
@@ -457,6 +507,56 @@ impl Aws {
                 .map_err(StoreError::ddb)?;
         }
         Ok(LeadWritten::Written)
+    }
+
+    /// The cohort counters of the site's days `from_day..=to_day` whose
+    /// dimension is one of `dims` (`o#<origin>`, `a#<adId>`), summed by day.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn rollups(
+        &self,
+        site: &str,
+        from_day: i64,
+        to_day: i64,
+        dims: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<BTreeMap<i64, Counters>, StoreError> {
+        let mut days: BTreeMap<i64, Counters> = BTreeMap::new();
+        let mut start = None;
+        // Bounded: 92 days of a site's origins and ads.
+        for _ in 0..100 {
+            let out = self
+                .ddb
+                .query()
+                .table_name(&self.names.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", s(rollup_pk(site)))
+                .expression_attribute_values(":from", s(format!("{from_day:013}")))
+                .expression_attribute_values(":to", s(format!("{to_day:013}~")))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::ddb)?;
+            for item in out.items() {
+                let (Some(day), Some(dim)) = (get_n(item, "dayStart"), get_s(item, "dim")) else {
+                    continue;
+                };
+                if !dims(dim) {
+                    continue;
+                }
+                days.entry(day).or_default().add(&Counters {
+                    leads: get_n(item, "leads").unwrap_or(0),
+                    qualified: get_n(item, "qualified").unwrap_or(0),
+                    won: get_n(item, "won").unwrap_or(0),
+                    revenue_cents: get_n(item, "revenueCents").unwrap_or(0),
+                });
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        Ok(days)
     }
 
     /// The ads that brought the site a lead since `since`, at most `max`.

@@ -18,6 +18,7 @@ use adtrail_domain::conversions::{
 };
 use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::ids::{check_meta_numeric, check_opaque};
+use adtrail_domain::metrics::Counters;
 use adtrail_domain::time::MINUTE_MS;
 use adtrail_store::board::Board;
 use adtrail_store::connections::ConnectionStatus;
@@ -377,6 +378,9 @@ fn plan_write(
     if !applied.accepted {
         return None;
     }
+    let before = lead
+        .as_ref()
+        .map(|l| Counters::of_lead(l.stage, l.revenue_cents));
     let mut lead = lead.unwrap_or_else(|| {
         let new = new.expect("a new lead comes with its fields");
         Lead {
@@ -399,13 +403,10 @@ fn plan_write(
     });
     let mut changed = is_new;
     if let (false, Some(new)) = (is_new, new) {
-        // The host records a lead it already sent: its details may change.
+        // The host records a lead it already sent: its label may change
+        // (its origin and ad stay: the lead counts under them).
         if new.label.is_some() && new.label != lead.label {
             lead.label = new.label.clone();
-            changed = true;
-        }
-        if new.ad_id.is_some() && new.ad_id != lead.ad_id {
-            lead.ad_id = new.ad_id.clone();
             changed = true;
         }
     }
@@ -462,11 +463,17 @@ fn plan_write(
             })
         })
         .collect();
+    // The lead's cohort counters move with its stage and its sale.
+    let rollup = Counters::delta(
+        before,
+        Some(Counters::of_lead(lead.stage, lead.revenue_cents)),
+    );
     Some(LeadWrite {
         lead,
         change_id: change.change_id.clone(),
         entered: applied.entered,
         conversions,
+        rollup,
         now,
     })
 }

@@ -7,6 +7,7 @@ mod leads;
 mod links;
 mod pixels;
 mod reads;
+mod reports;
 mod sites;
 
 use lambda_http::{Body, Request, Response};
@@ -81,6 +82,7 @@ pub(crate) async fn route(
             conversions::list(api, caller, req, site).await
         }
         ("GET", ["v1", "meta", "status"]) => reads::status(api, caller, req).await,
+        ("GET", ["v1", "reports", "daily"]) => reports::daily(api, caller, req).await,
         ("GET", ["v1", "sites", site, "spend"]) => reads::spend(api, caller, req, site).await,
         _ => Err(ApiError::not_found("no such route")),
     }

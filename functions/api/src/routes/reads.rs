@@ -61,7 +61,7 @@ pub(crate) fn account_view(link: &SiteAdAccount, totals: Option<Option<SpendFigu
 }
 
 /// `siteIds`: 1 to 10 unique, comma-separated.
-fn site_ids(text: Option<&String>) -> Result<Vec<SiteId>, ApiError> {
+pub(crate) fn site_ids(text: Option<&String>) -> Result<Vec<SiteId>, ApiError> {
     let text = text.ok_or_else(|| {
         ApiError::invalid("siteIds: required (1 to 10 site ids, comma-separated)")
     })?;

@@ -1,0 +1,219 @@
+//! `GET /v1/reports/daily?siteIds=&from=&to=&adId=|origin=`: every UTC day
+//! of the range with its leads, qualified, won and revenue, counted by
+//! cohort (a qualification or sale lands on the day the lead first
+//! arrived), next to the day's spend for the same scope.
+//!
+//! Spend follows the null-versus-zero rules of the spend read: it sums the
+//! synced accounts of the sites (`null` without one), never across
+//! currencies (`currencyMismatch`). An organic origin bought nothing: its
+//! spend is `null`. With `adId`, the spend is that ad's.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use adtrail_domain::SiteId;
+use adtrail_domain::conversions::{check_origin, is_paid};
+use adtrail_domain::dates::is_day_start;
+use adtrail_domain::ids::check_meta_numeric;
+use adtrail_domain::metrics::Counters;
+use adtrail_domain::time::DAY_MS;
+use lambda_http::{Body, Request, Response};
+use serde_json::{Value, json};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::input::{millis, query};
+use crate::routes::reads::site_ids;
+use crate::{Api, json};
+
+/// The longest range of the daily report.
+pub const MAX_DAILY_DAYS: i64 = 92;
+/// Spend rows read per report when filtering by ad.
+const AD_ROW_BUDGET: usize = 12_000;
+
+/// Which leads and which spend a report covers.
+enum Scope {
+    All,
+    /// Every paid origin together (`origin=paid`).
+    Paid,
+    Origin(String),
+    Ad(String),
+}
+
+impl Scope {
+    fn counts(&self, dim: &str) -> bool {
+        match self {
+            // Every lead has one origin: the origins sum to all leads.
+            Scope::All => dim.starts_with("o#"),
+            Scope::Paid => dim.strip_prefix("o#").is_some_and(is_paid),
+            Scope::Origin(o) => dim.strip_prefix("o#") == Some(o.as_str()),
+            Scope::Ad(ad) => dim.strip_prefix("a#") == Some(ad.as_str()),
+        }
+    }
+    fn has_spend(&self) -> bool {
+        match self {
+            Scope::Origin(o) => is_paid(o),
+            _ => true,
+        }
+    }
+}
+
+pub(crate) async fn daily(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+) -> Result<Response<Body>, ApiError> {
+    let params = query(req, &["siteIds", "from", "to", "adId", "origin"])?;
+    let ids = site_ids(params.get("siteIds"))?;
+    let from = millis(&params, "from")?
+        .ok_or_else(|| ApiError::invalid("from: required (a UTC day start in epoch ms)"))?;
+    let to = millis(&params, "to")?
+        .ok_or_else(|| ApiError::invalid("to: required (a UTC day start in epoch ms)"))?;
+    for (name, v) in [("from", from), ("to", to)] {
+        if !is_day_start(v) {
+            return Err(ApiError::invalid(format!(
+                "{name}: must be a UTC day start (a multiple of 86400000)"
+            )));
+        }
+    }
+    if to < from {
+        return Err(ApiError::invalid("to: must not be before from"));
+    }
+    if (to - from) / DAY_MS + 1 > MAX_DAILY_DAYS {
+        return Err(ApiError::invalid("to: the range covers at most 92 days"));
+    }
+    let scope = match (params.get("adId"), params.get("origin")) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid("adId: give adId or origin, not both"));
+        }
+        (Some(ad), None) => {
+            check_meta_numeric("adId", ad)?;
+            Scope::Ad(ad.clone())
+        }
+        (None, Some(o)) if o == "paid" => Scope::Paid,
+        (None, Some(o)) => {
+            check_origin(o)?;
+            Scope::Origin(o.clone())
+        }
+        (None, None) => Scope::All,
+    };
+    for id in &ids {
+        caller.may_read(id.as_str())?;
+    }
+
+    let mut leads: BTreeMap<i64, Counters> = (0..=(to - from) / DAY_MS)
+        .map(|i| (from + i * DAY_MS, Counters::default()))
+        .collect();
+    let mut spend: BTreeMap<i64, i64> = leads.keys().map(|d| (*d, 0)).collect();
+    let mut currencies = BTreeSet::new();
+    let mut site_currencies = BTreeSet::new();
+    let mut synced_any = false;
+    let mut incomplete = false;
+    for id in &ids {
+        let Some(site) = api.aws.get_site(id.as_str()).await? else {
+            return Err(ApiError::not_found(
+                "siteIds: a requested site is not registered",
+            ));
+        };
+        site_currencies.insert(site.currency.clone());
+        for (day, c) in api
+            .aws
+            .rollups(id.as_str(), from, to, &|dim| scope.counts(dim))
+            .await?
+        {
+            if let Some(d) = leads.get_mut(&day) {
+                d.add(&c);
+            }
+        }
+        if !scope.has_spend() {
+            continue;
+        }
+        incomplete |= add_spend(
+            api,
+            id,
+            &scope,
+            from,
+            to,
+            &mut spend,
+            &mut currencies,
+            &mut synced_any,
+        )
+        .await?;
+    }
+    // One currency or none: every synced account's, and every site's.
+    let mismatch = currencies.len() > 1
+        || (!currencies.is_empty() && site_currencies.iter().any(|c| !currencies.contains(c)));
+    let spend_known = scope.has_spend() && synced_any && !mismatch;
+    let days: Vec<Value> = leads
+        .iter()
+        .map(|(day, c)| {
+            json!({
+                "dayStart": day,
+                "leads": c.leads,
+                "qualified": c.qualified,
+                "won": c.won,
+                "revenueCents": c.revenue_cents,
+                "spendCents": spend_known.then(|| spend.get(day).copied().unwrap_or(0)),
+            })
+        })
+        .collect();
+    json(
+        200,
+        &json!({
+            "siteIds": ids.iter().map(SiteId::as_str).collect::<Vec<_>>(),
+            "from": from,
+            "to": to,
+            "spendCurrency": (currencies.len() == 1).then(|| currencies.iter().next().cloned()).flatten(),
+            "currencyMismatch": mismatch,
+            "spendIncomplete": incomplete,
+            "days": days,
+        }),
+    )
+}
+
+/// Adds a site's spend for the scope, from its synced accounts. Answers
+/// whether the ad's rows ran past their budget.
+#[allow(clippy::too_many_arguments)]
+async fn add_spend(
+    api: &Api,
+    site: &SiteId,
+    scope: &Scope,
+    from: i64,
+    to: i64,
+    spend: &mut BTreeMap<i64, i64>,
+    currencies: &mut BTreeSet<String>,
+    synced_any: &mut bool,
+) -> Result<bool, ApiError> {
+    let mut incomplete = false;
+    for link in api
+        .aws
+        .site_links(site.as_str())
+        .await?
+        .iter()
+        .filter(|l| l.synced())
+    {
+        *synced_any = true;
+        currencies.insert(link.currency.clone());
+        match scope {
+            Scope::Ad(ad) => {
+                let (rows, cut) = api
+                    .aws
+                    .spend_rows(site.as_str(), &link.ad_account_id, from, to, AD_ROW_BUDGET)
+                    .await?;
+                incomplete |= cut;
+                for row in rows.iter().filter(|r| &r.ad_id == ad) {
+                    *spend.entry(row.day_start).or_default() += row.figures.spend_cents;
+                }
+            }
+            _ => {
+                for (day, f) in api
+                    .aws
+                    .day_sums(site.as_str(), &link.ad_account_id, from, to)
+                    .await?
+                {
+                    *spend.entry(day).or_default() += f.spend_cents;
+                }
+            }
+        }
+    }
+    Ok(incomplete)
+}
