@@ -1169,6 +1169,23 @@ async fn the_daily_report_counts_by_cohort_next_to_the_spend() {
         (json!(1), json!(0)),
         "{r}"
     );
+    // Paid leads: the costs and the return the spend bought; the totals
+    // (organic included) carry none.
+    let (_, r) = report("&origin=paid".into()).await;
+    let spend_today = site_spend(today).await;
+    let paid = &r["days"][1];
+    assert_eq!(
+        paid["costPerLeadCents"], spend_today,
+        "one paid lead today: {r}"
+    );
+    assert_eq!(paid["costPerSaleCents"], spend_today);
+    let ros = 45_990.0 / spend_today as f64;
+    assert!(
+        (paid["returnOnSpend"].as_f64().unwrap() - ros).abs() < 1e-9,
+        "{r}"
+    );
+    let (_, all) = report(String::new()).await;
+    assert!(all["days"][1]["costPerLeadCents"].is_null(), "{all}");
     // One ad: its leads and its own spend.
     let (_, r) = report(format!("&adId={ad}")).await;
     let rows = h.all_rows("loja-x", LOJA_PRINCIPAL).await;

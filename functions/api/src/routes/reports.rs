@@ -3,6 +3,11 @@
 //! cohort (a qualification or sale lands on the day the lead first
 //! arrived), next to the day's spend for the same scope.
 //!
+//! Derived metrics (costs per lead, qualified lead and sale, return on
+//! spend and its band) are computed by the domain, and only where the spend
+//! bought the leads: an ad, or paid origins; `null` elsewhere and under a
+//! currency mismatch.
+//!
 //! Spend follows the null-versus-zero rules of the spend read: it sums the
 //! synced accounts of the sites (`null` without one), never across
 //! currencies (`currencyMismatch`). An organic origin bought nothing: its
@@ -14,7 +19,7 @@ use adtrail_domain::SiteId;
 use adtrail_domain::conversions::{check_origin, is_paid};
 use adtrail_domain::dates::is_day_start;
 use adtrail_domain::ids::check_meta_numeric;
-use adtrail_domain::metrics::Counters;
+use adtrail_domain::metrics::{Counters, ReturnBand, derive, return_band};
 use adtrail_domain::time::DAY_MS;
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
@@ -47,6 +52,16 @@ impl Scope {
             Scope::Paid => dim.strip_prefix("o#").is_some_and(is_paid),
             Scope::Origin(o) => dim.strip_prefix("o#") == Some(o.as_str()),
             Scope::Ad(ad) => dim.strip_prefix("a#") == Some(ad.as_str()),
+        }
+    }
+    /// Whether the spend bought these leads (so costs and returns mean
+    /// something): an ad, or paid origins. Totals include organic leads,
+    /// which would flatter the ads.
+    fn bought(&self) -> bool {
+        match self {
+            Scope::All => false,
+            Scope::Paid | Scope::Ad(_) => true,
+            Scope::Origin(o) => is_paid(o),
         }
     }
     fn has_spend(&self) -> bool {
@@ -146,13 +161,20 @@ pub(crate) async fn daily(
     let days: Vec<Value> = leads
         .iter()
         .map(|(day, c)| {
+            let day_spend = spend_known.then(|| spend.get(day).copied().unwrap_or(0));
+            let derived = derive(day_spend.filter(|_| scope.bought()), c);
             json!({
                 "dayStart": day,
                 "leads": c.leads,
                 "qualified": c.qualified,
                 "won": c.won,
                 "revenueCents": c.revenue_cents,
-                "spendCents": spend_known.then(|| spend.get(day).copied().unwrap_or(0)),
+                "spendCents": day_spend,
+                "costPerLeadCents": derived.cost_per_lead_cents,
+                "costPerQualifiedCents": derived.cost_per_qualified_cents,
+                "costPerSaleCents": derived.cost_per_sale_cents,
+                "returnOnSpend": derived.return_on_spend,
+                "returnBand": return_band(derived.return_on_spend).map(ReturnBand::as_str),
             })
         })
         .collect();
