@@ -187,6 +187,21 @@ impl Harness {
             .collect()
     }
 
+    /// Calls the API handler itself, as the host, with other read budgets
+    /// (the edges of a report without writing 12,000 rows).
+    pub async fn call_with_limits(
+        &self,
+        limits: adtrail_api::ReportLimits,
+        method: &str,
+        path: &str,
+    ) -> (u16, Value) {
+        let api = adtrail_api::Api {
+            limits,
+            ..self.runner().api.clone()
+        };
+        call_handler(&api, method, path, b"").await
+    }
+
     /// Every spend row of an account at a site.
     pub async fn all_rows(&self, site: &str, account: &str) -> Vec<adtrail_store::spend::SpendRow> {
         self.aws()
@@ -227,6 +242,41 @@ impl Harness {
             );
         }
     }
+}
+
+/// Calls an API handler directly, as the host, with claims in API
+/// Gateway's shape: for a handler built with other parts than the stack's.
+pub async fn call_handler(
+    api: &adtrail_api::Api,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> (u16, Value) {
+    let claims: std::collections::HashMap<String, String> = [
+        ("sub".to_owned(), "host".to_owned()),
+        ("scope".to_owned(), "adtrail:host".to_owned()),
+    ]
+    .into();
+    let uri: lambda_http::http::Uri = path.parse().expect("path");
+    let event = adtrail_local::http::api_gateway_event(
+        &method.parse().expect("method"),
+        &uri,
+        &Default::default(),
+        body,
+        Some(&claims),
+    );
+    let response = adtrail_api::handle(
+        api,
+        lambda_http::request::from_str(&event.to_string()).expect("event"),
+    )
+    .await
+    .expect("an answer");
+    let status = response.status().as_u16();
+    let body = match response.body() {
+        lambda_http::Body::Text(t) => serde_json::from_str(t).expect("json"),
+        other => panic!("unexpected body {other:?}"),
+    };
+    (status, body)
 }
 
 pub fn url_decode(query: &str) -> std::collections::HashMap<String, String> {

@@ -27,6 +27,30 @@ pub struct Api {
     pub aws: Aws,
     pub graph: GraphClient,
     pub clock: SharedClock,
+    pub limits: ReportLimits,
+}
+
+/// The read budgets of one report. Fixed in production; tests lower them to
+/// reach the edges without writing 12,000 rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportLimits {
+    /// Lead rollup rows, over all the report's sites; past it the report
+    /// fails with `REPORT_INCOMPLETE`.
+    pub rollup_rows: usize,
+    /// Site-day spend rows; past it every spend is `null`.
+    pub day_rows: usize,
+    /// Per-ad spend rows; past it the campaign tree's spend is `null`.
+    pub ad_rows: usize,
+}
+
+impl Default for ReportLimits {
+    fn default() -> Self {
+        Self {
+            rollup_rows: 12_000,
+            day_rows: 12_000,
+            ad_rows: 12_000,
+        }
+    }
 }
 
 /// A JSON answer with a status.

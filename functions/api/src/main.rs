@@ -16,6 +16,7 @@ async fn main() -> Result<(), Error> {
         aws: Aws::new(&config, Names::from_env()?),
         graph: GraphClient::new(GraphConfig::from_env()?)?,
         clock: Arc::new(SystemClock),
+        limits: Default::default(),
     };
     run(service_fn(|req: Request| handle(&api, req))).await
 }

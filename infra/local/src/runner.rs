@@ -149,6 +149,7 @@ impl Runner {
                 aws: aws.clone(),
                 graph: graph.clone(),
                 clock: shared.clone(),
+                limits: Default::default(),
             },
             dispatcher: Dispatcher {
                 aws: aws.clone(),

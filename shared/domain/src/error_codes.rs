@@ -17,11 +17,12 @@ pub enum ErrorCode {
     RateLimited,
     MetaUnavailable,
     SealingKeyUnavailable,
+    ReportIncomplete,
     Internal,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 14] = [
         Self::InvalidArgument,
         Self::Unauthenticated,
         Self::Forbidden,
@@ -34,6 +35,7 @@ impl ErrorCode {
         Self::RateLimited,
         Self::MetaUnavailable,
         Self::SealingKeyUnavailable,
+        Self::ReportIncomplete,
         Self::Internal,
     ];
 
@@ -51,6 +53,7 @@ impl ErrorCode {
             Self::RateLimited => "RATE_LIMITED",
             Self::MetaUnavailable => "META_UNAVAILABLE",
             Self::SealingKeyUnavailable => "SEALING_KEY_UNAVAILABLE",
+            Self::ReportIncomplete => "REPORT_INCOMPLETE",
             Self::Internal => "INTERNAL",
         }
     }
@@ -62,9 +65,10 @@ impl ErrorCode {
             Self::Forbidden => 403,
             Self::NotFound => 404,
             Self::Conflict | Self::LimitExceeded => 409,
-            Self::MetaTokenInvalid | Self::MetaPermissionMissing | Self::MetaLoginUnavailable => {
-                422
-            }
+            Self::MetaTokenInvalid
+            | Self::MetaPermissionMissing
+            | Self::MetaLoginUnavailable
+            | Self::ReportIncomplete => 422,
             Self::RateLimited => 429,
             Self::MetaUnavailable => 502,
             Self::SealingKeyUnavailable => 503,

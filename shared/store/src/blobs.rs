@@ -1,6 +1,9 @@
 //! Thumbnails in the private S3 bucket: copied once from Meta's CDN, served
 //! to readers through short-lived presigned URLs.
 
+use std::time::Duration;
+
+use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 
 use crate::{Aws, StoreError};
@@ -31,6 +34,26 @@ impl Aws {
             .await
             .map_err(|e| StoreError::service("s3", e))?;
         Ok(())
+    }
+
+    /// A GET URL for a stored thumbnail that works for `lifetime` without
+    /// credentials: the bucket stays private, and Meta's own URLs expire.
+    /// Signing is local (no request to S3).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when the URL cannot be signed.
+    pub async fn thumbnail_url(&self, key: &str, lifetime: Duration) -> Result<String, StoreError> {
+        let config =
+            PresigningConfig::expires_in(lifetime).map_err(|e| StoreError::service("s3", e))?;
+        let signed = self
+            .s3
+            .get_object()
+            .bucket(&self.names.bucket)
+            .key(key)
+            .presigned(config)
+            .await
+            .map_err(|e| StoreError::service("s3", e))?;
+        Ok(signed.uri().to_owned())
     }
 
     /// The bytes of a stored thumbnail, for tests and the local runner.

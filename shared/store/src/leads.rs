@@ -175,6 +175,15 @@ pub const CHANGE_KEPT_MS: i64 = 180 * DAY_MS;
 /// How long a column entry is kept: it counts for 30 days.
 pub const ENTRY_KEPT_MS: i64 = 35 * DAY_MS;
 
+/// One rollup row: a site's cohort counters of one UTC day and one
+/// dimension (`o#<origin>` or `a#<adId>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RollupRow {
+    pub day_start: i64,
+    pub dim: String,
+    pub counters: Counters,
+}
+
 /// A conversion a change queues.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewConversion {
@@ -509,22 +518,21 @@ impl Aws {
         Ok(LeadWritten::Written)
     }
 
-    /// The cohort counters of the site's days `from_day..=to_day` whose
-    /// dimension is one of `dims` (`o#<origin>`, `a#<adId>`), summed by day.
+    /// The rollup rows (one per day and dimension) of the site's days
+    /// `from_day..=to_day`, at most `cap`; answers whether the cap cut them.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn rollups(
+    pub async fn rollup_rows(
         &self,
         site: &str,
         from_day: i64,
         to_day: i64,
-        dims: &(dyn Fn(&str) -> bool + Sync),
-    ) -> Result<BTreeMap<i64, Counters>, StoreError> {
-        let mut days: BTreeMap<i64, Counters> = BTreeMap::new();
+        cap: usize,
+    ) -> Result<(Vec<RollupRow>, bool), StoreError> {
+        let mut rows = vec![];
         let mut start = None;
-        // Bounded: 92 days of a site's origins and ads.
-        for _ in 0..100 {
+        loop {
             let out = self
                 .ddb
                 .query()
@@ -538,25 +546,29 @@ impl Aws {
                 .await
                 .map_err(StoreError::ddb)?;
             for item in out.items() {
-                let (Some(day), Some(dim)) = (get_n(item, "dayStart"), get_s(item, "dim")) else {
+                let (Some(day_start), Some(dim)) = (get_n(item, "dayStart"), get_s(item, "dim"))
+                else {
                     continue;
                 };
-                if !dims(dim) {
-                    continue;
+                if rows.len() >= cap {
+                    return Ok((rows, true));
                 }
-                days.entry(day).or_default().add(&Counters {
-                    leads: get_n(item, "leads").unwrap_or(0),
-                    qualified: get_n(item, "qualified").unwrap_or(0),
-                    won: get_n(item, "won").unwrap_or(0),
-                    revenue_cents: get_n(item, "revenueCents").unwrap_or(0),
+                rows.push(RollupRow {
+                    day_start,
+                    dim: dim.to_owned(),
+                    counters: Counters {
+                        leads: get_n(item, "leads").unwrap_or(0),
+                        qualified: get_n(item, "qualified").unwrap_or(0),
+                        won: get_n(item, "won").unwrap_or(0),
+                        revenue_cents: get_n(item, "revenueCents").unwrap_or(0),
+                    },
                 });
             }
             start = out.last_evaluated_key;
             if start.is_none() {
-                break;
+                return Ok((rows, false));
             }
         }
-        Ok(days)
     }
 
     /// The ads that brought the site a lead since `since`, at most `max`.

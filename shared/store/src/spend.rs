@@ -162,6 +162,25 @@ impl Aws {
         first_day: i64,
         last_day: i64,
     ) -> Result<BTreeMap<i64, SpendFigures>, StoreError> {
+        Ok(self
+            .day_sums_capped(site, account, first_day, last_day, usize::MAX)
+            .await?
+            .0)
+    }
+
+    /// [`Aws::day_sums`], at most `cap` days; answers whether the cap cut
+    /// them short.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn day_sums_capped(
+        &self,
+        site: &str,
+        account: &str,
+        first_day: i64,
+        last_day: i64,
+        cap: usize,
+    ) -> Result<(BTreeMap<i64, SpendFigures>, bool), StoreError> {
         let mut sums = BTreeMap::new();
         let mut start = None;
         loop {
@@ -179,12 +198,15 @@ impl Aws {
                 .map_err(StoreError::ddb)?;
             for item in out.items() {
                 if let Some(day) = get_s(item, SK).and_then(|d| d.parse().ok()) {
+                    if sums.len() >= cap {
+                        return Ok((sums, true));
+                    }
                     sums.insert(day, SpendFigures::from_item(item));
                 }
             }
             start = out.last_evaluated_key;
             if start.is_none() {
-                return Ok(sums);
+                return Ok((sums, false));
             }
         }
     }

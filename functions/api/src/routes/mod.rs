@@ -4,6 +4,7 @@ mod board;
 mod connections;
 mod conversions;
 mod leads;
+mod leads_report;
 mod links;
 mod pixels;
 mod reads;
@@ -83,6 +84,7 @@ pub(crate) async fn route(
         }
         ("GET", ["v1", "meta", "status"]) => reads::status(api, caller, req).await,
         ("GET", ["v1", "reports", "daily"]) => reports::daily(api, caller, req).await,
+        ("GET", ["v1", "reports", "leads"]) => leads_report::leads(api, caller, req).await,
         ("GET", ["v1", "sites", site, "spend"]) => reads::spend(api, caller, req, site).await,
         _ => Err(ApiError::not_found("no such route")),
     }

@@ -12,12 +12,18 @@
 //! synced accounts of the sites (`null` without one), never across
 //! currencies (`currencyMismatch`). An organic origin bought nothing: its
 //! spend is `null`. With `adId`, the spend is that ad's.
+//!
+//! Reads are bounded: past 12,000 lead rollup rows a report fails
+//! (`REPORT_INCOMPLETE`) rather than count short; past its spend budgets
+//! (12,000 site-day or per-ad rows) the spend is `null` with
+//! `spendIncomplete`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use adtrail_domain::SiteId;
 use adtrail_domain::conversions::{check_origin, is_paid};
 use adtrail_domain::dates::is_day_start;
+use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::ids::check_meta_numeric;
 use adtrail_domain::metrics::{Counters, ReturnBand, derive, return_band};
 use adtrail_domain::time::DAY_MS;
@@ -28,12 +34,49 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::input::{millis, query};
 use crate::routes::reads::site_ids;
-use crate::{Api, json};
+use crate::{Api, ReportLimits, json};
 
 /// The longest range of the daily report.
 pub const MAX_DAILY_DAYS: i64 = 92;
-/// Spend rows read per report when filtering by ad.
-const AD_ROW_BUDGET: usize = 12_000;
+
+/// `from` and `to`: UTC day starts in epoch ms, inclusive, covering at most
+/// `max_days` days.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming the parameter.
+pub(crate) fn day_range(
+    params: &HashMap<String, String>,
+    max_days: i64,
+) -> Result<(i64, i64), ApiError> {
+    let from = millis(params, "from")?
+        .ok_or_else(|| ApiError::invalid("from: required (a UTC day start in epoch ms)"))?;
+    let to = millis(params, "to")?
+        .ok_or_else(|| ApiError::invalid("to: required (a UTC day start in epoch ms)"))?;
+    for (name, v) in [("from", from), ("to", to)] {
+        if !is_day_start(v) {
+            return Err(ApiError::invalid(format!(
+                "{name}: must be a UTC day start (a multiple of 86400000)"
+            )));
+        }
+    }
+    if to < from {
+        return Err(ApiError::invalid("to: must not be before from"));
+    }
+    if (to - from) / DAY_MS + 1 > max_days {
+        return Err(ApiError::invalid(format!(
+            "to: the range covers at most {max_days} days"
+        )));
+    }
+    Ok((from, to))
+}
+
+/// The answer when a report's lead rollups run past their budget.
+pub(crate) fn report_incomplete() -> ApiError {
+    ApiError::new(
+        ErrorCode::ReportIncomplete,
+        "the report's leads run past 12000 rollup rows: ask for fewer sites or days",
+    )
+}
 
 /// Which leads and which spend a report covers.
 enum Scope {
@@ -79,23 +122,7 @@ pub(crate) async fn daily(
 ) -> Result<Response<Body>, ApiError> {
     let params = query(req, &["siteIds", "from", "to", "adId", "origin"])?;
     let ids = site_ids(params.get("siteIds"))?;
-    let from = millis(&params, "from")?
-        .ok_or_else(|| ApiError::invalid("from: required (a UTC day start in epoch ms)"))?;
-    let to = millis(&params, "to")?
-        .ok_or_else(|| ApiError::invalid("to: required (a UTC day start in epoch ms)"))?;
-    for (name, v) in [("from", from), ("to", to)] {
-        if !is_day_start(v) {
-            return Err(ApiError::invalid(format!(
-                "{name}: must be a UTC day start (a multiple of 86400000)"
-            )));
-        }
-    }
-    if to < from {
-        return Err(ApiError::invalid("to: must not be before from"));
-    }
-    if (to - from) / DAY_MS + 1 > MAX_DAILY_DAYS {
-        return Err(ApiError::invalid("to: the range covers at most 92 days"));
-    }
+    let (from, to) = day_range(&params, MAX_DAILY_DAYS)?;
     let scope = match (params.get("adId"), params.get("origin")) {
         (Some(_), Some(_)) => {
             return Err(ApiError::invalid("adId: give adId or origin, not both"));
@@ -123,6 +150,7 @@ pub(crate) async fn daily(
     let mut site_currencies = BTreeSet::new();
     let mut synced_any = false;
     let mut incomplete = false;
+    let mut budget = api.limits;
     for id in &ids {
         let Some(site) = api.aws.get_site(id.as_str()).await? else {
             return Err(ApiError::not_found(
@@ -130,13 +158,18 @@ pub(crate) async fn daily(
             ));
         };
         site_currencies.insert(site.currency.clone());
-        for (day, c) in api
+        let (rows, cut) = api
             .aws
-            .rollups(id.as_str(), from, to, &|dim| scope.counts(dim))
-            .await?
-        {
+            .rollup_rows(id.as_str(), from, to, budget.rollup_rows)
+            .await?;
+        if cut {
+            return Err(report_incomplete());
+        }
+        budget.rollup_rows -= rows.len();
+        for row in rows.iter().filter(|r| scope.counts(&r.dim)) {
+            let (day, c) = (row.day_start, &row.counters);
             if let Some(d) = leads.get_mut(&day) {
-                d.add(&c);
+                d.add(c);
             }
         }
         if !scope.has_spend() {
@@ -151,13 +184,14 @@ pub(crate) async fn daily(
             &mut spend,
             &mut currencies,
             &mut synced_any,
+            &mut budget,
         )
         .await?;
     }
     // One currency or none: every synced account's, and every site's.
     let mismatch = currencies.len() > 1
         || (!currencies.is_empty() && site_currencies.iter().any(|c| !currencies.contains(c)));
-    let spend_known = scope.has_spend() && synced_any && !mismatch;
+    let spend_known = scope.has_spend() && synced_any && !mismatch && !incomplete;
     let days: Vec<Value> = leads
         .iter()
         .map(|(day, c)| {
@@ -204,6 +238,7 @@ async fn add_spend(
     spend: &mut BTreeMap<i64, i64>,
     currencies: &mut BTreeSet<String>,
     synced_any: &mut bool,
+    budget: &mut ReportLimits,
 ) -> Result<bool, ApiError> {
     let mut incomplete = false;
     for link in api
@@ -219,19 +254,28 @@ async fn add_spend(
             Scope::Ad(ad) => {
                 let (rows, cut) = api
                     .aws
-                    .spend_rows(site.as_str(), &link.ad_account_id, from, to, AD_ROW_BUDGET)
+                    .spend_rows(site.as_str(), &link.ad_account_id, from, to, budget.ad_rows)
                     .await?;
+                budget.ad_rows -= rows.len();
                 incomplete |= cut;
                 for row in rows.iter().filter(|r| &r.ad_id == ad) {
                     *spend.entry(row.day_start).or_default() += row.figures.spend_cents;
                 }
             }
             _ => {
-                for (day, f) in api
+                let (sums, cut) = api
                     .aws
-                    .day_sums(site.as_str(), &link.ad_account_id, from, to)
-                    .await?
-                {
+                    .day_sums_capped(
+                        site.as_str(),
+                        &link.ad_account_id,
+                        from,
+                        to,
+                        budget.day_rows,
+                    )
+                    .await?;
+                budget.day_rows -= sums.len();
+                incomplete |= cut;
+                for (day, f) in sums {
                     *spend.entry(day).or_default() += f.spend_cents;
                 }
             }

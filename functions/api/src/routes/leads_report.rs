@@ -1,0 +1,520 @@
+//! `GET /v1/reports/leads?siteIds=&from=&to=`: the sites' leads, qualified
+//! leads, sales and revenue by origin and by campaign → ad set → ad, each
+//! next to what the ads spent, with `bySite` rows in request order.
+//!
+//! Counting is by cohort (a sale lands on the day its lead arrived), read
+//! from the rollups the lead transactions keep; past 12,000 rollup rows the
+//! report fails (`REPORT_INCOMPLETE`) rather than answer short counts.
+//!
+//! Spend never makes a report fail: it reads on budgets of its own (12,000
+//! per-ad rows for the campaign tree, 12,000 site-day rows for the rest), and
+//! past one it turns `null` with `spendIncomplete`. Null means unknown, never
+//! zero, decided by account state: an ad a synced account covers and that
+//! spent nothing is `0`; one no synced account covers is `null`. Spend never
+//! sums across currencies: the totals, origins and tree carry `null` spend
+//! with `currencyMismatch`, and each site's own spend stays in its row.
+//!
+//! Costs and returns come from the domain, only on rows the spend bought:
+//! ads, ad sets, campaigns, a paid origin, a site's `paid`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use adtrail_domain::SiteId;
+use adtrail_domain::conversions::is_paid;
+use adtrail_domain::metrics::{Counters, ReturnBand, derive, return_band};
+use adtrail_store::catalog::CatalogEntry;
+use adtrail_store::spend::SpendFigures;
+use lambda_http::{Body, Request, Response};
+use serde_json::{Map, Value, json};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::input::query;
+use crate::routes::reads::site_ids;
+use crate::routes::reports::{day_range, report_incomplete};
+use crate::{Api, json};
+
+/// The longest range of the leads report.
+pub const MAX_REPORT_DAYS: i64 = 366;
+/// How long a thumbnail URL works.
+pub const THUMBNAIL_URL_LIFETIME: Duration = Duration::from_secs(15 * 60);
+
+/// Spend, impressions and clicks of a row, each `None` when unknown.
+#[derive(Debug, Clone, Copy, Default)]
+struct Paid {
+    spend_cents: Option<i64>,
+    impressions: Option<i64>,
+    clicks: Option<i64>,
+}
+
+impl Paid {
+    fn known(f: SpendFigures, money: bool) -> Self {
+        Self {
+            spend_cents: money.then_some(f.spend_cents),
+            impressions: Some(f.impressions),
+            clicks: Some(f.clicks),
+        }
+    }
+    /// The sum of rows: unknown as soon as one part is.
+    fn sum<'a>(parts: impl IntoIterator<Item = &'a Paid>) -> Self {
+        let mut total = Self {
+            spend_cents: Some(0),
+            impressions: Some(0),
+            clicks: Some(0),
+        };
+        for p in parts {
+            total.spend_cents = total.spend_cents.zip(p.spend_cents).map(|(a, b)| a + b);
+            total.impressions = total.impressions.zip(p.impressions).map(|(a, b)| a + b);
+            total.clicks = total.clicks.zip(p.clicks).map(|(a, b)| a + b);
+        }
+        total
+    }
+}
+
+/// A row's counters, its spend and, where the spend bought its leads, the
+/// derived metrics.
+fn figures(c: &Counters, paid: Paid, bought: bool) -> Map<String, Value> {
+    let derived = derive(paid.spend_cents.filter(|_| bought), c);
+    let v = json!({
+        "leads": c.leads,
+        "qualified": c.qualified,
+        "won": c.won,
+        "revenueCents": c.revenue_cents,
+        "spendCents": paid.spend_cents,
+        "impressions": paid.impressions,
+        "clicks": paid.clicks,
+        "costPerLeadCents": derived.cost_per_lead_cents,
+        "costPerQualifiedCents": derived.cost_per_qualified_cents,
+        "costPerSaleCents": derived.cost_per_sale_cents,
+        "returnOnSpend": derived.return_on_spend,
+        "returnBand": return_band(derived.return_on_spend).map(ReturnBand::as_str),
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => unreachable!("json! of an object"),
+    }
+}
+
+/// Counters and spend alone, for rows that include organic leads (the
+/// totals, a site's own): a cost from them would flatter the ads.
+fn counts(c: &Counters, paid: Paid) -> Map<String, Value> {
+    let mut v = figures(c, paid, false);
+    for k in [
+        "costPerLeadCents",
+        "costPerQualifiedCents",
+        "costPerSaleCents",
+        "returnOnSpend",
+        "returnBand",
+    ] {
+        v.remove(k);
+    }
+    v
+}
+
+/// What one site brings to the report.
+struct SiteRead {
+    id: SiteId,
+    currency: String,
+    /// Counters of every lead, and of the paid origins' leads.
+    all: Counters,
+    paid: Counters,
+    origins: BTreeMap<String, Counters>,
+    /// Counters by ad, from the paid leads' rollups.
+    ads: BTreeMap<String, Counters>,
+    /// The synced accounts' currencies and ids.
+    currencies: BTreeSet<String>,
+    synced: BTreeSet<String>,
+    /// The site's spend from its day sums (`None` without a synced account).
+    spend: Option<SpendFigures>,
+    /// Each ad's spend from its rows.
+    ad_spend: BTreeMap<String, SpendFigures>,
+    catalog: HashMap<String, CatalogEntry>,
+}
+
+impl SiteRead {
+    /// Its accounts bill in two currencies, or in one other than the site's.
+    fn mismatch(&self) -> bool {
+        self.currencies.len() > 1 || self.currencies.iter().any(|c| c != &self.currency)
+    }
+}
+
+/// The budgets one report spends its reads from.
+struct Budgets {
+    rollups: usize,
+    days: usize,
+    ad_rows: usize,
+    days_cut: bool,
+    ad_rows_cut: bool,
+}
+
+pub(crate) async fn leads(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+) -> Result<Response<Body>, ApiError> {
+    let params = query(req, &["siteIds", "from", "to"])?;
+    let ids = site_ids(params.get("siteIds"))?;
+    let (from, to) = day_range(&params, MAX_REPORT_DAYS)?;
+    for id in &ids {
+        caller.may_read(id.as_str())?;
+    }
+    let mut budgets = Budgets {
+        rollups: api.limits.rollup_rows,
+        days: api.limits.day_rows,
+        ad_rows: api.limits.ad_rows,
+        days_cut: false,
+        ad_rows_cut: false,
+    };
+    let mut sites = vec![];
+    for id in ids {
+        sites.push(read_site(api, id, from, to, &mut budgets).await?);
+    }
+    let report = assemble(api, &sites, &budgets).await?;
+    let mut body = json!({
+        "siteIds": sites.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        "from": from,
+        "to": to,
+    });
+    for (k, v) in report {
+        body[k] = v;
+    }
+    json(200, &body)
+}
+
+async fn read_site(
+    api: &Api,
+    id: SiteId,
+    from: i64,
+    to: i64,
+    budgets: &mut Budgets,
+) -> Result<SiteRead, ApiError> {
+    let Some(site) = api.aws.get_site(id.as_str()).await? else {
+        return Err(ApiError::not_found(
+            "siteIds: a requested site is not registered",
+        ));
+    };
+    let (rows, cut) = api
+        .aws
+        .rollup_rows(id.as_str(), from, to, budgets.rollups)
+        .await?;
+    if cut {
+        return Err(report_incomplete());
+    }
+    budgets.rollups -= rows.len();
+    let mut read = SiteRead {
+        id,
+        currency: site.currency,
+        all: Counters::default(),
+        paid: Counters::default(),
+        origins: BTreeMap::new(),
+        ads: BTreeMap::new(),
+        currencies: BTreeSet::new(),
+        synced: BTreeSet::new(),
+        spend: None,
+        ad_spend: BTreeMap::new(),
+        catalog: HashMap::new(),
+    };
+    for row in &rows {
+        if let Some(origin) = row.dim.strip_prefix("o#") {
+            read.all.add(&row.counters);
+            if is_paid(origin) {
+                read.paid.add(&row.counters);
+            }
+            read.origins
+                .entry(origin.to_owned())
+                .or_default()
+                .add(&row.counters);
+        } else if let Some(ad) = row.dim.strip_prefix("a#") {
+            read.ads
+                .entry(ad.to_owned())
+                .or_default()
+                .add(&row.counters);
+        }
+    }
+    let site_id = read.id.as_str().to_owned();
+    for link in api
+        .aws
+        .site_links(&site_id)
+        .await?
+        .into_iter()
+        .filter(|l| l.synced())
+    {
+        read.currencies.insert(link.currency.clone());
+        read.synced.insert(link.ad_account_id.clone());
+        let spend = read.spend.get_or_insert_with(SpendFigures::default);
+        let (sums, cut) = api
+            .aws
+            .day_sums_capped(&site_id, &link.ad_account_id, from, to, budgets.days)
+            .await?;
+        budgets.days -= sums.len();
+        budgets.days_cut |= cut;
+        for f in sums.values() {
+            spend.add(*f);
+        }
+        if budgets.ad_rows_cut {
+            continue;
+        }
+        let (rows, cut) = api
+            .aws
+            .spend_rows(&site_id, &link.ad_account_id, from, to, budgets.ad_rows)
+            .await?;
+        budgets.ad_rows -= rows.len();
+        budgets.ad_rows_cut |= cut;
+        for row in rows {
+            read.ad_spend.entry(row.ad_id).or_default().add(row.figures);
+        }
+    }
+    let ads: Vec<String> = read
+        .ads
+        .keys()
+        .chain(read.ad_spend.keys())
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    read.catalog = api
+        .aws
+        .catalog_entries(&site_id, &ads)
+        .await?
+        .into_iter()
+        .map(|e| (e.ad_id.clone(), e))
+        .collect();
+    Ok(read)
+}
+
+/// One ad of the tree, before it is grouped.
+struct AdRow {
+    campaign: (Option<String>, Option<String>),
+    adset: (Option<String>, Option<String>),
+    view: Map<String, Value>,
+    counters: Counters,
+    paid: Paid,
+}
+
+async fn assemble(
+    api: &Api,
+    sites: &[SiteRead],
+    budgets: &Budgets,
+) -> Result<Map<String, Value>, ApiError> {
+    let currencies: BTreeSet<&String> = sites.iter().flat_map(|s| &s.currencies).collect();
+    let mismatch = currencies.len() > 1 || sites.iter().any(SiteRead::mismatch);
+    let synced_any = sites.iter().any(|s| s.spend.is_some());
+    // The totals' spend: every synced account of every site, in one currency.
+    let total_paid = if synced_any && !budgets.days_cut {
+        let all = sites
+            .iter()
+            .filter_map(|s| s.spend)
+            .fold(SpendFigures::default(), |mut a, f| {
+                a.add(f);
+                a
+            });
+        Paid::known(all, !mismatch)
+    } else {
+        Paid::default()
+    };
+    let mut totals = Counters::default();
+    let mut origins: BTreeMap<&str, Counters> = BTreeMap::new();
+    for s in sites {
+        totals.add(&s.all);
+        for (o, c) in &s.origins {
+            origins.entry(o).or_default().add(c);
+        }
+    }
+    // Meta's spend does not say which paid origin it bought: it is the paid
+    // origin's when the report has one, unknown when it has two.
+    let paid_origins = origins.keys().filter(|o| is_paid(o)).count();
+    let origins: Vec<Value> = origins
+        .iter()
+        .map(|(o, c)| {
+            let paid = if is_paid(o) && paid_origins == 1 {
+                total_paid
+            } else {
+                Paid::default()
+            };
+            let mut v = figures(c, paid, is_paid(o));
+            v.insert("origin".into(), json!(o));
+            Value::Object(v)
+        })
+        .collect();
+
+    let mut ads = vec![];
+    for s in sites {
+        for ad in s
+            .ads
+            .keys()
+            .chain(s.ad_spend.keys())
+            .collect::<BTreeSet<_>>()
+        {
+            ads.push(ad_row(api, s, ad, mismatch, budgets).await?);
+        }
+    }
+    let campaigns = tree(ads);
+
+    let by_site: Vec<Value> = sites
+        .iter()
+        .map(|s| {
+            let own_mismatch = s.mismatch();
+            let paid = match s.spend {
+                Some(f) if !budgets.days_cut => Paid::known(f, !own_mismatch),
+                _ => Paid::default(),
+            };
+            let mut v = counts(&s.all, paid);
+            v.insert("siteId".into(), json!(s.id.as_str()));
+            v.insert("currency".into(), json!(s.currency));
+            v.insert(
+                "spendCurrency".into(),
+                json!(
+                    (s.currencies.len() == 1)
+                        .then(|| s.currencies.first())
+                        .flatten()
+                ),
+            );
+            v.insert("currencyMismatch".into(), json!(own_mismatch));
+            v.insert("paid".into(), Value::Object(figures(&s.paid, paid, true)));
+            Value::Object(v)
+        })
+        .collect();
+
+    let site_currencies: BTreeSet<&String> = sites.iter().map(|s| &s.currency).collect();
+    let spend_currency = (!mismatch && total_paid.spend_cents.is_some())
+        .then(|| currencies.first().copied())
+        .flatten();
+    let mut out = Map::new();
+    out.insert(
+        "currency".into(),
+        json!(
+            (site_currencies.len() == 1)
+                .then(|| site_currencies.first())
+                .flatten()
+        ),
+    );
+    out.insert("spendCurrency".into(), json!(spend_currency));
+    out.insert("currencyMismatch".into(), json!(mismatch));
+    out.insert(
+        "spendIncomplete".into(),
+        json!(budgets.days_cut || budgets.ad_rows_cut),
+    );
+    out.insert("totals".into(), Value::Object(counts(&totals, total_paid)));
+    out.insert("origins".into(), json!(origins));
+    out.insert("campaigns".into(), json!(campaigns));
+    out.insert("bySite".into(), json!(by_site));
+    Ok(out)
+}
+
+/// One ad's row: its leads, its spend (known when a synced account of its
+/// site covers it), what the catalog says and a thumbnail URL.
+async fn ad_row(
+    api: &Api,
+    s: &SiteRead,
+    ad: &str,
+    mismatch: bool,
+    budgets: &Budgets,
+) -> Result<AdRow, ApiError> {
+    let entry = s.catalog.get(ad);
+    let counters = s.ads.get(ad).copied().unwrap_or_default();
+    let covered = s.ad_spend.contains_key(ad)
+        || entry
+            .and_then(|e| e.ad_account_id.as_ref())
+            .is_some_and(|a| s.synced.contains(a));
+    let paid = if covered && !budgets.ad_rows_cut && !budgets.days_cut {
+        Paid::known(s.ad_spend.get(ad).copied().unwrap_or_default(), !mismatch)
+    } else {
+        Paid::default()
+    };
+    let thumbnail_url = match entry.and_then(|e| e.thumbnail_key.as_deref()) {
+        Some(key) => Some(api.aws.thumbnail_url(key, THUMBNAIL_URL_LIFETIME).await?),
+        None => None,
+    };
+    let mut view = figures(&counters, paid, true);
+    view.insert("adId".into(), json!(ad));
+    view.insert(
+        "adName".into(),
+        json!(entry.and_then(|e| e.ad_name.as_ref())),
+    );
+    view.insert("siteId".into(), json!(s.id.as_str()));
+    view.insert(
+        "creativeType".into(),
+        json!(entry.and_then(|e| e.creative_type.as_ref())),
+    );
+    view.insert(
+        "adStatus".into(),
+        json!(entry.and_then(|e| e.ad_status.as_ref())),
+    );
+    view.insert("thumbnailUrl".into(), json!(thumbnail_url));
+    Ok(AdRow {
+        campaign: (
+            entry.and_then(|e| e.campaign_id.clone()),
+            entry.and_then(|e| e.campaign_name.clone()),
+        ),
+        adset: (
+            entry.and_then(|e| e.adset_id.clone()),
+            entry.and_then(|e| e.adset_name.clone()),
+        ),
+        view,
+        counters,
+        paid,
+    })
+}
+
+/// Groups ads into ad sets and campaigns (ads the catalog does not know yet
+/// sit under a `null` campaign and ad set), each level summing its children;
+/// most spend first, then most leads.
+fn tree(ads: Vec<AdRow>) -> Vec<Value> {
+    /// An ad set's name and ads, by id.
+    type AdSets = BTreeMap<Option<String>, (Option<String>, Vec<AdRow>)>;
+    let mut campaigns: BTreeMap<Option<String>, (Option<String>, AdSets)> = BTreeMap::new();
+    for ad in ads {
+        let (cid, cname) = ad.campaign.clone();
+        let (aid, aname) = ad.adset.clone();
+        let c = campaigns
+            .entry(cid)
+            .or_insert_with(|| (cname, BTreeMap::new()));
+        c.1.entry(aid).or_insert_with(|| (aname, vec![])).1.push(ad);
+    }
+    let mut out: Vec<(Paid, Counters, Value)> = vec![];
+    for (cid, (cname, adsets)) in campaigns {
+        let mut sets: Vec<(Paid, Counters, Value)> = vec![];
+        for (aid, (aname, mut rows)) in adsets {
+            rows.sort_by(|a, b| order(&(b.paid, b.counters), &(a.paid, a.counters)));
+            let paid = Paid::sum(rows.iter().map(|r| &r.paid));
+            let mut counters = Counters::default();
+            for r in &rows {
+                counters.add(&r.counters);
+            }
+            let mut v = figures(&counters, paid, true);
+            v.insert("adsetId".into(), json!(aid));
+            v.insert("adsetName".into(), json!(aname));
+            v.insert(
+                "ads".into(),
+                json!(
+                    rows.into_iter()
+                        .map(|r| Value::Object(r.view))
+                        .collect::<Vec<_>>()
+                ),
+            );
+            sets.push((paid, counters, Value::Object(v)));
+        }
+        sets.sort_by(|a, b| order(&(b.0, b.1), &(a.0, a.1)));
+        let paid = Paid::sum(sets.iter().map(|s| &s.0));
+        let mut counters = Counters::default();
+        for s in &sets {
+            counters.add(&s.1);
+        }
+        let mut v = figures(&counters, paid, true);
+        v.insert("campaignId".into(), json!(cid));
+        v.insert("campaignName".into(), json!(cname));
+        v.insert(
+            "adsets".into(),
+            json!(sets.into_iter().map(|s| s.2).collect::<Vec<_>>()),
+        );
+        out.push((paid, counters, Value::Object(v)));
+    }
+    out.sort_by(|a, b| order(&(b.0, b.1), &(a.0, a.1)));
+    out.into_iter().map(|r| r.2).collect()
+}
+
+/// Ascending by spend (unknown lowest), then leads.
+fn order(a: &(Paid, Counters), b: &(Paid, Counters)) -> std::cmp::Ordering {
+    (a.0.spend_cents, a.1.leads).cmp(&(b.0.spend_cents, b.1.leads))
+}
