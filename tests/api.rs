@@ -823,6 +823,12 @@ fn every_route() -> Vec<(&'static str, String, Option<Value>, Needs)> {
             Configure,
         ),
         (
+            "POST",
+            "/v1/meta/connections/me/login".into(),
+            Some(json!({"code": "route-code", "redirectUri": "https://app.example.com/cb"})),
+            Configure,
+        ),
+        (
             "GET",
             format!(
                 "/v1/sites/loja-x/spend?from={}&to={}",

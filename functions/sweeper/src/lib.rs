@@ -3,9 +3,12 @@
 //! unlinked, so a relink stops it), and sends again the conversions whose
 //! attempt was due more than 15 minutes ago (a send lost on the way: a
 //! crash between the outbox write and the queue, a message gone), each
-//! with a fixed budget per invocation.
+//! with a fixed budget per invocation. It also flags the Meta tokens with
+//! under 7 days left as `expiringSoon`, so a screen asks for a new login in
+//! time (a read never consults the clock).
 
 use adtrail_domain::conversions::{LOST_AFTER_MS, MAX_ATTEMPTS};
+use adtrail_domain::graph_error::EXPIRING_SOON_MS;
 use adtrail_domain::time::SharedClock;
 use adtrail_store::conversions::{Lost, SendMessage};
 use adtrail_store::keys::WORK_SHARDS;
@@ -23,6 +26,8 @@ const ROWS_PER_STEP: usize = 500;
 const MAX_STEPS: usize = 40;
 /// Late conversions read per page of a shard.
 const LATE_PAGE: i32 = 25;
+/// Connections flagged as expiring soon per invocation.
+const EXPIRING_PER_SWEEP: i32 = 100;
 /// Pages per shard per invocation.
 const MAX_LATE_PAGES: usize = 8;
 
@@ -40,6 +45,7 @@ pub struct SweepReport {
     pub purge_steps: usize,
     pub sends_requeued: usize,
     pub sends_failed: usize,
+    pub tokens_expiring: usize,
 }
 
 impl Sweeper {
@@ -66,6 +72,10 @@ impl Sweeper {
             }
         }
         self.recover_lost_sends(&mut report).await?;
+        report.tokens_expiring = self
+            .aws
+            .flag_expiring(self.clock.now_ms() + EXPIRING_SOON_MS, EXPIRING_PER_SWEEP)
+            .await?;
         Ok(report)
     }
 

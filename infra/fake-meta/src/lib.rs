@@ -17,8 +17,10 @@
 
 mod agency;
 mod capi;
+mod login;
 mod server;
 
 pub use agency::{LOJA_PIXEL, ME_ID, ME_NAME, PET_PIXEL, SampleAccount, SampleAd, sample_accounts};
 pub use capi::AcceptedEvent;
+pub use login::{FAKE_APP_ID, FAKE_APP_SECRET};
 pub use server::{FakeMeta, Knobs, RandomFaults, RecordedRequest, Throttle};

@@ -100,6 +100,8 @@ pub struct Knobs {
     /// Refuse `POST /{pixel}/events` as Meta does for a token without
     /// access to the dataset (code 200).
     pub deny_events: bool,
+    /// Refuse to trade a short-lived user token for a long-lived one.
+    pub fail_token_exchange: bool,
 }
 
 /// One request the fake served.
@@ -118,6 +120,8 @@ struct Inner {
     knobs: Knobs,
     requests: Vec<RecordedRequest>,
     dead_tokens: HashSet<String>,
+    /// Login codes already traded: a code works once.
+    used_codes: HashSet<String>,
     accepted: Vec<AcceptedEvent>,
     rng: u64,
 }
@@ -250,7 +254,7 @@ impl FakeMeta {
     }
 }
 
-fn meta_error(
+pub(crate) fn meta_error(
     status: StatusCode,
     code: i64,
     subcode: Option<i64>,
@@ -393,6 +397,18 @@ fn route(
     };
     if query.contains_key("access_token") {
         return bad_param("Pass the access token in the Authorization header, not in the URL");
+    }
+    // Facebook Login: the app's credentials in a form body, no user token.
+    if (method, rest) == (&Method::POST, "oauth/access_token") {
+        let form: BTreeMap<String, String> =
+            url::form_urlencoded::parse(body).into_owned().collect();
+        let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let fail = inner.knobs.fail_token_exchange;
+        return crate::login::access_token(&form, &mut inner.used_codes, fail);
+    }
+    if (method, rest) == (&Method::GET, "debug_token") {
+        let app = auth.and_then(|a| a.strip_prefix("Bearer ")).unwrap_or("");
+        return crate::login::debug_token(query, app, shared.clock.now_ms());
     }
     let Some(token) = auth
         .and_then(|a| a.strip_prefix("Bearer "))

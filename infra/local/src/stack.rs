@@ -80,6 +80,7 @@ impl LocalStack {
                 bus: String::new(),
                 key_id: String::new(),
                 bucket: String::new(),
+                meta_app_secret: None,
             },
         );
         // The table, as the template defines it.
@@ -210,6 +211,30 @@ impl LocalStack {
         };
         let sync_queue_url = consumed_by("SyncWorkerFunction");
         let send_queue_url = consumed_by("CapiSenderFunction");
+        // The operator's part: the Meta app's secret for Facebook Login. The
+        // fake Meta's app here; `META_APP_SECRET_ID` names another (with
+        // real Meta).
+        let meta_app_secret = match std::env::var("META_APP_SECRET_ID") {
+            Ok(id) if !id.is_empty() => id,
+            _ => {
+                let name = format!("{prefix}-meta-app");
+                bootstrap
+                    .secrets
+                    .create_secret()
+                    .name(&name)
+                    .secret_string(
+                        serde_json::json!({
+                            "appId": adtrail_fake_meta::FAKE_APP_ID,
+                            "appSecret": adtrail_fake_meta::FAKE_APP_SECRET,
+                        })
+                        .to_string(),
+                    )
+                    .send()
+                    .await
+                    .map_err(|e| create("the Meta app secret")(Box::new(e)))?;
+                name
+            }
+        };
         let aws = bootstrap.with_names(Names {
             table,
             sync_queue_url,
@@ -217,6 +242,7 @@ impl LocalStack {
             bus,
             key_id,
             bucket,
+            meta_app_secret: Some(meta_app_secret),
         });
         Ok(Self {
             aws,

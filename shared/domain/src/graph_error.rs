@@ -44,6 +44,36 @@ pub fn classify(
     }
 }
 
+/// Under this much time left, a login's token is traded for a long-lived
+/// one and its connection says `expiringSoon` (the screen asks for a new
+/// login in time).
+pub const EXPIRING_SOON_MS: i64 = 7 * crate::time::DAY_MS;
+
+/// What a refused step of Facebook Login means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginRefusal {
+    /// The code (used, expired, for another redirect) or the token it gave:
+    /// the user logs in again.
+    Code,
+    /// Meta refused the app's id (101) or secret (code 1 on a 4xx): the
+    /// login is unavailable until the operator fixes the app's secret.
+    App,
+    /// Anything else, read like any Graph error.
+    Meta(GraphErrorKind),
+}
+
+/// Classifies an error answer of `/oauth/access_token` or `/debug_token`.
+/// Code 1 is "unknown error" elsewhere (transient on a 5xx); on the token
+/// endpoint with a 4xx it is Meta's "Error validating client secret".
+pub fn classify_login(http_status: u16, code: Option<i64>, subcode: Option<i64>) -> LoginRefusal {
+    match code {
+        Some(101) => LoginRefusal::App,
+        Some(1) if (400..500).contains(&http_status) => LoginRefusal::App,
+        Some(100 | 190) => LoginRefusal::Code,
+        _ => LoginRefusal::Meta(classify(http_status, code, subcode, false)),
+    }
+}
+
 /// How close Meta says we are to its limits: the highest percentage of any
 /// usage header, and how long Meta says until access is regained.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -188,5 +218,21 @@ mod tests {
         assert_eq!(parse_usage_header(&"x".repeat(9_000)), Usage::default());
         let capped = parse_usage_header(r#"{"x":[{"estimated_time_to_regain_access":100000}]}"#);
         assert_eq!(capped.regain_ms, Some(24 * HOUR_MS));
+    }
+
+    #[test]
+    fn login_refusals_tell_the_code_from_the_app() {
+        use LoginRefusal::*;
+        for (status, code, sub, want) in [
+            (400, Some(100), Some(36_009), Code),
+            (400, Some(100), Some(36_007), Code),
+            (400, Some(190), None, Code),
+            (400, Some(101), None, App),
+            (400, Some(1), None, App),
+            (500, Some(1), None, Meta(GraphErrorKind::Transient)),
+            (400, Some(4), None, Meta(GraphErrorKind::Throttled)),
+        ] {
+            assert_eq!(classify_login(status, code, sub), want, "{status} {code:?}");
+        }
     }
 }

@@ -172,11 +172,15 @@ impl GraphClient {
         Ok(Self { http, cdn, config })
     }
 
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
     pub fn config(&self) -> &GraphConfig {
         &self.config
     }
 
-    fn url(&self, path: &str, query: &[(&str, &str)]) -> Url {
+    pub(crate) fn url(&self, path: &str, query: &[(&str, &str)]) -> Url {
         let mut url = self.config.base_url.clone();
         url.set_path(&format!("/{GRAPH_VERSION}/{path}"));
         url.query_pairs_mut().extend_pairs(query);
@@ -205,16 +209,19 @@ impl GraphClient {
 
     /// One request with the token in the header, its answer read bounded
     /// and its error classified.
-    async fn call(
+    pub(crate) async fn call(
         &self,
         request: reqwest::RequestBuilder,
         token: &str,
     ) -> Result<(Value, Usage), GraphError> {
-        let resp = request
-            .bearer_auth(token)
-            .send()
-            .await
-            .map_err(GraphError::transport)?;
+        // The code trade authenticates with the app's id and secret in the
+        // form body, and sends no token at all.
+        let request = if token.is_empty() {
+            request
+        } else {
+            request.bearer_auth(token)
+        };
+        let resp = request.send().await.map_err(GraphError::transport)?;
         let status = resp.status().as_u16();
         let mut usage = Usage::default();
         for name in USAGE_HEADERS {

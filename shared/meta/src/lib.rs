@@ -8,6 +8,7 @@
 
 mod client;
 mod error;
+mod login;
 pub mod types;
 
 pub use client::{
@@ -15,6 +16,7 @@ pub use client::{
     too_much_data,
 };
 pub use error::GraphError;
+pub use login::{IssuedToken, TokenInfo};
 pub use types::*;
 
 /// The Graph API version every call pins.

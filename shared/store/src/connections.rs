@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
 use crate::attr::{Item, get_n, get_s, n, need_s, s};
-use crate::keys::{CONNECTION_SK, PK, SK, owner_pk};
+use crate::keys::{CONNECTION_SK, GSI1, GSI1_SK, PK, SK, owner_pk};
 use crate::write::applied;
 use crate::{Aws, StoreError};
 
@@ -32,6 +32,32 @@ pub struct ListedAccount {
 pub struct ListedPixel {
     pub pixel_id: String,
     pub name: String,
+}
+
+/// How a stored token was authorized (see [`Aws::set_authorization`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Authorization<'a> {
+    /// `/me`'s id and name.
+    pub by: Option<(&'a str, &'a str)>,
+    pub at: i64,
+    /// When the token expires (epoch ms): `None` when it never does, or for
+    /// a pasted token, whose end is not asked.
+    pub expires_at: Option<i64>,
+    pub expiring_soon: bool,
+    /// `TOKEN_EXCHANGE_FAILED: …` when the long-lived trade failed.
+    pub last_error: Option<&'a str>,
+}
+
+/// The `owner` index partition of tokens waiting to be flagged as expiring.
+const EXPIRY_PK: &str = "expiry";
+
+fn expiry_sk(expires_at: i64, owner: &str) -> String {
+    format!("{expires_at:013}#{owner}")
+}
+
+fn parse_expiry_sk(sk: &str) -> Option<(i64, &str)> {
+    let (at, owner) = sk.split_once('#')?;
+    Some((at.parse().ok()?, owner))
 }
 
 /// The most pixels one connection keeps in its listing.
@@ -68,6 +94,10 @@ pub struct Connection {
     /// Who authorized the token (Meta's `/me`), and when it was connected.
     pub authorized_by: Option<(String, String)>,
     pub authorized_at: Option<i64>,
+    /// When the token expires (epoch ms), if known, and whether that is
+    /// under 7 days away (set at login, then by the sweeper).
+    pub expires_at: Option<i64>,
+    pub expiring_soon: bool,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -108,6 +138,12 @@ impl Connection {
                 _ => None,
             },
             authorized_at: get_n(item, "authorizedAt"),
+            expires_at: get_n(item, "expiresAt"),
+            expiring_soon: item
+                .get("expiringSoon")
+                .and_then(|v| v.as_bool().ok())
+                .copied()
+                .unwrap_or(false),
             created_at: get_n(item, "createdAt").unwrap_or(0),
             updated_at: get_n(item, "updatedAt").unwrap_or(0),
         })
@@ -232,34 +268,107 @@ impl Aws {
         Ok(true)
     }
 
-    /// Records who authorized the owner's token (Meta's `/me`) and when.
+    /// Records how the owner's token was authorized, after it is stored:
+    /// who (`/me`), when, when it expires, and whether that is under 7
+    /// days away. A token with a known end waits in the `owner` index under
+    /// `expiry` until the sweeper flags it as expiring soon.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn set_authorizer(
+    pub async fn set_authorization(
         &self,
         owner: &str,
-        id: &str,
-        name: &str,
-        now: i64,
+        a: &Authorization<'_>,
     ) -> Result<(), StoreError> {
-        let res = self
+        let mut set = vec!["authorizedAt = :at", "expiringSoon = :soon"];
+        let mut remove = vec![];
+        let mut req = self
             .ddb
             .update_item()
             .table_name(&self.names.table)
             .key(PK, s(owner_pk(owner)))
             .key(SK, s(CONNECTION_SK))
-            .update_expression(
-                "SET authorizedById = :id, authorizedByName = :name, authorizedAt = :now",
-            )
             .condition_expression("attribute_exists(pk)")
-            .expression_attribute_values(":id", s(id))
-            .expression_attribute_values(":name", s(name))
-            .expression_attribute_values(":now", n(now))
-            .send()
-            .await;
-        applied(res)?;
+            .expression_attribute_values(":at", n(a.at))
+            .expression_attribute_values(":soon", AttributeValue::Bool(a.expiring_soon));
+        match a.by {
+            Some((id, name)) => {
+                set.push("authorizedById = :id, authorizedByName = :name");
+                req = req
+                    .expression_attribute_values(":id", s(id))
+                    .expression_attribute_values(":name", s(name));
+            }
+            None => remove.push("authorizedById, authorizedByName"),
+        }
+        match a.expires_at {
+            Some(at) => {
+                set.push("expiresAt = :exp");
+                req = req.expression_attribute_values(":exp", n(at));
+                if a.expiring_soon {
+                    remove.push("gsi1pk, gsi1sk");
+                } else {
+                    set.push("gsi1pk = :expiry, gsi1sk = :expsk");
+                    req = req
+                        .expression_attribute_values(":expiry", s(EXPIRY_PK))
+                        .expression_attribute_values(":expsk", s(expiry_sk(at, owner)));
+                }
+            }
+            None => remove.push("expiresAt, gsi1pk, gsi1sk"),
+        }
+        if let Some(e) = a.last_error {
+            set.push("lastError = :err");
+            req = req.expression_attribute_values(":err", s(e));
+        }
+        let mut expr = format!("SET {}", set.join(", "));
+        if !remove.is_empty() {
+            expr.push_str(&format!(" REMOVE {}", remove.join(", ")));
+        }
+        applied(req.update_expression(expr).send().await)?;
         Ok(())
+    }
+
+    /// Flags the tokens that end before `horizon` (epoch ms) as expiring
+    /// soon, at most `max`, taking each out of the expiry index; a token
+    /// stored since (another expiry) is left alone. Answers how many.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn flag_expiring(&self, horizon: i64, max: i32) -> Result<usize, StoreError> {
+        let out = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .index_name(GSI1)
+            .key_condition_expression("gsi1pk = :pk AND gsi1sk < :h")
+            .expression_attribute_values(":pk", s(EXPIRY_PK))
+            .expression_attribute_values(":h", s(format!("{horizon:013}")))
+            .limit(max)
+            .send()
+            .await
+            .map_err(StoreError::ddb)?;
+        let mut flagged = 0;
+        for item in out.items() {
+            // The index projects its keys only: the key says it all.
+            let Some((exp, owner)) = get_s(item, GSI1_SK).and_then(parse_expiry_sk) else {
+                continue;
+            };
+            let res = self
+                .ddb
+                .update_item()
+                .table_name(&self.names.table)
+                .key(PK, s(owner_pk(owner)))
+                .key(SK, s(CONNECTION_SK))
+                .update_expression("SET expiringSoon = :t REMOVE gsi1pk, gsi1sk")
+                .condition_expression("expiresAt = :exp")
+                .expression_attribute_values(":t", AttributeValue::Bool(true))
+                .expression_attribute_values(":exp", n(exp))
+                .send()
+                .await;
+            if applied(res)?.is_some() {
+                flagged += 1;
+            }
+        }
+        Ok(flagged)
     }
 
     /// Forgets the owner's connection item. Answers whether there was one.

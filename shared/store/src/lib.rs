@@ -19,6 +19,7 @@ pub mod keys;
 pub mod leads;
 pub mod links;
 pub mod logging;
+pub mod meta_app;
 pub mod pixels;
 pub mod queue;
 pub mod seal;
@@ -39,11 +40,15 @@ pub struct Names {
     pub bus: String,
     pub key_id: String,
     pub bucket: String,
+    /// The Secrets Manager secret holding the Meta app's id and secret, for
+    /// Facebook Login; `None` turns the login off.
+    pub meta_app_secret: Option<String>,
 }
 
 impl Names {
     /// Reads `TABLE_NAME`, `SYNC_QUEUE_URL`, `SEND_QUEUE_URL`, `BUS_NAME`,
-    /// `KEY_ID` and `THUMBNAIL_BUCKET`.
+    /// `KEY_ID` and `THUMBNAIL_BUCKET`; `META_APP_SECRET_ID`
+    /// when set and not empty.
     ///
     /// # Errors
     /// The name of the first variable that is missing.
@@ -56,6 +61,9 @@ impl Names {
             bus: var("BUS_NAME")?,
             key_id: var("KEY_ID")?,
             bucket: var("THUMBNAIL_BUCKET")?,
+            meta_app_secret: std::env::var("META_APP_SECRET_ID")
+                .ok()
+                .filter(|v| !v.is_empty()),
         })
     }
 }
@@ -68,6 +76,7 @@ pub struct Aws {
     pub kms: aws_sdk_kms::Client,
     pub events: aws_sdk_eventbridge::Client,
     pub s3: aws_sdk_s3::Client,
+    pub secrets: aws_sdk_secretsmanager::Client,
     pub names: Names,
     /// Counts the requests each service received (for `make bench`).
     pub counter: RequestCounter,
@@ -94,7 +103,11 @@ impl Aws {
             .force_path_style(config.endpoint_url().is_some())
             .interceptor(counter.for_service("s3"))
             .build();
+        let secrets = aws_sdk_secretsmanager::config::Builder::from(config)
+            .interceptor(counter.for_service("secretsmanager"))
+            .build();
         Self {
+            secrets: aws_sdk_secretsmanager::Client::from_conf(secrets),
             ddb: aws_sdk_dynamodb::Client::from_conf(ddb),
             sqs: aws_sdk_sqs::Client::from_conf(sqs),
             kms: aws_sdk_kms::Client::from_conf(kms),

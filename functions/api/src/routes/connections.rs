@@ -5,7 +5,7 @@
 use adtrail_domain::OwnerKey;
 use adtrail_domain::error_codes::last_error;
 use adtrail_domain::graph_error::GraphErrorKind;
-use adtrail_store::connections::{ListedAccount, ListedPixel};
+use adtrail_store::connections::{Authorization, ListedAccount, ListedPixel};
 use adtrail_store::seal::Purpose;
 use lambda_http::{Body, Request, Response};
 use serde::{Deserialize, Serialize};
@@ -75,8 +75,18 @@ pub(crate) async fn put_connection(
     require_whole_owner(api, caller, &owner).await?;
     let (stored, me) = store_connection(api, &owner, body.access_token).await?;
     // A new token is a new authorization; a refresh keeps the one before.
+    // A pasted token's end is not asked.
     api.aws
-        .set_authorizer(&owner, &me.id, &me.name, api.clock.now_ms())
+        .set_authorization(
+            &owner,
+            &Authorization {
+                by: Some((&me.id, &me.name)),
+                at: api.clock.now_ms(),
+                expires_at: None,
+                expiring_soon: false,
+                last_error: None,
+            },
+        )
         .await?;
     json(200, &connected_view(&stored))
 }
@@ -143,7 +153,7 @@ pub(crate) async fn delete_connection(
 
 /// Checks a token with Meta, lists what it reaches, seals and stores it,
 /// and lines the owner's links up with the new listing.
-async fn store_connection(
+pub(crate) async fn store_connection(
     api: &Api,
     owner: &str,
     token: String,
@@ -211,7 +221,7 @@ async fn align_pixels(api: &Api, owner: &str, listed: &[ListedPixel]) -> Result<
     Ok(())
 }
 
-fn connected_view(stored: &adtrail_store::connections::Connection) -> serde_json::Value {
+pub(crate) fn connected_view(stored: &adtrail_store::connections::Connection) -> serde_json::Value {
     serde_json::json!({
         "ownerKey": stored.owner_key,
         "status": stored.status.as_str(),
@@ -327,10 +337,11 @@ pub(crate) async fn get_connection(
             "invalidSince": c.invalid_since,
             "authorizedBy": c.authorized_by.as_ref().map(|(id, name)| serde_json::json!({"id": id, "name": name})),
             "authorizedAt": c.authorized_at,
-            // A pasted token does not say when it ends (a system user
-            // token does not); the login flow will know.
-            "expiresAt": null,
-            "expiringSoon": false,
+            // `null` for a token that never ends, and for a pasted one,
+            // whose end is not asked; `expiringSoon` is set at login and
+            // by the sweeper.
+            "expiresAt": c.expires_at,
+            "expiringSoon": c.expiring_soon,
             "lastError": c.last_error,
             "createdAt": c.created_at,
             "updatedAt": c.updated_at,

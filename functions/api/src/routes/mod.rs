@@ -6,6 +6,7 @@ mod conversions;
 mod leads;
 mod leads_report;
 mod links;
+mod login;
 mod pixels;
 mod reads;
 mod reports;
@@ -29,6 +30,9 @@ pub(crate) async fn route(
         ("PUT", ["v1", "sites", site]) => sites::put_site(api, caller, req, site).await,
         ("PUT", ["v1", "meta", "connections", owner]) => {
             connections::put_connection(api, caller, req, owner).await
+        }
+        ("POST", ["v1", "meta", "connections", owner, "login"]) => {
+            login::login(api, caller, req, owner).await
         }
         ("POST", ["v1", "meta", "connections", owner, "refresh"]) => {
             connections::refresh_connection(api, caller, owner).await
