@@ -1,5 +1,6 @@
 //! The HTTP API behind API Gateway (HTTP API, JWT authorizer): sites, the
-//! Meta connection, ad account links, sync requests, status and spend.
+//! Meta connection (a pasted token or Facebook Login), ad account links,
+//! pixels, the board and leads, sync requests, status, spend and reports.
 //!
 //! One handler routes every request; each route parses its input strictly,
 //! checks the caller's scope and grant, and answers JSON in camelCase with
