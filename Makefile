@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum infra/requirements.txt | cut -c1-1
 export ADTRAIL_PYTHON := $(PYTHON)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo local test lint lint-template bench build-lambdas fault-run venv fmt clean
+.PHONY: demo local test contract lint lint-template bench build-lambdas fault-run venv fmt clean
 
 $(STAMP): infra/requirements.txt
 	python3 -m venv $(VENV)
@@ -29,6 +29,10 @@ local: venv
 ## Every test: the template's lint, unit, store (moto) and end-to-end tests.
 test: venv lint-template
 	infra/run-tests.sh
+
+## The API contract alone: schemathesis against the local stack.
+contract: venv
+	infra/run-tests.sh --contract-only
 
 lint-template: venv
 	$(VENV)/bin/cfn-lint template.yaml

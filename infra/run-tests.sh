@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test against one moto server started for the run (from the
 # project virtualenv, through infra/moto/server.py) and stopped after it.
-# The fake Meta needs no start: each test runs its own in process.
+# The fake Meta needs no start: each test runs its own in process. Then the
+# API contract (infra/contract.sh: schemathesis against api/openapi.yaml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${ADTRAIL_PYTHON:-$PWD/.venv/bin/python}"
@@ -19,8 +20,13 @@ export ADTRAIL_PYTHON="$PYTHON"
 # The fault run's size here; `make fault-run` runs the full 10,000.
 export ADTRAIL_FAULT_RUN="${ADTRAIL_FAULT_RUN:-2000}"
 # With arguments, they are cargo test's (e.g. `-p adtrail-tests --test capi`).
-if [ "$#" -gt 0 ]; then
+if [ "${1:-}" = "--contract-only" ]; then
+  shift
+  infra/contract.sh "$@"
+elif [ "$#" -gt 0 ]; then
   cargo test "$@"
 else
   cargo test --workspace --all-targets
+  # The API contract: schemathesis against the local stack (same moto).
+  infra/contract.sh
 fi

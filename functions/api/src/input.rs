@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use adtrail_domain::ids::IdError;
 use lambda_http::{Body, Request, RequestExt};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -16,6 +17,37 @@ impl From<IdError> for ApiError {
     fn from(e: IdError) -> Self {
         ApiError::invalid(e.to_string())
     }
+}
+
+/// An integer field that also takes a JSON number with a zero fraction
+/// (`117.0`): JSON Schema calls both integers, and some clients send the
+/// second. Anything fractional or out of `i64` is a type error.
+///
+/// # Errors
+/// A serde error naming what was expected.
+pub fn whole_number<'de, D: serde::Deserializer<'de>>(de: D) -> Result<i64, D::Error> {
+    let n = serde_json::Number::deserialize(de)?;
+    if let Some(i) = n.as_i64() {
+        return Ok(i);
+    }
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(f as i64),
+        _ => Err(serde::de::Error::custom(
+            "expected a whole number (an integer)",
+        )),
+    }
+}
+
+/// [`whole_number`] for an optional field (`null` or absent is `None`).
+///
+/// # Errors
+/// A serde error naming what was expected.
+pub fn optional_whole_number<'de, D: serde::Deserializer<'de>>(
+    de: D,
+) -> Result<Option<i64>, D::Error> {
+    #[derive(Deserialize)]
+    struct Whole(#[serde(deserialize_with = "whole_number")] i64);
+    Ok(Option::<Whole>::deserialize(de)?.map(|w| w.0))
 }
 
 /// Parses the JSON body into `T`, naming the field that is wrong.
@@ -97,20 +129,13 @@ pub fn millis(params: &HashMap<String, String>, name: &str) -> Result<Option<i64
         .transpose()
 }
 
-/// Text a person typed (a name): trimmed, 1..=max characters, no control or
-/// zero-width characters.
+/// Text a person typed (a name): 1..=max characters, none hidden, not all
+/// blank (the domain's rule, which the OpenAPI document states).
 ///
 /// # Errors
 /// `INVALID_ARGUMENT` naming the field.
 pub fn plain_text(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
-    let value = value.trim();
-    if value.is_empty() || value.chars().count() > max {
-        return Err(ApiError::invalid(format!(
-            "{field}: must be 1 to {max} characters"
-        )));
-    }
-    if value.chars().any(|c| c.is_control() || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}')) {
-        return Err(ApiError::invalid(format!("{field}: must not contain control or invisible characters")));
-    }
+    adtrail_domain::ids::check_plain_text(value, max)
+        .map_err(|why| ApiError::invalid(format!("{field}: {why}")))?;
     Ok(value.to_owned())
 }

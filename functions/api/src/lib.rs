@@ -12,6 +12,8 @@ pub mod error;
 pub mod input;
 mod routes;
 
+pub use routes::ROUTES;
+
 use adtrail_domain::time::SharedClock;
 use adtrail_meta::GraphClient;
 use adtrail_store::Aws;

@@ -1,5 +1,6 @@
 //! `adtrail-local serve` (`make local`) keeps the local stack running;
-//! `adtrail-local demo` (`make demo`) runs the scenario and exits.
+//! `adtrail-local demo` (`make demo`) runs the scenario and exits;
+//! `adtrail-local contract` serves the demo's data for the contract test.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +26,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             let clock = Arc::new(VirtualClock::starting_at(SystemClock.now_ms()));
             let app = start("127.0.0.1:0".parse()?, clock, &prefix).await?;
             demo::run(&app).await
+        }
+        // The stack the contract test (schemathesis) runs against: the
+        // demo's data (so the examples in the OpenAPI document hit real
+        // sites, accounts and leads), then the API served until stdin
+        // closes. Prints `READY <url> <host token>` once seeded.
+        Some("contract") => {
+            let clock = Arc::new(VirtualClock::starting_at(SystemClock.now_ms()));
+            let app = start("127.0.0.1:0".parse()?, clock, &prefix).await?;
+            demo::run(&app).await?;
+            println!("READY {} {}", app.api_url, app.host_token());
+            let mut line = String::new();
+            // Blocks until the caller closes stdin (or exits).
+            tokio::task::spawn_blocking(move || std::io::stdin().read_line(&mut line)).await??;
+            Ok(())
         }
         Some("serve") | None => {
             let addr =
@@ -65,6 +80,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 }
             }
         }
-        Some(other) => Err(format!("unknown command {other}: use serve or demo").into()),
+        Some(other) => Err(format!("unknown command {other}: use serve, demo or contract").into()),
     }
 }

@@ -210,28 +210,8 @@ pub enum BoardError {
 }
 
 fn check_text(field: &str, value: &str) -> Result<(), BoardError> {
-    let chars = value.chars().count();
-    if chars == 0 || chars > MAX_COLUMN_TEXT {
-        return Err(BoardError::Invalid(format!(
-            "{field}: must be 1 to {MAX_COLUMN_TEXT} characters"
-        )));
-    }
-    if value.chars().any(is_hidden) {
-        return Err(BoardError::Invalid(format!(
-            "{field}: must not contain control or zero-width characters"
-        )));
-    }
-    Ok(())
-}
-
-/// Control characters and the invisible ones that make two names look the
-/// same (zero-width spaces and joiners, the byte-order mark, bidi marks).
-pub fn is_hidden(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}'
-        )
+    crate::ids::check_plain_text(value, MAX_COLUMN_TEXT)
+        .map_err(|why| BoardError::Invalid(format!("{field}: {why}")))
 }
 
 /// Checks a declared board: at most 40 columns, unique keys, names, and

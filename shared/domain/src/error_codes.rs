@@ -9,6 +9,7 @@ pub enum ErrorCode {
     Unauthenticated,
     Forbidden,
     NotFound,
+    MethodNotAllowed,
     Conflict,
     LimitExceeded,
     MetaTokenInvalid,
@@ -22,11 +23,12 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 14] = [
+    pub const ALL: [ErrorCode; 15] = [
         Self::InvalidArgument,
         Self::Unauthenticated,
         Self::Forbidden,
         Self::NotFound,
+        Self::MethodNotAllowed,
         Self::Conflict,
         Self::LimitExceeded,
         Self::MetaTokenInvalid,
@@ -45,6 +47,7 @@ impl ErrorCode {
             Self::Unauthenticated => "UNAUTHENTICATED",
             Self::Forbidden => "FORBIDDEN",
             Self::NotFound => "NOT_FOUND",
+            Self::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             Self::Conflict => "CONFLICT",
             Self::LimitExceeded => "LIMIT_EXCEEDED",
             Self::MetaTokenInvalid => "META_TOKEN_INVALID",
@@ -64,6 +67,7 @@ impl ErrorCode {
             Self::Unauthenticated => 401,
             Self::Forbidden => 403,
             Self::NotFound => 404,
+            Self::MethodNotAllowed => 405,
             Self::Conflict | Self::LimitExceeded => 409,
             Self::MetaTokenInvalid
             | Self::MetaPermissionMissing

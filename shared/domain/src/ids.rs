@@ -26,6 +26,47 @@ impl IdError {
 }
 
 /// Checks an opaque id: 1–128 characters of `A-Za-z0-9._:-`.
+/// Characters a person cannot see, or that make two names look the same:
+/// control characters, zero-width spaces and joiners, line and paragraph
+/// separators, bidi marks and the byte-order mark.
+pub fn is_hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}'
+        )
+}
+
+/// Visible blank space (what is left of Unicode's white space once the
+/// hidden characters are out).
+pub fn is_blank(c: char) -> bool {
+    matches!(
+        c,
+        ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}'
+    )
+}
+
+/// Text a person typed (a site name, a lead's label, a column's name): 1 to
+/// `max` characters, none hidden, not all blank. Kept as given (no
+/// trimming), so the OpenAPI document can state the rule exactly.
+///
+/// # Errors
+/// What is wrong, in words to follow the field's name.
+pub fn check_plain_text(value: &str, max: usize) -> Result<(), String> {
+    let chars = value.chars().count();
+    if chars == 0 || chars > max {
+        return Err(format!("must be 1 to {max} characters"));
+    }
+    if value.chars().any(is_hidden) {
+        return Err("must not contain control or invisible characters".into());
+    }
+    if value.chars().all(is_blank) {
+        return Err("must not be blank".into());
+    }
+    Ok(())
+}
+
 pub fn check_opaque(field: &str, value: &str) -> Result<(), IdError> {
     if value.is_empty() || value.len() > 128 {
         return Err(IdError::new(field, "must be 1 to 128 characters"));

@@ -47,6 +47,7 @@ const MAX_REVENUE_CENTS: i64 = 10_000_000_000_000;
 struct LeadBody {
     lead_key: String,
     change_id: String,
+    #[serde(deserialize_with = "crate::input::whole_number")]
     occurred_at: i64,
     origin: String,
     ad_id: Option<String>,
@@ -60,8 +61,10 @@ struct LeadBody {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct StageBody {
     change_id: String,
+    #[serde(deserialize_with = "crate::input::whole_number")]
     occurred_at: i64,
     stage: Option<String>,
+    #[serde(default, deserialize_with = "crate::input::optional_whole_number")]
     revenue_cents: Option<i64>,
     column: Option<String>,
     meta: Option<Value>,
