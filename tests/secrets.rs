@@ -212,6 +212,26 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         answers.push(h.call("GET", path, None).await.1);
     }
 
+    // Facebook Login: a system user token (with `/debug_token`, whose
+    // query carries the token) and a user token traded for a long-lived one.
+    let login_codes = ["secret-login-code-4711", "secret-user-token-code-99"];
+    for (owner, code) in [("login-a", login_codes[0]), ("login-b", login_codes[1])] {
+        let (s, body) = h
+            .call(
+                "POST",
+                &format!("/v1/meta/connections/{owner}/login"),
+                Some(json!({"code": code, "redirectUri": "https://app.example.com/cb"})),
+            )
+            .await;
+        assert_eq!(s, 200, "{body}");
+        answers.push(body);
+        answers.push(
+            h.call("GET", &format!("/v1/meta/connections/{owner}"), None)
+                .await
+                .1,
+        );
+    }
+
     let mut events = vec![];
     loop {
         let out = aws
@@ -261,6 +281,35 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
     let events_text = events.join("\n");
     for token in [TOKEN, refused, second] {
         for needle in [token.to_owned(), encoded(token)] {
+            assert!(!log_text.contains(&needle), "a log line carries {needle}");
+            assert!(
+                !answers_text.contains(&needle),
+                "an answer carries {needle}"
+            );
+            assert!(!events_text.contains(&needle), "an event carries {needle}");
+        }
+    }
+
+    // The login's code, the app's secret and every token Meta issued.
+    let issued: Vec<String> = h
+        .fake()
+        .requests()
+        .iter()
+        .filter_map(|r| r.authorization.as_deref()?.strip_prefix("Bearer "))
+        .filter(|t| t.starts_with("EAAS-") || t.starts_with("EAAL-") || t.starts_with("EAAU-"))
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        issued.len() >= 2,
+        "the logins' tokens were used: {issued:?}"
+    );
+    for needle in login_codes
+        .iter()
+        .map(|c| (*c).to_owned())
+        .chain([adtrail_fake_meta::FAKE_APP_SECRET.to_owned()])
+        .chain(issued)
+    {
+        for needle in [needle.clone(), encoded(&needle)] {
             assert!(!log_text.contains(&needle), "a log line carries {needle}");
             assert!(
                 !answers_text.contains(&needle),
