@@ -14,6 +14,11 @@
 //!   (`BENCH_CAPI_LATENCY_MS`): conversions per second through the queue,
 //!   Meta and DynamoDB requests per 1,000 conversions.
 //!
+//! - the two reports over the backfilled 90 days with 120 leads recorded
+//!   (half from ads): DynamoDB requests and wall time of one leads report
+//!   (both sites, campaign tree, presigned thumbnails) and one daily report
+//!   (92 days), side by side.
+//!
 //! The fake answers with a realistic latency (`BENCH_LATENCY_MS`, default
 //! 40 ms). Runs are repeated (`BENCH_RUNS`, default 3) and medians reported.
 
@@ -44,12 +49,22 @@ struct Figures {
     millis: u128,
 }
 
+/// What one read of each report cost.
+#[derive(Debug, Clone, Copy, Default)]
+struct ReportFigures {
+    leads_ddb: u64,
+    leads_ms: u128,
+    leads_ads: u64,
+    daily_ddb: u64,
+    daily_ms: u128,
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
 }
 
-async fn one_run(latency_ms: u64) -> Result<(Figures, Figures), Error> {
+async fn one_run(latency_ms: u64) -> Result<(Figures, Figures, ReportFigures), Error> {
     let clock = VirtualClock::starting_at(T0);
     let prefix = format!("bench-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
     let app = start("127.0.0.1:0".parse()?, Arc::new(clock.clone()), &prefix).await?;
@@ -120,6 +135,69 @@ async fn one_run(latency_ms: u64) -> Result<(Figures, Figures), Error> {
         millis: backfill_ms,
     };
 
+    // The reports, over what the backfill stored and 120 leads.
+    let now = runner.now();
+    let ads: Vec<String> = adtrail_fake_meta::sample_accounts()
+        .into_iter()
+        .filter(|a| a.currency == "BRL")
+        .flat_map(|a| a.ads.into_iter().map(|ad| ad.id))
+        .collect();
+    for i in 0..120i64 {
+        let paid = i % 2 == 0;
+        let mut lead = json!({
+            "leadKey": format!("lead-{i}"),
+            "changeId": format!("lead-{i}-new"),
+            "occurredAt": now - (i % 60) * DAY_MS,
+            "origin": if paid { "ctwa_ad" } else { "organic" },
+        });
+        if paid {
+            lead["adId"] = json!(ads[i as usize % ads.len()]);
+        }
+        call(reqwest::Method::POST, "/v1/sites/loja-x/leads".into(), lead)
+            .await?
+            .error_for_status()?;
+    }
+    let today = now - now.rem_euclid(DAY_MS);
+    let read = |path: String| {
+        let req = http
+            .get(format!("{}{path}", app.api_url))
+            .bearer_auth(&token);
+        async move {
+            aws.counter.reset();
+            let started = Instant::now();
+            let body: serde_json::Value = req.send().await?.error_for_status()?.json().await?;
+            Ok::<_, Error>((
+                aws.counter.get("dynamodb"),
+                started.elapsed().as_millis(),
+                body,
+            ))
+        }
+    };
+    let (leads_ddb, leads_ms, body) = read(format!(
+        "/v1/reports/leads?siteIds=loja-x,pet-mania&from={}&to={today}",
+        today - 89 * DAY_MS
+    ))
+    .await?;
+    let leads_ads = body["campaigns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["adsets"].as_array().cloned().unwrap_or_default())
+        .map(|s| s["ads"].as_array().map_or(0, Vec::len) as u64)
+        .sum();
+    let (daily_ddb, daily_ms, _) = read(format!(
+        "/v1/reports/daily?siteIds=loja-x,pet-mania&from={}&to={today}",
+        today - 91 * DAY_MS
+    ))
+    .await?;
+    let reports = ReportFigures {
+        leads_ddb,
+        leads_ms,
+        leads_ads,
+        daily_ddb,
+        daily_ms,
+    };
+
     // The weekly resync, a week later, when Meta's figures did not change.
     runner
         .set_clock(T0 + 7 * DAY_MS - 5 * HOUR_MS + 30 * MINUTE_MS)
@@ -147,7 +225,7 @@ async fn one_run(latency_ms: u64) -> Result<(Figures, Figures), Error> {
         cdn,
         millis: resync_ms,
     };
-    Ok((backfill, resync))
+    Ok((backfill, resync, reports))
 }
 
 /// Graph API calls and CDN (thumbnail) fetches the fake served.
@@ -368,7 +446,7 @@ async fn main() -> Result<(), Error> {
         results.push(one_run(latency).await?);
     }
     let per_k = |f: &Figures, n: u64| n as f64 * 1_000.0 / f.rows.max(1) as f64;
-    let report = |label: &str, pick: fn(&(Figures, Figures)) -> Figures| {
+    let report = |label: &str, pick: fn(&(Figures, Figures, ReportFigures)) -> Figures| {
         let figs: Vec<Figures> = results.iter().map(pick).collect();
         let rows = figs[0].rows;
         let ddb = median(figs.iter().map(|f| per_k(f, f.ddb)).collect());
@@ -389,6 +467,19 @@ async fn main() -> Result<(), Error> {
     println!(
         "ratio: a resync of unchanged days costs {:.2}x the DynamoDB requests per row of a backfill",
         r_ddb / b_ddb
+    );
+    let reports: Vec<ReportFigures> = results.iter().map(|r| r.2).collect();
+    let med = |f: fn(&ReportFigures) -> f64| median(reports.iter().map(f).collect());
+    println!(
+        "leads report, 2 sites, 90 days   {:.0} ad rows | dynamodb requests {:>4.0} | wall ms {:>6.0} (median of {runs})",
+        med(|r| r.leads_ads as f64),
+        med(|r| r.leads_ddb as f64),
+        med(|r| r.leads_ms as f64)
+    );
+    println!(
+        "daily report, 2 sites, 92 days            | dynamodb requests {:>4.0} | wall ms {:>6.0} (median of {runs})",
+        med(|r| r.daily_ddb as f64),
+        med(|r| r.daily_ms as f64)
     );
     capi_bench(runs).await?;
     match vm_hwm_kib() {
