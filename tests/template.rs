@@ -321,3 +321,71 @@ fn every_event_fixture_deserialises_into_its_handlers_event_type() {
     }
     assert!(seen >= 5);
 }
+
+#[test]
+fn every_object_in_the_contract_is_closed() {
+    let doc: Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../api/openapi.yaml"))
+            .expect("api/openapi.yaml"),
+    )
+    .expect("yaml");
+    // A clause of `anyOf`/`oneOf`/`not` without a type of its own only
+    // constrains the object it sits in (which is closed), so it is no
+    // object definition.
+    fn walk(v: &Value, at: &str, open: &mut Vec<String>, objects: &mut usize) {
+        match v {
+            Value::Mapping(m) => {
+                let clause = ["/anyOf[", "/oneOf[", "/not"].iter().any(|c| {
+                    at.rsplit_once('/')
+                        .is_some_and(|(_, last)| format!("/{last}").starts_with(c))
+                }) && m.get("type").is_none();
+                let is_object = (m.get("properties").is_some() && !clause)
+                    || m.get("type").and_then(Value::as_str) == Some("object");
+                if is_object {
+                    *objects += 1;
+                    // `false`, or a schema for every value (a map).
+                    match m.get("additionalProperties") {
+                        Some(Value::Bool(false)) | Some(Value::Mapping(_)) => {}
+                        _ => open.push(at.to_owned()),
+                    }
+                }
+                for (k, child) in m {
+                    walk(
+                        child,
+                        &format!("{at}/{}", k.as_str().unwrap_or("?")),
+                        open,
+                        objects,
+                    );
+                }
+            }
+            Value::Sequence(s) => {
+                for (i, child) in s.iter().enumerate() {
+                    walk(child, &format!("{at}[{i}]"), open, objects);
+                }
+            }
+            _ => {}
+        }
+    }
+    let (mut open, mut objects) = (vec![], 0);
+    walk(&doc, "", &mut open, &mut objects);
+    assert!(
+        objects > 50,
+        "the walk saw the document's objects ({objects})"
+    );
+    assert!(
+        open.is_empty(),
+        "objects without additionalProperties: false: {open:?}"
+    );
+    // Every operation declares the statuses every route can answer.
+    for (path, item) in doc["paths"].as_mapping().unwrap() {
+        for (method, op) in item.as_mapping().unwrap() {
+            let statuses = op["responses"].as_mapping().unwrap();
+            for status in ["400", "401", "403"] {
+                assert!(
+                    statuses.contains_key(status),
+                    "{method:?} {path:?} declares {status}"
+                );
+            }
+        }
+    }
+}
