@@ -6,7 +6,7 @@
 //! | site | `site#<siteId>` | `site` | |
 //! | link (site ← ad account) | `site#<siteId>` | `link#<act>` | `owner` (gsi1), `due` while not paused |
 //! | account claim (one site per account) | `acct#<act>` | `claim` | |
-//! | connection (owner's token and listing) | `owner#<ownerKey>` | `connection` | |
+//! | connection (owner's token and listing) | `owner#<ownerKey>` | `connection` | `owner` under `expiry` (`<expiresAt>#<ownerKey>`) until flagged as expiring soon |
 //! | spend row (ad, account-local day) | `spend#<siteId>#<act>` | `<dayStart>#<adId>` | |
 //! | site-day sum of an account | `sum#<siteId>#<act>` | `<dayStart>` | |
 //! | catalog entry | `catalog#<siteId>` | `<adId>` | |
@@ -21,7 +21,8 @@
 //! | conversion (outbox row and history) | `conv#<siteId>` | `<createdAt>#<eventId>` | `work` while pending |
 //! | conversion counters, sharded | `count#<siteId>#<n>` | `total`, `day#<dayStart>` | |
 //!
-//! Indexes: `owner` (`gsi1pk`, `gsi1sk`) lists an owner's links; `due`
+//! Indexes: `owner` (`gsi1pk`, `gsi1sk`) lists an owner's links and pixels,
+//! and (partition `expiry`) the tokens the sweeper will flag; `due`
 //! (`dueShard`, `nextSyncAt`) lists links whose next sync has come, spread
 //! over [`DUE_SHARDS`] partitions so no one partition is hot, and absent on
 //! paused links; `work` (`workShard`, `workAt`) lists background work the
