@@ -19,7 +19,7 @@ export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-eas
 export ADTRAIL_PYTHON="$PYTHON"
 # The fault run's size here; `make fault-run` runs the full 10,000.
 export ADTRAIL_FAULT_RUN="${ADTRAIL_FAULT_RUN:-2000}"
-# With arguments, they are cargo test's (e.g. `-p adtrail-tests --test capi`).
+# With arguments, they are cargo test's (e.g. `-p adtrail-tests --test e2e capi::`).
 if [ "${1:-}" = "--contract-only" ]; then
   shift
   infra/contract.sh "$@"

@@ -289,7 +289,7 @@ pub fn url_decode(query: &str) -> std::collections::HashMap<String, String> {
 /// would send it, and a site with a pixel and a board.
 pub mod capi {
     use super::*;
-    use adtrail_domain::conversions::sha256_hex;
+    use adtrail_domain::contact::sha256_hex;
 
     /// `meta` for a contact: the phone as Meta normalises it, and the
     /// host's contact id.
@@ -368,7 +368,7 @@ pub mod capi {
     }
 
     /// Every conversion row of a site, newest first.
-    pub async fn rows(h: &Harness, site: &str) -> Vec<adtrail_store::conversions::Conversion> {
+    pub async fn rows(h: &Harness, site: &str) -> Vec<adtrail_domain::capi::Conversion> {
         let mut all = vec![];
         let mut before: Option<(i64, String)> = None;
         loop {

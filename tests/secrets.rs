@@ -151,8 +151,8 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
     // sent by mistake as `meta` is ignored without being repeated.
     let plain_phone = "5511999991234";
     let hashes = [
-        adtrail_domain::conversions::sha256_hex(plain_phone),
-        adtrail_domain::conversions::sha256_hex("contact-ana"),
+        adtrail_domain::contact::sha256_hex(plain_phone),
+        adtrail_domain::contact::sha256_hex("contact-ana"),
     ];
     let meta = json!({"ph": [hashes[0]], "externalId": hashes[1]});
     for (method, path, body) in [

@@ -20,18 +20,15 @@ mod send;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use adtrail_domain::conversions::MAX_EVENTS_PER_REQUEST;
+use adtrail_domain::capi::MAX_EVENTS_PER_REQUEST;
 use adtrail_domain::time::SharedClock;
 use adtrail_meta::GraphClient;
-use adtrail_store::conversions::SendMessage;
+use adtrail_store::queue::SendMessage;
 use adtrail_store::{Aws, StoreError};
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 
 pub use send::SendReport;
-
-/// The longest visibility timeout SQS takes (12 hours).
-const MAX_VISIBILITY_SECS: i64 = 43_200;
 
 /// How a message kept for later comes back.
 #[derive(Debug, Clone)]
@@ -49,17 +46,7 @@ impl Visibility {
     async fn hold(&self, aws: &Aws, receipt: &str, delay_ms: i64) -> Result<(), StoreError> {
         match self {
             Visibility::Sqs { queue_url } => {
-                let secs = (delay_ms + 999)
-                    .div_euclid(1_000)
-                    .clamp(0, MAX_VISIBILITY_SECS);
-                aws.sqs
-                    .change_message_visibility()
-                    .queue_url(queue_url)
-                    .receipt_handle(receipt)
-                    .visibility_timeout(secs as i32)
-                    .send()
-                    .await
-                    .map_err(|e| StoreError::service("sqs", e))?;
+                aws.delay_message(queue_url, receipt, delay_ms).await?
             }
             Visibility::Recorded(delays) => {
                 delays

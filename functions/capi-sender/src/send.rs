@@ -6,17 +6,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use adtrail_domain::conversions::{
-    AfterFailure, EventName, MAX_ATTEMPTS, MAX_EVENTS_PER_REQUEST, SEND_LEASE_MS, SendFailure,
-    after_failure, sha256_hex, too_old,
+use adtrail_domain::capi::{
+    Conversion, EventName, Judged, MAX_EVENTS_PER_REQUEST, SEND_LEASE_MS, SendEnd, SendFailure,
+    Verdict, doomed, end_of, judge_error,
 };
-use adtrail_domain::error_codes::last_error;
-use adtrail_domain::graph_error::GraphErrorKind;
+use adtrail_domain::contact::{ContactHashes, sha256_hex};
+use adtrail_domain::error_codes::{LastErrorCode, last_error};
 use adtrail_domain::money::Currency;
+use adtrail_domain::pixels::{PixelSource, pixel_ready};
 use adtrail_meta::{CustomData, ServerEvent, UserData};
-use adtrail_store::connections::ConnectionStatus;
-use adtrail_store::conversions::{Claim, Conversion, Finish, SendEnd};
-use adtrail_store::pixels::PixelSource;
+use adtrail_store::conversions::{Claim, Finish};
 use adtrail_store::seal::Purpose;
 use futures::StreamExt;
 use serde::Serialize;
@@ -41,16 +40,6 @@ pub struct SendReport {
     pub waiting: usize,
     pub gone: usize,
     pub requests: usize,
-}
-
-/// How one event's attempt went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Verdict {
-    Sent,
-    /// Failed for good, whatever the attempts left (`lastError`).
-    Failed(String),
-    /// A failed attempt: the schedule decides whether another follows.
-    Attempt(SendFailure, String),
 }
 
 /// Where a site's events go and with which token.
@@ -123,22 +112,8 @@ impl Sender {
         // Rows that cannot go whatever Meta says.
         for (j, job) in jobs.iter().enumerate() {
             let c = &job.conv;
-            if too_old(c.event_time, now) {
-                verdicts[j] = Some(Verdict::Failed(last_error(
-                    "EVENT_TOO_OLD",
-                    "the event is older than 7 days",
-                )));
-            } else if c.attempts > MAX_ATTEMPTS {
-                verdicts[j] = Some(Verdict::Failed(last_error(
-                    "UNEXPECTED",
-                    "the last attempt was lost on the way",
-                )));
-            } else if c.hashes.is_none() {
-                verdicts[j] = Some(Verdict::Failed(last_error(
-                    "UNEXPECTED",
-                    "the conversion has no contact data",
-                )));
-            }
+            verdicts[j] =
+                doomed(c.event_time, c.attempts, c.hashes.is_some(), now).map(Verdict::Failed);
         }
 
         // Each site's target, once.
@@ -212,23 +187,15 @@ impl Sender {
             .zip(&verdicts)
             .map(|(job, v)| {
                 let c = &job.conv;
-                let end = match v.clone().unwrap_or(Verdict::Attempt(
-                    SendFailure::Unexpected,
-                    last_error("UNEXPECTED", "the event was not sent"),
-                )) {
-                    Verdict::Sent => SendEnd::Sent,
-                    Verdict::Failed(e) => SendEnd::Failed { last_error: e },
-                    Verdict::Attempt(f, e) => match after_failure(f, c.attempts, now) {
-                        AfterFailure::RetryAt(at) => SendEnd::Retry { at, last_error: e },
-                        AfterFailure::Fail => SendEnd::Failed { last_error: e },
-                    },
-                };
+                let verdict = v
+                    .clone()
+                    .unwrap_or_else(|| Verdict::unexpected("the event was not sent"));
                 Finish {
                     site_id: c.site_id.clone(),
                     sk: c.sk.clone(),
                     event_id: c.event_id.clone(),
                     event_name: c.event_name,
-                    end,
+                    end: end_of(verdict, c.attempts, now),
                 }
             })
             .collect();
@@ -283,58 +250,48 @@ impl Sender {
         (dispositions, report)
     }
 
-    /// The site's pixel and its token, or why nothing can go.
+    /// The site's pixel and its token, or why nothing can go (the
+    /// domain's [`pixel_ready`] rule, the API's too).
     async fn target(&self, site: &str) -> Result<Target, Verdict> {
-        let unexpected =
-            |what: &str| Verdict::Attempt(SendFailure::Unexpected, last_error("UNEXPECTED", what));
-        let unavailable = |why: &str| Verdict::Failed(last_error("PIXEL_UNAVAILABLE", why));
         let store_failed = |e: adtrail_store::StoreError| {
             tracing::warn!(error = %e, "could not read the site's pixel and token");
-            unexpected("the store could not be read")
+            Verdict::unexpected("the store could not be read")
         };
         let site_row = match self.aws.get_site(site).await {
             Ok(Some(s)) => s,
-            Ok(None) => return Err(unavailable("the site is gone")),
+            Ok(None) => {
+                return Err(Verdict::Failed(last_error(
+                    LastErrorCode::PixelUnavailable,
+                    "the site is gone",
+                )));
+            }
             Err(e) => return Err(store_failed(e)),
         };
-        let pixel = match self.aws.get_pixel(site).await {
-            Ok(Some(p)) if p.enabled => p,
-            Ok(Some(_)) => return Err(unavailable("the pixel is off")),
-            Ok(None) => return Err(unavailable("the site has no pixel")),
-            Err(e) => return Err(store_failed(e)),
+        let pixel = self.aws.get_pixel(site).await.map_err(store_failed)?;
+        let connection = match pixel.as_ref().and_then(|p| p.connection_owner()) {
+            Some(owner) => self.aws.get_connection(owner).await.map_err(store_failed)?,
+            None => None,
         };
-        if pixel.not_granted {
-            return Err(unavailable(
-                "the connection's token no longer lists the pixel (PIXEL_NOT_GRANTED)",
-            ));
-        }
-        if pixel.stopped {
-            return Err(Verdict::Failed(last_error(
-                "META_TOKEN_INVALID",
-                "Meta refused the pixel's token; store a new one",
-            )));
-        }
+        pixel_ready(pixel.as_ref(), connection.as_ref().map(|c| c.status))
+            .map_err(|why| Verdict::Failed(why.last_error()))?;
+        // `pixel_ready` answered yes, so there is a pixel.
+        let Some(pixel) = pixel else {
+            return Err(Verdict::unexpected("the pixel is gone"));
+        };
+        let unseal_failed = |e: adtrail_store::StoreError| {
+            tracing::warn!(error = %e, "could not unseal the token");
+            Verdict::unexpected("the sealing key is unavailable")
+        };
         let (token, owner) = match &pixel.source {
             PixelSource::Connection { owner_key } => {
-                let connection = match self.aws.get_connection(owner_key).await {
-                    Ok(Some(c)) => c,
-                    Ok(None) => return Err(unavailable("the pixel's connection is gone")),
-                    Err(e) => return Err(store_failed(e)),
+                let Some(connection) = connection else {
+                    return Err(Verdict::unexpected("the connection is gone"));
                 };
-                if connection.status == ConnectionStatus::Invalid {
-                    return Err(Verdict::Failed(last_error(
-                        "META_TOKEN_INVALID",
-                        "Meta refused the connection's token; connect again",
-                    )));
-                }
                 let token = self
                     .aws
                     .unseal(owner_key, Purpose::MetaConnection, &connection.sealed_token)
                     .await
-                    .map_err(|e| {
-                        tracing::warn!(error = %e, "could not unseal the token");
-                        unexpected("the sealing key is unavailable")
-                    })?;
+                    .map_err(unseal_failed)?;
                 (
                     token,
                     TokenOwner::Connection {
@@ -352,10 +309,7 @@ impl Sender {
                     .aws
                     .unseal(&format!("pixel:{site}"), Purpose::PixelToken, sealed_token)
                     .await
-                    .map_err(|e| {
-                        tracing::warn!(error = %e, "could not unseal the token");
-                        unexpected("the sealing key is unavailable")
-                    })?;
+                    .map_err(unseal_failed)?;
                 (
                     token,
                     TokenOwner::Pixel {
@@ -388,9 +342,8 @@ impl Sender {
         while let Some((lo, hi)) = ranges.pop() {
             if requests >= MAX_SPLIT_REQUESTS {
                 for v in &mut verdicts[lo..hi] {
-                    *v = Some(Verdict::Attempt(
-                        SendFailure::Unexpected,
-                        last_error("UNEXPECTED", "too many invalid events to isolate at once"),
+                    *v = Some(Verdict::unexpected(
+                        "too many invalid events to isolate at once",
                     ));
                 }
                 continue;
@@ -407,36 +360,14 @@ impl Sender {
                 .await;
             let verdict = match result {
                 Ok(_) => Verdict::Sent,
-                // The pixel does not exist or the token cannot reach it.
-                Err(e) if e.kind == GraphErrorKind::Other && e.subcode == Some(33) => {
-                    Verdict::Failed(last_error("PIXEL_UNAVAILABLE", &e.message))
-                }
-                Err(e) if e.kind == GraphErrorKind::Other && hi - lo > 1 => {
-                    let mid = lo + (hi - lo) / 2;
-                    ranges.push((mid, hi));
-                    ranges.push((lo, mid));
-                    continue;
-                }
-                Err(e) => match e.kind {
-                    GraphErrorKind::Other => {
-                        Verdict::Failed(last_error("META_REJECTED", &e.message))
+                Err(e) => match judge_error(e.kind, e.subcode, &e.message, hi - lo) {
+                    Judged::All(v) => v,
+                    Judged::Split => {
+                        let mid = lo + (hi - lo) / 2;
+                        ranges.push((mid, hi));
+                        ranges.push((lo, mid));
+                        continue;
                     }
-                    GraphErrorKind::TokenInvalid => Verdict::Attempt(
-                        SendFailure::TokenInvalid,
-                        last_error("META_TOKEN_INVALID", &e.message),
-                    ),
-                    GraphErrorKind::Permission => Verdict::Attempt(
-                        SendFailure::Permission,
-                        last_error("META_PERMISSION_MISSING", &e.message),
-                    ),
-                    GraphErrorKind::Throttled => Verdict::Attempt(
-                        SendFailure::Unavailable,
-                        last_error("META_UNAVAILABLE", "Meta throttled the send"),
-                    ),
-                    GraphErrorKind::Transient | GraphErrorKind::TooMuchData => Verdict::Attempt(
-                        SendFailure::Unavailable,
-                        last_error("META_UNAVAILABLE", &e.message),
-                    ),
                 },
             };
             for v in &mut verdicts[lo..hi] {
@@ -455,7 +386,7 @@ impl Sender {
     /// Stops whoever owns a refused token, if it is still the stored one.
     async fn stop_owner(&self, owner: &TokenOwner, now: i64) {
         let error = last_error(
-            "META_TOKEN_INVALID",
+            LastErrorCode::MetaTokenInvalid,
             "Meta refused the token while sending conversions",
         );
         let result = match owner {
@@ -493,13 +424,10 @@ impl Sender {
 /// A row as Meta's wire format has it.
 fn server_event(c: &Conversion, target: &Target) -> ServerEvent {
     let country = target.country_hash.clone();
-    let hashes = c
-        .hashes
-        .clone()
-        .unwrap_or(adtrail_domain::conversions::ContactHashes {
-            ph: vec![],
-            external_id: None,
-        });
+    let hashes = c.hashes.clone().unwrap_or(ContactHashes {
+        ph: vec![],
+        external_id: None,
+    });
     let custom_data = match (c.event_name, c.value_cents, &c.currency) {
         (EventName::Purchase, Some(cents), Some(currency)) => {
             let exponent = Currency::parse(currency).map_or(2, |c| c.exponent());

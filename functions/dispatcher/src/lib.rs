@@ -45,7 +45,7 @@ impl Dispatcher {
         for _ in 0..MAX_ROUNDS {
             let now = self.clock.now_ms();
             let (due, more) = self.aws.due_links(now, PER_SHARD).await?;
-            let mut bodies = vec![];
+            let mut messages = vec![];
             for (site_id, ad_account_id) in due {
                 let run_id = uuid::Uuid::new_v4().to_string();
                 if self
@@ -54,29 +54,22 @@ impl Dispatcher {
                     .await?
                 {
                     tracing::info!(site_id = %site_id, ad_account_id = %ad_account_id, run_id = %run_id, "leased");
-                    let message = SyncMessage {
+                    messages.push(SyncMessage {
                         site_id,
                         ad_account_id,
                         run_id,
-                    };
-                    bodies.push(
-                        serde_json::to_string(&message)
-                            .map_err(|e| StoreError::Malformed(e.to_string()))?,
-                    );
+                    });
                 }
             }
-            report.leased += bodies.len();
-            let refused = self
-                .aws
-                .send_batch(&self.aws.names.sync_queue_url, &bodies)
-                .await?;
+            report.leased += messages.len();
+            let refused = self.aws.enqueue_syncs(&messages).await?;
             if refused > 0 {
                 tracing::warn!(
                     refused,
                     "SQS refused sync messages; their runs end as RUN_TIMEOUT and retry"
                 );
             }
-            report.sent += bodies.len() - refused;
+            report.sent += messages.len() - refused;
             // Another round only when a shard had more than one page due.
             if !more {
                 break;

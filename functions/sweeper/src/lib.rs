@@ -7,11 +7,12 @@
 //! under 7 days left as `expiringSoon`, so a screen asks for a new login in
 //! time (a read never consults the clock).
 
-use adtrail_domain::conversions::{LOST_AFTER_MS, MAX_ATTEMPTS};
+use adtrail_domain::capi::LOST_AFTER_MS;
 use adtrail_domain::graph_error::EXPIRING_SOON_MS;
 use adtrail_domain::time::SharedClock;
-use adtrail_store::conversions::{Lost, SendMessage};
+use adtrail_store::conversions::Lost;
 use adtrail_store::keys::WORK_SHARDS;
+use adtrail_store::queue::SendMessage;
 use adtrail_store::spend::PurgeStep;
 use adtrail_store::{Aws, StoreError};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
@@ -91,11 +92,7 @@ impl Sweeper {
                     .await?;
                 let mut again = vec![];
                 for (site, key) in &late {
-                    match self
-                        .aws
-                        .recover_lost(site, key, LOST_AFTER_MS, MAX_ATTEMPTS, now)
-                        .await?
-                    {
+                    match self.aws.recover_lost(site, key, LOST_AFTER_MS, now).await? {
                         Lost::Requeued => again.push(SendMessage {
                             site_id: site.clone(),
                             key: key.clone(),

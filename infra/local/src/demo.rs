@@ -268,8 +268,8 @@ async fn conversions(app: &App, c: &Client) -> Result<(), Error> {
         .await?;
     let ad = spend["ads"][0]["adId"].as_str().unwrap_or("1").to_owned();
     let meta = |who: &str| {
-        json!({"ph": [adtrail_domain::conversions::sha256_hex(&format!("55119{who:0>8}"))],
-               "externalId": adtrail_domain::conversions::sha256_hex(who)})
+        json!({"ph": [adtrail_domain::contact::sha256_hex(&format!("55119{who:0>8}"))],
+               "externalId": adtrail_domain::contact::sha256_hex(who)})
     };
     let leads = [
         (

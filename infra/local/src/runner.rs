@@ -142,7 +142,7 @@ impl Runner {
                 clock: shared.clone(),
                 visibility: Visibility::Recorded(delays.clone()),
                 events_per_request: adtrail_capi_sender::events_per_request_from_env()
-                    .unwrap_or(adtrail_domain::conversions::MAX_EVENTS_PER_REQUEST),
+                    .unwrap_or(adtrail_domain::capi::MAX_EVENTS_PER_REQUEST),
             },
             delays,
             api: Api {

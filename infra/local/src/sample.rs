@@ -3,9 +3,13 @@
 //! change (one transaction with its conversions), so both exercise the
 //! real send path without paying for thousands of API calls on moto.
 
-use adtrail_domain::conversions::{ContactHashes, EventName, Stage, event_id, sha256_hex, utc_day};
-use adtrail_store::conversions::SendMessage;
-use adtrail_store::leads::{Lead, LeadWrite, NewConversion, new_conversion_sk};
+use adtrail_domain::capi::conversion_ref;
+use adtrail_domain::capi::{EventName, event_id};
+use adtrail_domain::contact::{ContactHashes, sha256_hex};
+use adtrail_domain::leads::Stage;
+use adtrail_domain::leads::{Lead, LeadWrite, NewConversion};
+use adtrail_domain::time::utc_day;
+use adtrail_store::queue::SendMessage;
 
 /// Lead number `i` of `site`, won, with `events` of its four events queued
 /// at `now`.
@@ -23,7 +27,7 @@ pub fn lead_write(site: &str, currency: &str, i: usize, events: usize, now: i64)
             let id = event_id(&lead_id, e);
             let purchase = e == EventName::Purchase;
             NewConversion {
-                sk: new_conversion_sk(now, &id),
+                sk: conversion_ref(now, &id),
                 event_id: id,
                 event_name: e,
                 event_time: now,

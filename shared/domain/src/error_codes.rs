@@ -81,12 +81,71 @@ impl ErrorCode {
     }
 }
 
+/// The codes a stored `lastError` starts with: an ad account's (Conventions:
+/// "an account's `lastError`"), a conversion's, a pixel's and a login's.
+/// One list, so a stored error never spells a code another way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LastErrorCode {
+    MetaTokenInvalid,
+    RateLimited,
+    MetaUnavailable,
+    MetaPermissionMissing,
+    MetaTruncated,
+    RunTimeout,
+    SealingKeyUnavailable,
+    AdAccountNotGranted,
+    PixelNotGranted,
+    TokenExchangeFailed,
+    MetaRejected,
+    EventTooOld,
+    PixelUnavailable,
+    Unexpected,
+}
+
+impl LastErrorCode {
+    pub const ALL: [LastErrorCode; 14] = [
+        Self::MetaTokenInvalid,
+        Self::RateLimited,
+        Self::MetaUnavailable,
+        Self::MetaPermissionMissing,
+        Self::MetaTruncated,
+        Self::RunTimeout,
+        Self::SealingKeyUnavailable,
+        Self::AdAccountNotGranted,
+        Self::PixelNotGranted,
+        Self::TokenExchangeFailed,
+        Self::MetaRejected,
+        Self::EventTooOld,
+        Self::PixelUnavailable,
+        Self::Unexpected,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MetaTokenInvalid => "META_TOKEN_INVALID",
+            Self::RateLimited => "RATE_LIMITED",
+            Self::MetaUnavailable => "META_UNAVAILABLE",
+            Self::MetaPermissionMissing => "META_PERMISSION_MISSING",
+            Self::MetaTruncated => "META_TRUNCATED",
+            Self::RunTimeout => "RUN_TIMEOUT",
+            Self::SealingKeyUnavailable => "SEALING_KEY_UNAVAILABLE",
+            Self::AdAccountNotGranted => "AD_ACCOUNT_NOT_GRANTED",
+            Self::PixelNotGranted => "PIXEL_NOT_GRANTED",
+            Self::TokenExchangeFailed => "TOKEN_EXCHANGE_FAILED",
+            Self::MetaRejected => "META_REJECTED",
+            Self::EventTooOld => "EVENT_TOO_OLD",
+            Self::PixelUnavailable => "PIXEL_UNAVAILABLE",
+            Self::Unexpected => "UNEXPECTED",
+        }
+    }
+}
+
 /// The longest `lastError` stored on an account.
 pub const MAX_LAST_ERROR: usize = 300;
 
 /// `CODE: reason`, cut to [`MAX_LAST_ERROR`] characters on a char boundary.
-pub fn last_error(code: &str, reason: &str) -> String {
-    let text = format!("{code}: {reason}");
+pub fn last_error(code: LastErrorCode, reason: &str) -> String {
+    let text = format!("{}: {reason}", code.as_str());
     match text.char_indices().nth(MAX_LAST_ERROR) {
         Some((cut, _)) => text[..cut].to_owned(),
         None => text,
@@ -100,7 +159,7 @@ mod tests {
     #[test]
     fn last_errors_are_capped_at_300_characters() {
         let long = "é".repeat(400);
-        let e = last_error("META_UNAVAILABLE", &long);
+        let e = last_error(LastErrorCode::MetaUnavailable, &long);
         assert_eq!(e.chars().count(), 300);
         assert!(e.starts_with("META_UNAVAILABLE: é"));
     }

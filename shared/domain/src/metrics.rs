@@ -20,8 +20,8 @@ impl Counters {
     /// What one lead adds to its cohort's counters: a lead; qualified at
     /// `qualified` or `won` (a sale counts as qualified too); won, with its
     /// revenue, at `won`.
-    pub fn of_lead(stage: crate::conversions::Stage, revenue_cents: Option<i64>) -> Self {
-        use crate::conversions::Stage;
+    pub fn of_lead(stage: crate::leads::Stage, revenue_cents: Option<i64>) -> Self {
+        use crate::leads::Stage;
         let won = stage == Stage::Won;
         Self {
             leads: 1,
@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn a_lead_counts_on_its_cohort_as_it_moves() {
-        use crate::conversions::Stage;
+        use crate::leads::Stage;
         let open = Counters::of_lead(Stage::Open, None);
         let won = Counters::of_lead(Stage::Won, Some(4_599));
         assert_eq!(

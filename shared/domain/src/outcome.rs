@@ -3,7 +3,7 @@
 //! Pure, so every branch of the back-off is a table row in the tests.
 
 use crate::dates::LocalDate;
-use crate::error_codes::last_error;
+use crate::error_codes::{LastErrorCode, last_error};
 use crate::plan::{
     BACKFILL_NEXT_BLOCK_MS, PERMISSION_RETRY_MS, SYNC_INTERVAL_MS, THROTTLE_BACKOFF_MS,
     USAGE_BACKOFF_PCT, retry_delay,
@@ -144,11 +144,11 @@ pub fn finish(link: LinkProgress, outcome: &RunOutcome, started_at: i64, now: i6
             };
             let error = if *truncated {
                 Some(last_error(
-                    "META_TRUNCATED",
+                    LastErrorCode::MetaTruncated,
                     "Meta listed more rows than one call reads for a day; that day may be short",
                 ))
             } else if busy {
-                Some(last_error("RATE_LIMITED", "backing off"))
+                Some(last_error(LastErrorCode::RateLimited, "backing off"))
             } else {
                 None
             };
@@ -193,7 +193,7 @@ pub fn finish(link: LinkProgress, outcome: &RunOutcome, started_at: i64, now: i6
         } => {
             if link.token_still_stored {
                 Finish::PauseConnection {
-                    last_error: last_error("META_TOKEN_INVALID", reason),
+                    last_error: last_error(LastErrorCode::MetaTokenInvalid, reason),
                 }
             } else {
                 // A new token came while this run used the old one: it gets
@@ -210,23 +210,29 @@ pub fn finish(link: LinkProgress, outcome: &RunOutcome, started_at: i64, now: i6
             let (delay, code, state) = match kind {
                 FailureKind::Throttled => (
                     regain_ms.unwrap_or(0).max(THROTTLE_BACKOFF_MS),
-                    "RATE_LIMITED",
+                    LastErrorCode::RateLimited,
                     link.sync_state,
                 ),
                 FailureKind::Permission => (
                     PERMISSION_RETRY_MS,
-                    "META_PERMISSION_MISSING",
+                    LastErrorCode::MetaPermissionMissing,
                     SyncState::Error,
                 ),
                 FailureKind::SealingKey => (
                     retry_delay(failures),
-                    "SEALING_KEY_UNAVAILABLE",
+                    LastErrorCode::SealingKeyUnavailable,
                     link.sync_state,
                 ),
-                FailureKind::OutOfTime => (retry_delay(failures), "RUN_TIMEOUT", link.sync_state),
-                FailureKind::Unavailable | FailureKind::Token => {
-                    (retry_delay(failures), "META_UNAVAILABLE", link.sync_state)
-                }
+                FailureKind::OutOfTime => (
+                    retry_delay(failures),
+                    LastErrorCode::RunTimeout,
+                    link.sync_state,
+                ),
+                FailureKind::Unavailable | FailureKind::Token => (
+                    retry_delay(failures),
+                    LastErrorCode::MetaUnavailable,
+                    link.sync_state,
+                ),
             };
             let next = if link.sync_requested {
                 now

@@ -54,3 +54,8 @@ impl Clock for VirtualClock {
 
 /// A shared handle on whichever clock is in use.
 pub type SharedClock = Arc<dyn Clock>;
+
+/// The UTC day (its start, epoch ms) an instant falls on.
+pub fn utc_day(ms: i64) -> i64 {
+    ms.div_euclid(DAY_MS) * DAY_MS
+}

@@ -40,3 +40,9 @@ pub fn need_s(item: &Item, key: &str) -> Result<String, StoreError> {
         .map(str::to_owned)
         .ok_or_else(|| StoreError::Malformed(format!("missing {key}")))
 }
+
+/// Reads a domain type from its item. The domain's types are foreign here,
+/// so the store maps them through this trait rather than inherent methods.
+pub(crate) trait FromItem: Sized {
+    fn from_item(item: &Item) -> Result<Self, StoreError>;
+}

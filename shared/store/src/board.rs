@@ -5,26 +5,16 @@
 
 use std::collections::BTreeMap;
 
-use adtrail_domain::conversions::{Column, EventName};
+use adtrail_domain::board::Board;
+use adtrail_domain::capi::EventName;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::attr::{Item, get_bool, get_n, get_s, n, s};
+use crate::attr::{FromItem, Item, get_bool, get_n, get_s, n, s};
 use crate::keys::{BOARD_SK, PK, SK, site_pk};
 use crate::write::applied;
 use crate::{Aws, StoreError};
 
-/// The board and its map.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Board {
-    /// `None` until the host declares its columns.
-    pub columns: Option<Vec<Column>>,
-    pub map: BTreeMap<String, EventName>,
-    pub send_lead_event: bool,
-    /// 0 when never written.
-    pub version: i64,
-}
-
-impl Board {
+impl FromItem for Board {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
         let columns = match get_s(item, "columns") {
             Some(json) => Some(
@@ -49,18 +39,6 @@ impl Board {
             send_lead_event: get_bool(item, "sendLeadEvent"),
             version: get_n(item, "version").unwrap_or(0),
         })
-    }
-
-    /// The event a declared column sends.
-    pub fn event_of(&self, column: &str) -> Option<EventName> {
-        self.map.get(column).copied()
-    }
-
-    /// Whether the board declares `column`.
-    pub fn declares(&self, column: &str) -> bool {
-        self.columns
-            .as_ref()
-            .is_some_and(|cols| cols.iter().any(|c| c.key == column))
     }
 }
 

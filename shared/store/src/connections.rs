@@ -4,11 +4,12 @@
 //! accounts, each field bounded), because a link is always checked against
 //! it and one read is cheaper than a query.
 
+use adtrail_domain::pixels::ConnectionStatus;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
-use crate::attr::{Item, get_n, get_s, n, need_s, s};
+use crate::attr::{FromItem, Item, get_n, get_s, n, need_s, s};
 use crate::keys::{CONNECTION_SK, GSI1, GSI1_SK, PK, SK, owner_pk};
 use crate::write::applied;
 use crate::{Aws, StoreError};
@@ -63,21 +64,6 @@ fn parse_expiry_sk(sk: &str) -> Option<(i64, &str)> {
 /// The most pixels one connection keeps in its listing.
 pub const MAX_LISTED_PIXELS: usize = 1_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnectionStatus {
-    Active,
-    Invalid,
-}
-
-impl ConnectionStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "active",
-            Self::Invalid => "invalid",
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Connection {
     pub owner_key: String,
@@ -102,7 +88,7 @@ pub struct Connection {
     pub updated_at: i64,
 }
 
-impl Connection {
+impl FromItem for Connection {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
         let accounts = get_s(item, "accounts")
             .map(serde_json::from_str)
@@ -148,7 +134,9 @@ impl Connection {
             updated_at: get_n(item, "updatedAt").unwrap_or(0),
         })
     }
+}
 
+impl Connection {
     pub fn listed(&self, account: &str) -> Option<&ListedAccount> {
         self.accounts.iter().find(|a| a.ad_account_id == account)
     }

@@ -9,11 +9,14 @@
 
 use std::collections::BTreeMap;
 
-use adtrail_domain::conversions::{ContactHashes, EventName, MAX_EVENT_AGE_MS, utc_day};
+use adtrail_domain::capi::{
+    Conversion, ConversionStatus, EventName, SendEnd, doomed, wait_before_claim,
+};
+use adtrail_domain::contact::ContactHashes;
+use adtrail_domain::time::utc_day;
 use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
-use serde::{Deserialize, Serialize};
 
-use crate::attr::{Item, get_n, get_s, n, need_s, s};
+use crate::attr::{FromItem, Item, get_n, get_s, n, need_s, s};
 use crate::keys::{
     COUNT_SHARDS, COUNT_TOTAL_SK, PK, SK, WORK_AT, WORK_INDEX, conv_pk, count_day_sk, count_pk,
     send_shard_n, shard_of,
@@ -21,58 +24,8 @@ use crate::keys::{
 use crate::write::{applied, transaction_failed_at};
 use crate::{Aws, StoreError};
 
-/// Where a conversion is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ConversionStatus {
-    Pending,
-    Sent,
-    Failed,
-}
-
-impl ConversionStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConversionStatus::Pending => "pending",
-            ConversionStatus::Sent => "sent",
-            ConversionStatus::Failed => "failed",
-        }
-    }
-    pub fn parse(v: &str) -> Option<Self> {
-        match v {
-            "pending" => Some(ConversionStatus::Pending),
-            "sent" => Some(ConversionStatus::Sent),
-            "failed" => Some(ConversionStatus::Failed),
-            _ => None,
-        }
-    }
-}
-
-/// A conversion row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Conversion {
-    pub site_id: String,
-    pub sk: String,
-    pub event_id: String,
-    pub event_name: EventName,
-    pub lead_id: String,
-    pub lead_key: String,
-    pub event_time: i64,
-    pub created_at: i64,
-    pub status: ConversionStatus,
-    pub attempts: i64,
-    pub next_attempt_at: Option<i64>,
-    pub lease_until: Option<i64>,
-    pub value_cents: Option<i64>,
-    pub currency: Option<String>,
-    pub sent_at: Option<i64>,
-    pub last_error: Option<String>,
-    /// Present while pending; erased once delivery ends.
-    pub hashes: Option<ContactHashes>,
-    pub work_at: Option<i64>,
-}
-
-impl Conversion {
-    pub(crate) fn from_item(item: &Item) -> Result<Self, StoreError> {
+impl FromItem for Conversion {
+    fn from_item(item: &Item) -> Result<Self, StoreError> {
         let ph: Vec<String> = item
             .get("ph")
             .and_then(|v| v.as_ss().ok())
@@ -106,15 +59,6 @@ impl Conversion {
             work_at: get_n(item, WORK_AT),
         })
     }
-}
-
-/// The message the send queue carries: which row to send.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SendMessage {
-    pub site_id: String,
-    /// The conversion's sort key (`<createdAt>#<eventId>`).
-    pub key: String,
 }
 
 /// An `ADD` to one counter item (`day`: a day item, else the totals).
@@ -159,14 +103,6 @@ pub enum Claim {
     Wait(i64),
     /// Sent, failed or removed: nothing to do.
     Gone,
-}
-
-/// How one attempt ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SendEnd {
-    Sent,
-    Retry { at: i64, last_error: String },
-    Failed { last_error: String },
 }
 
 /// An attempt's end, for [`Aws::finish_sends`].
@@ -269,11 +205,8 @@ impl Aws {
         if c.status != ConversionStatus::Pending {
             return Ok(Claim::Gone);
         }
-        let free_at = c
-            .next_attempt_at
-            .unwrap_or(now)
-            .max(c.lease_until.unwrap_or(now));
-        Ok(Claim::Wait((free_at - now).max(1_000)))
+        // Lost to another claim between our read and our write.
+        Ok(Claim::Wait(wait_before_claim(&c, now).unwrap_or(1_000)))
     }
 
     /// Claims many rows at once: one strongly-consistent read of every row
@@ -310,18 +243,13 @@ impl Aws {
             let claim = match rows.get(key) {
                 None => Claim::Gone,
                 Some(c) if c.status != ConversionStatus::Pending => Claim::Gone,
-                Some(c) => {
-                    let free_at = c
-                        .next_attempt_at
-                        .unwrap_or(now)
-                        .max(c.lease_until.unwrap_or(now));
-                    if free_at > now {
-                        Claim::Wait((free_at - now).max(1_000))
-                    } else {
+                Some(c) => match wait_before_claim(c, now) {
+                    Some(ms) => Claim::Wait(ms),
+                    None => {
                         due.push(i);
                         Claim::Gone
                     }
-                }
+                },
             };
             claims.push(claim);
         }
@@ -557,7 +485,6 @@ impl Aws {
         site: &str,
         sk: &str,
         lost_after_ms: i64,
-        max_attempts: i64,
         now: i64,
     ) -> Result<Lost, StoreError> {
         let Some(item) = self.read_item(conv_pk(site), sk).await? else {
@@ -574,19 +501,9 @@ impl Aws {
         // did not, so it is counted here.
         let counted = if c.lease_until.is_some() { 0 } else { 1 };
         let attempts = c.attempts + counted;
-        let fail = if now - c.event_time > MAX_EVENT_AGE_MS {
-            Some(adtrail_domain::error_codes::last_error(
-                "EVENT_TOO_OLD",
-                "the event is older than 7 days",
-            ))
-        } else if attempts >= max_attempts {
-            Some(adtrail_domain::error_codes::last_error(
-                "UNEXPECTED",
-                "the last attempt was lost on the way",
-            ))
-        } else {
-            None
-        };
+        // The rule the sender applies when it claims, for the attempt that
+        // sending it again would count.
+        let fail = doomed(c.event_time, attempts + 1, c.hashes.is_some(), now);
         let t = &self.names.table;
         let base = Update::builder()
             .table_name(t)
@@ -731,17 +648,5 @@ impl Aws {
             }
         }
         Ok(counts)
-    }
-
-    /// Puts send messages on the send queue. Answers how many SQS refused.
-    ///
-    /// # Errors
-    /// [`StoreError::Service`] when SQS cannot be reached.
-    pub async fn enqueue_sends(&self, messages: &[SendMessage]) -> Result<usize, StoreError> {
-        let bodies = messages
-            .iter()
-            .map(|m| serde_json::to_string(m).map_err(|e| StoreError::Malformed(e.to_string())))
-            .collect::<Result<Vec<_>, _>>()?;
-        self.send_batch(&self.names.send_queue_url, &bodies).await
     }
 }

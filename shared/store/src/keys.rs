@@ -143,8 +143,9 @@ pub fn conv_pk(site: &str) -> String {
     format!("conv#{site}")
 }
 /// Conversions sort by creation time, then event id: the list's cursor.
+/// The domain owns the format ([`adtrail_domain::capi::conversion_ref`]).
 pub fn conv_sk(created_at: i64, event_id: &str) -> String {
-    format!("{created_at:013}#{event_id}")
+    adtrail_domain::capi::conversion_ref(created_at, event_id)
 }
 /// Partitions of the conversion counters.
 pub const COUNT_SHARDS: u32 = 8;

@@ -7,48 +7,25 @@
 
 use std::collections::BTreeMap;
 
-use adtrail_domain::conversions::{ContactHashes, EventName, Stage, utc_day};
+use adtrail_domain::capi::{ConversionStatus, EventName};
+use adtrail_domain::leads::{ENTRY_KEPT_MS, Lead, LeadWrite, Stage};
 use adtrail_domain::metrics::Counters;
 use adtrail_domain::time::DAY_MS;
+use adtrail_domain::time::utc_day;
 use aws_sdk_dynamodb::types::{
     AttributeValue, Delete, DeleteRequest, Put, TransactWriteItem, Update, WriteRequest,
 };
 
-use crate::attr::{Item, get_n, get_s, n, need_s, s};
-use crate::conversions::{ConversionStatus, counter_update};
+use crate::attr::{FromItem, Item, get_n, get_s, n, need_s, s};
+use crate::conversions::counter_update;
 use crate::keys::{
-    COUNT_SHARDS, PK, SK, WORK_AT, WORK_SHARD, change_pk, conv_pk, conv_sk, entry_pk, entry_sk,
-    lead_ad_pk, lead_pk, rollup_pk, rollup_sk, send_shard, shard_of,
+    COUNT_SHARDS, PK, SK, WORK_AT, WORK_SHARD, change_pk, conv_pk, entry_pk, entry_sk, lead_ad_pk,
+    lead_pk, rollup_pk, rollup_sk, send_shard, shard_of,
 };
 use crate::write::transaction_failed_at;
 use crate::{Aws, StoreError};
 
-/// A lead as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lead {
-    pub site_id: String,
-    pub lead_key: String,
-    pub lead_id: String,
-    pub origin: String,
-    pub ad_id: Option<String>,
-    pub label: Option<String>,
-    pub column: Option<String>,
-    pub stage: Stage,
-    pub revenue_cents: Option<i64>,
-    /// When the lead first arrived (the host's `occurredAt`).
-    pub created_at: i64,
-    /// The UTC day it arrived on: its cohort.
-    pub cohort_day: i64,
-    pub last_move_at: i64,
-    /// The sort key of each of its conversions, by event.
-    pub conversions: BTreeMap<EventName, String>,
-    /// The column entries it counts in (`column`, `dayStart`).
-    pub entries: Vec<(String, i64)>,
-    /// 0 for a lead not yet written.
-    pub version: i64,
-}
-
-impl Lead {
+impl FromItem for Lead {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
         let conversions: BTreeMap<String, String> =
             serde_json::from_str(get_s(item, "conversions").unwrap_or("{}"))
@@ -79,46 +56,47 @@ impl Lead {
             version: get_n(item, "version").unwrap_or(0),
         })
     }
+}
 
-    fn to_item(&self, now: i64) -> Result<Item, StoreError> {
-        let conversions: BTreeMap<&str, &str> = self
-            .conversions
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let mut item: Item = [
-            (PK, s(lead_pk(&self.site_id))),
-            (SK, s(&self.lead_key)),
-            ("siteId", s(&self.site_id)),
-            ("leadKey", s(&self.lead_key)),
-            ("leadId", s(&self.lead_id)),
-            ("origin", s(&self.origin)),
-            ("stage", s(self.stage.as_str())),
-            ("createdAt", n(self.created_at)),
-            ("cohortDay", n(self.cohort_day)),
-            ("lastMoveAt", n(self.last_move_at)),
-            ("conversions", s(to_json(&conversions)?)),
-            ("entries", s(to_json(&self.entries)?)),
-            ("version", n(self.version + 1)),
-            ("updatedAt", n(now)),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
+/// The lead's item, its version one past the one it was read at.
+fn lead_item(lead: &Lead, now: i64) -> Result<Item, StoreError> {
+    let conversions: BTreeMap<&str, &str> = lead
+        .conversions
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-        for (k, v) in [
-            ("adId", &self.ad_id),
-            ("label", &self.label),
-            ("column", &self.column),
-        ] {
-            if let Some(v) = v {
-                item.insert(k.to_owned(), s(v));
-            }
+    let mut item: Item = [
+        (PK, s(lead_pk(&lead.site_id))),
+        (SK, s(&lead.lead_key)),
+        ("siteId", s(&lead.site_id)),
+        ("leadKey", s(&lead.lead_key)),
+        ("leadId", s(&lead.lead_id)),
+        ("origin", s(&lead.origin)),
+        ("stage", s(lead.stage.as_str())),
+        ("createdAt", n(lead.created_at)),
+        ("cohortDay", n(lead.cohort_day)),
+        ("lastMoveAt", n(lead.last_move_at)),
+        ("conversions", s(to_json(&conversions)?)),
+        ("entries", s(to_json(&lead.entries)?)),
+        ("version", n(lead.version + 1)),
+        ("updatedAt", n(now)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    for (k, v) in [
+        ("adId", &lead.ad_id),
+        ("label", &lead.label),
+        ("column", &lead.column),
+    ] {
+        if let Some(v) = v {
+            item.insert(k.to_owned(), s(v));
         }
-        if let Some(cents) = self.revenue_cents {
-            item.insert("revenueCents".into(), n(cents));
-        }
-        Ok(item)
     }
+    if let Some(cents) = lead.revenue_cents {
+        item.insert("revenueCents".into(), n(cents));
+    }
+    Ok(item)
 }
 
 /// The dimensions a lead counts in: its origin, and its ad if it has one.
@@ -172,8 +150,6 @@ fn to_json(v: &impl serde::Serialize) -> Result<String, StoreError> {
 pub const TTL: &str = "ttl";
 /// How long a change stays seen: a retry months later is not a retry.
 pub const CHANGE_KEPT_MS: i64 = 180 * DAY_MS;
-/// How long a column entry is kept: it counts for 30 days.
-pub const ENTRY_KEPT_MS: i64 = 35 * DAY_MS;
 
 /// One rollup row: a site's cohort counters of one UTC day and one
 /// dimension (`o#<origin>` or `a#<adId>`).
@@ -182,37 +158,6 @@ pub struct RollupRow {
     pub day_start: i64,
     pub dim: String,
     pub counters: Counters,
-}
-
-/// A conversion a change queues.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewConversion {
-    pub event_id: String,
-    pub event_name: EventName,
-    /// When the host says it happened (Meta's `event_time`).
-    pub event_time: i64,
-    pub value_cents: Option<i64>,
-    pub currency: Option<String>,
-    pub hashes: ContactHashes,
-    /// A failed conversion opened again keeps its row (and sort key):
-    /// this is the status it had.
-    pub reopens: Option<ConversionStatus>,
-    /// Its sort key (new: from now and the event id).
-    pub sk: String,
-}
-
-/// One accepted lead change, ready to write.
-#[derive(Debug, Clone)]
-pub struct LeadWrite {
-    /// The lead after the change; `version` is the one it was read at.
-    pub lead: Lead,
-    pub change_id: String,
-    /// The column the lead entered, counted on `now`'s UTC day.
-    pub entered: Option<String>,
-    pub conversions: Vec<NewConversion>,
-    /// What the change does to the lead's cohort counters.
-    pub rollup: Counters,
-    pub now: i64,
 }
 
 /// How a lead write went.
@@ -290,7 +235,7 @@ impl Aws {
         .into();
         items.push(tx_put(t, marker, Some("attribute_not_exists(pk)"))?);
         // 1: the lead, over the version it was read at.
-        let lead_item = w.lead.to_item(w.now)?;
+        let lead_item = lead_item(&w.lead, w.now)?;
         let lead_put = if w.lead.version == 0 {
             Put::builder()
                 .table_name(t)
@@ -665,9 +610,4 @@ fn created_at_of(sk: &str, fallback: i64) -> i64 {
     sk.split_once('#')
         .and_then(|(at, _)| at.parse().ok())
         .unwrap_or(fallback)
-}
-
-/// A new conversion's sort key.
-pub fn new_conversion_sk(now: i64, event_id: &str) -> String {
-    conv_sk(now, event_id)
 }

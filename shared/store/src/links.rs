@@ -511,7 +511,7 @@ impl Aws {
                 .expression_attribute_values(
                     ":err",
                     s(adtrail_domain::error_codes::last_error(
-                        "RUN_TIMEOUT",
+                        adtrail_domain::error_codes::LastErrorCode::RunTimeout,
                         "the previous sync did not finish",
                     )),
                 )

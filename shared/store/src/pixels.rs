@@ -2,10 +2,11 @@
 //! token — the connection's (`source: connection`) or its own, sealed with
 //! KMS (`source: token`).
 
+use adtrail_domain::pixels::{PixelSource, SitePixel};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::attr::{Item, get_bool, get_n, get_s, n, need_s, s};
+use crate::attr::{FromItem, Item, get_bool, get_n, get_s, n, need_s, s};
 use crate::keys::{GSI1_PK, GSI1_SK, PK, SK, owner_pk, site_pk};
 use crate::write::applied;
 use crate::{Aws, StoreError};
@@ -13,54 +14,7 @@ use crate::{Aws, StoreError};
 const PIXEL_SK: &str = "pixel";
 const PIXEL_GSI_PREFIX: &str = "pixel#";
 
-/// Where a pixel's token comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PixelSource {
-    /// The owner's connection token.
-    Connection { owner_key: String },
-    /// A token of its own, sealed; `set_by` is the owner who set it, if any.
-    Token {
-        sealed_token: Vec<u8>,
-        token_version: String,
-        set_by: Option<String>,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SitePixel {
-    pub site_id: String,
-    pub pixel_id: String,
-    pub name: String,
-    pub source: PixelSource,
-    pub enabled: bool,
-    pub send_lead_event: bool,
-    pub test_event_code: Option<String>,
-    pub last_error: Option<String>,
-    /// Meta refused the pixel's own token: nothing is queued or sent until
-    /// a token is stored again.
-    pub stopped: bool,
-    /// The connection's token no longer lists the pixel
-    /// (`PIXEL_NOT_GRANTED`): nothing is queued or sent until it does.
-    pub not_granted: bool,
-    pub updated_at: i64,
-}
-
-impl SitePixel {
-    pub fn source_name(&self) -> &'static str {
-        match self.source {
-            PixelSource::Connection { .. } => "connection",
-            PixelSource::Token { .. } => "token",
-        }
-    }
-
-    /// The owner who set the pixel (`None`: the host, with a token of its own).
-    pub fn owner(&self) -> Option<&str> {
-        match &self.source {
-            PixelSource::Connection { owner_key } => Some(owner_key),
-            PixelSource::Token { set_by, .. } => set_by.as_deref(),
-        }
-    }
-
+impl FromItem for SitePixel {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
         let source = match get_s(item, "source") {
             Some("token") => PixelSource::Token {
@@ -90,65 +44,65 @@ impl SitePixel {
             updated_at: get_n(item, "updatedAt").unwrap_or(0),
         })
     }
+}
 
-    fn to_item(&self) -> Item {
-        let mut item: Item = [
-            (PK.to_owned(), s(site_pk(&self.site_id))),
-            (SK.to_owned(), s(PIXEL_SK)),
-            ("siteId".to_owned(), s(&self.site_id)),
-            ("pixelId".to_owned(), s(&self.pixel_id)),
-            ("name".to_owned(), s(&self.name)),
-            ("source".to_owned(), s(self.source_name())),
-            ("enabled".to_owned(), AttributeValue::Bool(self.enabled)),
-            (
-                "sendLeadEvent".to_owned(),
-                AttributeValue::Bool(self.send_lead_event),
-            ),
-            ("updatedAt".to_owned(), n(self.updated_at)),
-            ("stopped".to_owned(), AttributeValue::Bool(self.stopped)),
-            (
-                "notGranted".to_owned(),
-                AttributeValue::Bool(self.not_granted),
-            ),
-        ]
-        .into_iter()
-        .collect();
-        match &self.source {
-            PixelSource::Connection { owner_key } => {
-                item.insert("ownerKey".into(), s(owner_key));
-            }
-            PixelSource::Token {
-                sealed_token,
-                token_version,
-                set_by,
-            } => {
-                item.insert(
-                    "sealedToken".into(),
-                    AttributeValue::B(Blob::new(sealed_token.clone())),
-                );
-                item.insert("tokenVersion".into(), s(token_version));
-                if let Some(owner) = set_by {
-                    item.insert("setBy".into(), s(owner));
-                }
-            }
+fn pixel_item(pixel: &SitePixel) -> Item {
+    let mut item: Item = [
+        (PK.to_owned(), s(site_pk(&pixel.site_id))),
+        (SK.to_owned(), s(PIXEL_SK)),
+        ("siteId".to_owned(), s(&pixel.site_id)),
+        ("pixelId".to_owned(), s(&pixel.pixel_id)),
+        ("name".to_owned(), s(&pixel.name)),
+        ("source".to_owned(), s(pixel.source_name())),
+        ("enabled".to_owned(), AttributeValue::Bool(pixel.enabled)),
+        (
+            "sendLeadEvent".to_owned(),
+            AttributeValue::Bool(pixel.send_lead_event),
+        ),
+        ("updatedAt".to_owned(), n(pixel.updated_at)),
+        ("stopped".to_owned(), AttributeValue::Bool(pixel.stopped)),
+        (
+            "notGranted".to_owned(),
+            AttributeValue::Bool(pixel.not_granted),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    match &pixel.source {
+        PixelSource::Connection { owner_key } => {
+            item.insert("ownerKey".into(), s(owner_key));
         }
-        if let Some(code) = &self.test_event_code {
-            item.insert("testEventCode".into(), s(code));
-        }
-        // The `owner` index lists the pixels an owner set, to forget them
-        // with it.
-        if let Some(owner) = self.owner() {
-            item.insert(GSI1_PK.into(), s(owner_pk(owner)));
+        PixelSource::Token {
+            sealed_token,
+            token_version,
+            set_by,
+        } => {
             item.insert(
-                GSI1_SK.into(),
-                s(format!("{PIXEL_GSI_PREFIX}{}", self.site_id)),
+                "sealedToken".into(),
+                AttributeValue::B(Blob::new(sealed_token.clone())),
             );
+            item.insert("tokenVersion".into(), s(token_version));
+            if let Some(owner) = set_by {
+                item.insert("setBy".into(), s(owner));
+            }
         }
-        if let Some(e) = &self.last_error {
-            item.insert("lastError".into(), s(e));
-        }
-        item
     }
+    if let Some(code) = &pixel.test_event_code {
+        item.insert("testEventCode".into(), s(code));
+    }
+    // The `owner` index lists the pixels an owner set, to forget them
+    // with it.
+    if let Some(owner) = pixel.owner() {
+        item.insert(GSI1_PK.into(), s(owner_pk(owner)));
+        item.insert(
+            GSI1_SK.into(),
+            s(format!("{PIXEL_GSI_PREFIX}{}", pixel.site_id)),
+        );
+    }
+    if let Some(e) = &pixel.last_error {
+        item.insert("lastError".into(), s(e));
+    }
+    item
 }
 
 impl Aws {
@@ -160,7 +114,7 @@ impl Aws {
         self.ddb
             .put_item()
             .table_name(&self.names.table)
-            .set_item(Some(pixel.to_item()))
+            .set_item(Some(pixel_item(pixel)))
             .send()
             .await
             .map_err(StoreError::ddb)?;

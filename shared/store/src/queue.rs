@@ -1,5 +1,7 @@
-//! The sync queue's messages and how they are sent: in batches of ten, the
-//! most SQS takes in one call.
+//! The queues' messages and how they travel: the sync queue's
+//! [`SyncMessage`] and the send queue's [`SendMessage`], sent in batches of
+//! ten (the most SQS takes in one call), and the visibility change the
+//! `capi-sender` uses as its retry timer.
 
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use serde::{Deserialize, Serialize};
@@ -15,7 +17,69 @@ pub struct SyncMessage {
     pub run_id: String,
 }
 
+/// The message the send queue carries: which conversion row to send.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SendMessage {
+    pub site_id: String,
+    /// The conversion's reference (`<createdAt>#<eventId>`).
+    pub key: String,
+}
+
+/// The longest visibility timeout SQS takes (12 hours).
+const MAX_VISIBILITY_SECS: i64 = 43_200;
+
+fn bodies<T: Serialize>(messages: &[T]) -> Result<Vec<String>, StoreError> {
+    messages
+        .iter()
+        .map(|m| serde_json::to_string(m).map_err(|e| StoreError::Malformed(e.to_string())))
+        .collect()
+}
+
 impl Aws {
+    /// Puts sync runs on the sync queue. Answers how many SQS refused.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when SQS cannot be reached.
+    pub async fn enqueue_syncs(&self, messages: &[SyncMessage]) -> Result<usize, StoreError> {
+        self.send_batch(&self.names.sync_queue_url, &bodies(messages)?)
+            .await
+    }
+
+    /// Puts send messages on the send queue. Answers how many SQS refused.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when SQS cannot be reached.
+    pub async fn enqueue_sends(&self, messages: &[SendMessage]) -> Result<usize, StoreError> {
+        self.send_batch(&self.names.send_queue_url, &bodies(messages)?)
+            .await
+    }
+
+    /// Keeps a received message invisible for `delay_ms` (rounded up to
+    /// whole seconds, at most SQS's 12 hours): the message comes back then.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when SQS refuses or cannot be reached.
+    pub async fn delay_message(
+        &self,
+        queue_url: &str,
+        receipt: &str,
+        delay_ms: i64,
+    ) -> Result<(), StoreError> {
+        let secs = (delay_ms + 999)
+            .div_euclid(1_000)
+            .clamp(0, MAX_VISIBILITY_SECS);
+        self.sqs
+            .change_message_visibility()
+            .queue_url(queue_url)
+            .receipt_handle(receipt)
+            .visibility_timeout(secs as i32)
+            .send()
+            .await
+            .map_err(|e| StoreError::service("sqs", e))?;
+        Ok(())
+    }
+
     /// Sends `bodies` to `queue_url`, ten per request. Returns how many
     /// SQS refused (each is retried once in the next request).
     ///

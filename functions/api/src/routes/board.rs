@@ -7,13 +7,13 @@
 use std::collections::BTreeMap;
 
 use adtrail_domain::SiteId;
-use adtrail_domain::conversions::{
-    BoardError, Column, EventName, check_board, keep_mapped, utc_day,
-};
+use adtrail_domain::board::Board;
+use adtrail_domain::board::{BoardError, Column, check_board, keep_mapped};
+use adtrail_domain::capi::EventName;
 use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::time::DAY_MS;
+use adtrail_domain::time::utc_day;
 use adtrail_store::StoreError;
-use adtrail_store::board::Board;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};

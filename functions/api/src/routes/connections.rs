@@ -3,7 +3,7 @@
 //! never with its token.
 
 use adtrail_domain::OwnerKey;
-use adtrail_domain::error_codes::last_error;
+use adtrail_domain::error_codes::{LastErrorCode, last_error};
 use adtrail_domain::graph_error::GraphErrorKind;
 use adtrail_store::connections::{Authorization, ListedAccount, ListedPixel};
 use adtrail_store::seal::Purpose;
@@ -199,7 +199,7 @@ async fn align_pixels(api: &Api, owner: &str, listed: &[ListedPixel]) -> Result<
         let Some(pixel) = api.aws.get_pixel(&site).await? else {
             continue;
         };
-        if !matches!(&pixel.source, adtrail_store::pixels::PixelSource::Connection { owner_key } if owner_key == owner)
+        if !matches!(&pixel.source, adtrail_domain::pixels::PixelSource::Connection { owner_key } if owner_key == owner)
         {
             continue;
         }
@@ -210,7 +210,7 @@ async fn align_pixels(api: &Api, owner: &str, listed: &[ListedPixel]) -> Result<
         }
         let error = (!granted).then(|| {
             last_error(
-                "PIXEL_NOT_GRANTED",
+                LastErrorCode::PixelNotGranted,
                 "the connection's token no longer lists this pixel",
             )
         });
@@ -294,7 +294,7 @@ async fn align_links(
             }
         } else {
             let error = last_error(
-                "AD_ACCOUNT_NOT_GRANTED",
+                LastErrorCode::AdAccountNotGranted,
                 "the connection's token no longer lists this ad account",
             );
             api.aws.pause_link(&site, &account, &error).await?;

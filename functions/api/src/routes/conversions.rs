@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 
 use adtrail_domain::SiteId;
-use adtrail_domain::conversions::{EventName, utc_day};
+use adtrail_domain::capi::EventName;
 use adtrail_domain::ids::check_opaque;
 use adtrail_domain::time::DAY_MS;
+use adtrail_domain::time::utc_day;
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 

@@ -12,20 +12,17 @@
 //! repeating it.
 
 use adtrail_domain::SiteId;
-use adtrail_domain::conversions::{
-    ContactHashes, EventName, LeadChange, LeadState, PixelReady, Stage, apply_change, check_origin,
-    event_id, events_for, is_paid, parse_meta, utc_day,
-};
+use adtrail_domain::contact::{ContactHashes, parse_meta};
 use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::ids::{check_meta_numeric, check_opaque};
-use adtrail_domain::metrics::Counters;
+use adtrail_domain::leads::{
+    Lead, LeadContext, LeadInput, LeadUpdate, NewConversion, NewLead, Stage, check_origin, decide,
+    is_paid, once_per_lead,
+};
+use adtrail_domain::pixels::{PixelReady, pixel_ready};
 use adtrail_domain::time::MINUTE_MS;
-use adtrail_store::board::Board;
-use adtrail_store::connections::ConnectionStatus;
-use adtrail_store::conversions::{ConversionStatus, SendMessage};
-use adtrail_store::leads::{Lead, LeadWrite, LeadWritten, NewConversion, new_conversion_sk};
-use adtrail_store::pixels::PixelSource;
-use adtrail_store::sites::Site;
+use adtrail_store::leads::LeadWritten;
+use adtrail_store::queue::SendMessage;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -70,23 +67,11 @@ struct StageBody {
     meta: Option<Value>,
 }
 
-/// A change, validated.
+/// A change, validated, with what the answer says of `meta`.
 struct Change {
-    change_id: String,
-    occurred_at: i64,
-    stage: Option<Stage>,
-    revenue_cents: Option<i64>,
-    column: Option<String>,
-    hashes: Option<ContactHashes>,
+    update: LeadUpdate,
     /// Why `meta` was ignored, if it was.
     meta_warning: Option<String>,
-}
-
-/// What a new lead brings.
-struct NewLead {
-    origin: String,
-    ad_id: Option<String>,
-    label: Option<String>,
 }
 
 fn check_time(field: &str, at: i64, now: i64) -> Result<i64, ApiError> {
@@ -154,12 +139,14 @@ pub(crate) async fn record_lead(
         .transpose()?;
     let (hashes, meta_warning) = read_meta(body.meta.as_ref());
     let change = Change {
-        change_id: body.change_id,
-        occurred_at: check_time("occurredAt", body.occurred_at, now)?,
-        stage: None,
-        revenue_cents: None,
-        column: body.column,
-        hashes,
+        update: LeadUpdate {
+            change_id: body.change_id,
+            occurred_at: check_time("occurredAt", body.occurred_at, now)?,
+            stage: None,
+            revenue_cents: None,
+            column: body.column,
+            hashes,
+        },
         meta_warning,
     };
     let new = NewLead {
@@ -206,12 +193,14 @@ pub(crate) async fn move_lead(
     }
     let (hashes, meta_warning) = read_meta(body.meta.as_ref());
     let change = Change {
-        change_id: body.change_id,
-        occurred_at: check_time("occurredAt", body.occurred_at, now)?,
-        stage,
-        revenue_cents: body.revenue_cents,
-        column: body.column,
-        hashes,
+        update: LeadUpdate {
+            change_id: body.change_id,
+            occurred_at: check_time("occurredAt", body.occurred_at, now)?,
+            stage,
+            revenue_cents: body.revenue_cents,
+            column: body.column,
+            hashes,
+        },
         meta_warning,
     };
     apply(api, &site, lead_key, &change, None).await
@@ -250,26 +239,20 @@ fn busy() -> ApiError {
     )
 }
 
-/// Whether the site can queue now, and whether new leads send `Lead`.
-async fn pixel_ready(api: &Api, site: &str) -> Result<Option<PixelReady>, ApiError> {
-    let Some(pixel) = api.aws.get_pixel(site).await? else {
-        return Ok(None);
+/// Whether the site can queue now, and whether new leads send `Lead`
+/// (the domain's one rule; the sender asks it again before sending).
+async fn pixel_ready_now(api: &Api, site: &str) -> Result<Option<PixelReady>, ApiError> {
+    let pixel = api.aws.get_pixel(site).await?;
+    let connection = match pixel.as_ref().and_then(|p| p.connection_owner()) {
+        Some(owner) => api.aws.get_connection(owner).await?.map(|c| c.status),
+        None => None,
     };
-    if !pixel.enabled || pixel.stopped || pixel.not_granted {
-        return Ok(None);
-    }
-    if let PixelSource::Connection { owner_key } = &pixel.source {
-        match api.aws.get_connection(owner_key).await? {
-            Some(c) if c.status != ConnectionStatus::Invalid => {}
-            _ => return Ok(None),
-        }
-    }
-    Ok(Some(PixelReady {
-        send_lead_event: pixel.send_lead_event,
-    }))
+    Ok(pixel_ready(pixel.as_ref(), connection).ok())
 }
 
-/// Decides and writes one change, again from fresh reads if it raced.
+/// Decides and writes one change, again from fresh reads if it raced:
+/// read, let the domain decide, keep each event once per lead, write the
+/// outbox, then enqueue.
 async fn apply(
     api: &Api,
     site: &SiteId,
@@ -280,21 +263,37 @@ async fn apply(
     let Some(site_row) = api.aws.get_site(site.as_str()).await? else {
         return Err(ApiError::not_found("siteId: no such site"));
     };
+    let update = &change.update;
     for _ in 0..MAX_TRIES {
         let now = api.clock.now_ms();
         let lead = api.aws.get_lead(site.as_str(), lead_key).await?;
-        if lead.is_none() && new.is_none() {
-            return Err(ApiError::not_found("leadKey: no such lead"));
-        }
+        let current = lead.clone();
+        let input = match (lead, new) {
+            (Some(lead), recorded) => LeadInput::Known {
+                lead: Box::new(lead),
+                recorded,
+            },
+            (None, Some(new)) => LeadInput::New {
+                lead_id: uuid::Uuid::new_v4().to_string(),
+                lead_key,
+                lead: new,
+            },
+            (None, None) => return Err(ApiError::not_found("leadKey: no such lead")),
+        };
         let board = api.aws.get_board(site.as_str()).await?;
-        let pixel = if change.hashes.is_some() {
-            pixel_ready(api, site.as_str()).await?
+        let pixel = if update.hashes.is_some() {
+            pixel_ready_now(api, site.as_str()).await?
         } else {
             None
         };
-        let current = lead.clone();
-        let Some(plan) = plan_write(&site_row, lead, lead_key, change, new, &board, pixel, now)
-        else {
+        let ctx = LeadContext {
+            site_id: &site_row.site_id,
+            currency: &site_row.currency,
+            board: &board,
+            pixel,
+            now,
+        };
+        let Some(mut plan) = decide(&ctx, input, update) else {
             // Nothing to write; say whether it is a change seen before.
             let mut body = answer(
                 site.as_str(),
@@ -306,15 +305,20 @@ async fn apply(
             );
             if api
                 .aws
-                .change_seen(site.as_str(), &change.change_id)
+                .change_seen(site.as_str(), &update.change_id)
                 .await?
             {
                 body["duplicate"] = json!(true);
             }
             return json(200, &body);
         };
-        let plan = reopen_or_skip(api, plan).await?;
-        let created = plan.lead.version == 0;
+        let known = plan.known_refs();
+        let existing = if known.is_empty() {
+            vec![]
+        } else {
+            api.aws.get_conversions(site.as_str(), &known).await?
+        };
+        once_per_lead(&mut plan, &existing);
         match api.aws.write_lead_change(&plan).await? {
             LeadWritten::Written => {
                 let queued: Vec<&str> = plan
@@ -324,7 +328,7 @@ async fn apply(
                     .collect();
                 enqueue(api, site.as_str(), &plan.conversions).await;
                 return json(
-                    if created { 201 } else { 200 },
+                    if plan.creates() { 201 } else { 200 },
                     &answer(
                         site.as_str(),
                         lead_key,
@@ -345,169 +349,6 @@ async fn apply(
         }
     }
     Err(busy())
-}
-
-/// The write a change makes, or `None` when it changes nothing (a move
-/// older than the last, or into the column the lead is in, with nothing
-/// else).
-#[allow(clippy::too_many_arguments)]
-fn plan_write(
-    site: &Site,
-    lead: Option<Lead>,
-    lead_key: &str,
-    change: &Change,
-    new: Option<&NewLead>,
-    board: &Board,
-    pixel: Option<PixelReady>,
-    now: i64,
-) -> Option<LeadWrite> {
-    // An undeclared column is ignored, never an error.
-    let column = change.column.as_deref().filter(|c| board.declares(c));
-    let state = lead.as_ref().map(|l| LeadState {
-        column: l.column.clone(),
-        stage: l.stage,
-        last_move_at: l.last_move_at,
-    });
-    let applied = apply_change(
-        state.as_ref(),
-        &LeadChange {
-            occurred_at: change.occurred_at,
-            stage: change.stage,
-            revenue_cents: change.revenue_cents,
-            column,
-        },
-    );
-    let is_new = lead.is_none();
-    if !applied.accepted {
-        return None;
-    }
-    let before = lead
-        .as_ref()
-        .map(|l| Counters::of_lead(l.stage, l.revenue_cents));
-    let mut lead = lead.unwrap_or_else(|| {
-        let new = new.expect("a new lead comes with its fields");
-        Lead {
-            site_id: site.site_id.clone(),
-            lead_key: lead_key.to_owned(),
-            lead_id: uuid::Uuid::new_v4().to_string(),
-            origin: new.origin.clone(),
-            ad_id: new.ad_id.clone(),
-            label: new.label.clone(),
-            column: None,
-            stage: Stage::Open,
-            revenue_cents: None,
-            created_at: change.occurred_at,
-            cohort_day: utc_day(change.occurred_at),
-            last_move_at: change.occurred_at,
-            conversions: Default::default(),
-            entries: vec![],
-            version: 0,
-        }
-    });
-    let mut changed = is_new;
-    if let (false, Some(new)) = (is_new, new) {
-        // The host records a lead it already sent: its label may change
-        // (its origin and ad stay: the lead counts under them).
-        if new.label.is_some() && new.label != lead.label {
-            lead.label = new.label.clone();
-            changed = true;
-        }
-    }
-    if let Some(stage) = applied.stage
-        && stage != lead.stage
-    {
-        lead.stage = stage;
-        changed = true;
-    }
-    if let Some(cents) = change.revenue_cents
-        && Some(cents) != lead.revenue_cents
-    {
-        lead.revenue_cents = Some(cents);
-        changed = true;
-    }
-    if let Some(col) = &applied.entered {
-        lead.column = Some(col.clone());
-        let day = utc_day(now);
-        // Entries count for 30 days: older ones leave the lead's list (their
-        // items expire by themselves), so the list stays bounded.
-        lead.entries
-            .retain(|(_, d)| *d + adtrail_store::leads::ENTRY_KEPT_MS > day);
-        if !lead.entries.iter().any(|(c, d)| c == col && *d == day) {
-            lead.entries.push((col.clone(), day));
-        }
-        changed = true;
-    }
-    let events = events_for(&applied, is_new, pixel, change.hashes.is_some(), &board.map);
-    if !changed && events.is_empty() {
-        return None;
-    }
-    lead.last_move_at = lead.last_move_at.max(change.occurred_at);
-    let hashes = change.hashes.clone();
-    let conversions = events
-        .into_iter()
-        .filter_map(|event| {
-            let hashes = hashes.clone()?;
-            let id = event_id(&lead.lead_id, event);
-            Some(NewConversion {
-                sk: lead
-                    .conversions
-                    .get(&event)
-                    .cloned()
-                    .unwrap_or_else(|| new_conversion_sk(now, &id)),
-                event_id: id,
-                event_name: event,
-                event_time: change.occurred_at,
-                value_cents: (event == EventName::Purchase)
-                    .then_some(applied.sale_cents)
-                    .flatten(),
-                currency: (event == EventName::Purchase).then(|| site.currency.clone()),
-                hashes,
-                reopens: None,
-            })
-        })
-        .collect();
-    // The lead's cohort counters move with its stage and its sale.
-    let rollup = Counters::delta(
-        before,
-        Some(Counters::of_lead(lead.stage, lead.revenue_cents)),
-    );
-    Some(LeadWrite {
-        lead,
-        change_id: change.change_id.clone(),
-        entered: applied.entered,
-        conversions,
-        rollup,
-        now,
-    })
-}
-
-/// Once per lead per event: an event queued or sent before is dropped; one
-/// that failed for good is opened again.
-async fn reopen_or_skip(api: &Api, mut plan: LeadWrite) -> Result<LeadWrite, ApiError> {
-    let known: Vec<String> = plan
-        .conversions
-        .iter()
-        .filter(|c| plan.lead.conversions.contains_key(&c.event_name))
-        .map(|c| c.sk.clone())
-        .collect();
-    let existing = if known.is_empty() {
-        vec![]
-    } else {
-        api.aws.get_conversions(&plan.lead.site_id, &known).await?
-    };
-    plan.conversions
-        .retain_mut(|c| match existing.iter().find(|e| e.sk == c.sk) {
-            None => true,
-            Some(e) if e.status == ConversionStatus::Failed => {
-                c.reopens = Some(ConversionStatus::Failed);
-                true
-            }
-            Some(_) => false,
-        });
-    for c in &plan.conversions {
-        plan.lead.conversions.insert(c.event_name, c.sk.clone());
-    }
-    Ok(plan)
 }
 
 /// Puts the new conversions' messages on the send queue. A failure here
@@ -543,7 +384,7 @@ fn answer(
     let mut v = json!({
         "siteId": site,
         "leadKey": lead_key,
-        "changeId": change.change_id,
+        "changeId": change.update.change_id,
         "changed": changed,
         "queued": queued,
     });

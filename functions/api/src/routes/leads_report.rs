@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use adtrail_domain::SiteId;
-use adtrail_domain::conversions::is_paid;
+use adtrail_domain::leads::is_paid;
 use adtrail_domain::metrics::{Counters, ReturnBand, derive, return_band};
 use adtrail_store::catalog::CatalogEntry;
 use adtrail_store::spend::SpendFigures;

@@ -10,7 +10,7 @@
 //!
 //! The code is used once, by Meta; it is never stored, logged or echoed.
 
-use adtrail_domain::error_codes::{ErrorCode, last_error};
+use adtrail_domain::error_codes::{ErrorCode, LastErrorCode, last_error};
 use adtrail_domain::graph_error::{EXPIRING_SOON_MS, LoginRefusal, classify_login};
 use adtrail_meta::GraphError;
 use adtrail_store::connections::Authorization;
@@ -162,7 +162,7 @@ pub(crate) async fn login(
                 // asks for a new login in time. Nothing of Meta's answer.
                 tracing::warn!(kind = ?e.kind, code = ?e.code, "Meta did not trade the token for a long-lived one");
                 exchange_error = Some(last_error(
-                    "TOKEN_EXCHANGE_FAILED",
+                    LastErrorCode::TokenExchangeFailed,
                     "Meta did not trade the token for a long-lived one; log in again before it expires",
                 ));
             }

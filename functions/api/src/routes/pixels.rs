@@ -7,7 +7,7 @@ use adtrail_domain::SiteId;
 use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::graph_error::GraphErrorKind;
 use adtrail_domain::ids::check_meta_numeric;
-use adtrail_store::pixels::{PixelSource, SitePixel};
+use adtrail_domain::pixels::{PixelSource, SitePixel};
 use adtrail_store::seal::Purpose;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;

@@ -21,10 +21,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use adtrail_domain::SiteId;
-use adtrail_domain::conversions::{check_origin, is_paid};
 use adtrail_domain::dates::is_day_start;
 use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::ids::check_meta_numeric;
+use adtrail_domain::leads::{check_origin, is_paid};
 use adtrail_domain::metrics::{Counters, ReturnBand, derive, return_band};
 use adtrail_domain::time::DAY_MS;
 use lambda_http::{Body, Request, Response};

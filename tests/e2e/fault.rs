@@ -12,12 +12,14 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use adtrail_domain::conversions::{EventName, utc_day};
+use adtrail_domain::capi::ConversionStatus;
+use adtrail_domain::capi::EventName;
+use adtrail_domain::leads::LeadWrite;
 use adtrail_domain::time::MINUTE_MS;
+use adtrail_domain::time::utc_day;
 use adtrail_fake_meta::{LOJA_PIXEL, PET_PIXEL, RandomFaults};
 use adtrail_local::sample;
-use adtrail_store::conversions::ConversionStatus;
-use adtrail_store::leads::{LeadWrite, LeadWritten};
+use adtrail_store::leads::LeadWritten;
 use adtrail_tests::capi::*;
 use adtrail_tests::*;
 use futures::StreamExt;
@@ -246,7 +248,7 @@ async fn pending_count(h: &Harness) -> i64 {
     pending
 }
 
-async fn pending_and_rows(h: &Harness) -> (usize, Vec<adtrail_store::conversions::Conversion>) {
+async fn pending_and_rows(h: &Harness) -> (usize, Vec<adtrail_domain::capi::Conversion>) {
     let mut all = vec![];
     for site in SITES {
         all.extend(rows(h, site).await);

@@ -136,7 +136,7 @@ fn the_worker_stops_within_its_lease_and_the_queue_outlasts_the_worker() {
 fn the_sender_batches_and_its_retries_never_reach_the_dead_letter_queue() {
     let t = template();
     let sender = t.function("CapiSenderFunction").unwrap();
-    let lease_secs = adtrail_domain::conversions::SEND_LEASE_MS / 1_000;
+    let lease_secs = adtrail_domain::capi::SEND_LEASE_MS / 1_000;
     assert!(
         sender.timeout < lease_secs,
         "an attempt ends within its lease"
@@ -161,7 +161,7 @@ fn the_sender_batches_and_its_retries_never_reach_the_dead_letter_queue() {
     // the receive limit.
     let (dlq, max) = queue.redrive.clone().expect("a dead-letter queue");
     assert!(
-        max >= 3 * adtrail_domain::conversions::MAX_ATTEMPTS,
+        max >= 3 * adtrail_domain::capi::MAX_ATTEMPTS,
         "maxReceiveCount {max}"
     );
     let resources = t.raw["Resources"].as_mapping().unwrap();
@@ -309,7 +309,7 @@ fn every_event_fixture_deserialises_into_its_handlers_event_type() {
             let event: aws_lambda_events::sqs::SqsEvent =
                 serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
             for r in event.records {
-                serde_json::from_str::<adtrail_store::conversions::SendMessage>(
+                serde_json::from_str::<adtrail_store::queue::SendMessage>(
                     r.body.as_deref().unwrap(),
                 )
                 .unwrap();

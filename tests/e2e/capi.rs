@@ -3,10 +3,11 @@
 //! fake Meta records what it accepted. Time is the runner's virtual clock,
 //! which also governs the delays the sender hands SQS.
 
-use adtrail_domain::conversions::{EventName, event_id, sha256_hex};
+use adtrail_domain::capi::ConversionStatus;
+use adtrail_domain::capi::{EventName, event_id};
+use adtrail_domain::contact::sha256_hex;
 use adtrail_domain::time::{DAY_MS, MINUTE_MS};
 use adtrail_fake_meta::LOJA_PIXEL;
-use adtrail_store::conversions::ConversionStatus;
 use adtrail_tests::capi::*;
 use adtrail_tests::*;
 use serde_json::{Value, json};

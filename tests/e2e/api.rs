@@ -514,7 +514,7 @@ async fn a_pixel_sends_with_the_connections_token_or_its_own_sealed_one() {
     assert!(!body.to_string().contains(own));
     let stored = h.aws().get_pixel("pet-mania").await.unwrap().unwrap();
     match &stored.source {
-        adtrail_store::pixels::PixelSource::Token { sealed_token, .. } => {
+        adtrail_domain::pixels::PixelSource::Token { sealed_token, .. } => {
             assert!(!sealed_token.windows(own.len()).any(|w| w == own.as_bytes()))
         }
         other => panic!("{other:?}"),

@@ -1,0 +1,120 @@
+//! The hashed contact data a host sends as `meta`, and SHA-256 in
+//! lowercase hex. `meta` is the one field that never fails a call: anything
+//! but the one shape is ignored as a whole, and the reason never repeats
+//! the value.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Lowercase hex SHA-256 of a text.
+pub fn sha256_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// The SHA-256 of the empty string: it matches nobody and is left out.
+pub(crate) const EMPTY_HASH: &str =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+/// The most phone hashes one lead carries.
+pub const MAX_PHONES: usize = 10;
+
+/// What the host knows of a contact, every value a SHA-256 digest. Its
+/// `Debug` never shows them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ContactHashes {
+    pub ph: Vec<String>,
+    pub external_id: Option<String>,
+}
+
+impl std::fmt::Debug for ContactHashes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ContactHashes({} phones, external id: {})",
+            self.ph.len(),
+            self.external_id.is_some()
+        )
+    }
+}
+
+fn is_digest(v: &str) -> bool {
+    v.len() == 64 && v.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Why `meta` was ignored: a reason that never repeats the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaIgnored {
+    NotAnObject,
+    UnknownField,
+    BadPhones,
+    BadExternalId,
+    NothingToMatch,
+}
+
+/// Reads `meta`: `{ph: [64 lowercase hex] (≤ 10), externalId?: 64
+/// lowercase hex}`. Anything else is ignored as a whole (`Err` says why,
+/// without the value). Hashes of the empty string are left out; `meta` with
+/// nothing left to match is ignored too.
+pub fn parse_meta(value: &Value) -> Result<ContactHashes, MetaIgnored> {
+    let Value::Object(map) = value else {
+        return Err(MetaIgnored::NotAnObject);
+    };
+    if map.keys().any(|k| k != "ph" && k != "externalId") {
+        return Err(MetaIgnored::UnknownField);
+    }
+    let ph = match map.get("ph") {
+        None => vec![],
+        Some(Value::Array(items)) if items.len() <= MAX_PHONES => items
+            .iter()
+            .map(|v| v.as_str().filter(|s| is_digest(s)).map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or(MetaIgnored::BadPhones)?,
+        Some(_) => return Err(MetaIgnored::BadPhones),
+    };
+    let external_id = match map.get("externalId") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if is_digest(s) => Some(s.clone()),
+        Some(_) => return Err(MetaIgnored::BadExternalId),
+    };
+    let mut ph: Vec<String> = ph.into_iter().filter(|h| h != EMPTY_HASH).collect();
+    ph.dedup();
+    let external_id = external_id.filter(|h| h != EMPTY_HASH);
+    if ph.is_empty() && external_id.is_none() {
+        return Err(MetaIgnored::NothingToMatch);
+    }
+    Ok(ContactHashes { ph, external_id })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const H: &str = "5f2b8b0f3c6a4e1e9d7c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e";
+
+    #[test]
+    fn meta_takes_the_one_shape_and_ignores_anything_else_whole() {
+        let ok = parse_meta(&json!({"ph": [H], "externalId": H})).unwrap();
+        assert_eq!(ok.ph, vec![H.to_owned()]);
+        assert!(!format!("{ok:?}").contains(H), "Debug never shows a hash");
+        assert!(parse_meta(&json!({"externalId": H})).is_ok());
+        let cases = [
+            (json!("5511999991234"), MetaIgnored::NotAnObject),
+            (json!({"ph": ["5511999991234"]}), MetaIgnored::BadPhones),
+            (json!({"ph": [H.to_uppercase()]}), MetaIgnored::BadPhones),
+            (json!({"ph": H}), MetaIgnored::BadPhones),
+            (json!({"ph": vec![H; 11]}), MetaIgnored::BadPhones),
+            (
+                json!({"ph": [H], "externalId": 5}),
+                MetaIgnored::BadExternalId,
+            ),
+            (json!({"ph": [H], "email": H}), MetaIgnored::UnknownField),
+            (json!({"ph": [EMPTY_HASH]}), MetaIgnored::NothingToMatch),
+            (json!({}), MetaIgnored::NothingToMatch),
+        ];
+        for (value, why) in cases {
+            assert_eq!(parse_meta(&value), Err(why), "{value}");
+        }
+        let dropped = parse_meta(&json!({"ph": [EMPTY_HASH, H]})).unwrap();
+        assert_eq!(dropped.ph, vec![H.to_owned()]);
+    }
+}

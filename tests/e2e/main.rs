@@ -1,0 +1,12 @@
+//! The end-to-end tests, one module per part of the system, in one binary
+//! so the workspace links once. Each test starts its own local stack
+//! ([`adtrail_tests::Harness`]), so they run in parallel. `cargo test
+//! --test e2e capi::` runs one part.
+
+mod api;
+mod capi;
+mod fault;
+mod login;
+mod store;
+mod sync;
+mod template;
