@@ -245,7 +245,7 @@ fn every_api_route_sits_behind_the_jwt_authorizer() {
     // list the same routes.
     let mut table: Vec<String> = adtrail_api::ROUTES
         .iter()
-        .map(|(m, p)| format!("{m} {p}"))
+        .map(|r| format!("{} {}", r.method, r.path))
         .collect();
     table.sort();
     assert_eq!(routes, table, "template routes = the handler's table");

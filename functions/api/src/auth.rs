@@ -8,6 +8,9 @@ use adtrail_domain::error_codes::ErrorCode;
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 
+use adtrail_domain::OwnerKey;
+
+use crate::Api;
 use crate::error::ApiError;
 
 pub const HOST: &str = "adtrail:host";
@@ -138,6 +141,73 @@ impl Caller {
             ))
         }
     }
+}
+
+// The ownership guards: who a write acts as, and which writes must leave
+// other owners' work alone.
+
+/// The owner a path names, after the caller's rights.
+pub(crate) fn resolve_owner(caller: &Caller, named: &str, write: bool) -> Result<String, ApiError> {
+    let owner = caller.owner(named, write)?;
+    OwnerKey::parse("ownerKey", &owner)?;
+    Ok(owner)
+}
+
+/// A write over a whole owner (reconnecting it) by a dashboard needs every
+/// site the owner feeds inside the dashboard's grant: the sites outside it
+/// are named, so whoever holds them can act.
+///
+/// # Errors
+/// `FORBIDDEN` naming the sites outside the grant.
+pub(crate) async fn require_whole_owner(
+    api: &Api,
+    caller: &Caller,
+    owner: &str,
+) -> Result<(), ApiError> {
+    if caller.is_host() {
+        return Ok(());
+    }
+    let mut outside: Vec<String> = api
+        .aws
+        .owner_links(owner)
+        .await?
+        .into_iter()
+        .map(|(site, _)| site)
+        .filter(|site| !caller.sites.contains(site))
+        .collect();
+    outside.sort();
+    outside.dedup();
+    if outside.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(format!(
+        "ownerKey: this owner still feeds sites outside the token's grant: {}",
+        outside.join(", ")
+    )))
+}
+
+/// The owner a write acts as, for the ownership rules: a dashboard always
+/// its own; a host the `ownerKey` it names, or none (the host itself, which
+/// may change what any owner made).
+///
+/// # Errors
+/// `FORBIDDEN` for a dashboard naming another owner; `INVALID_ARGUMENT`
+/// for a malformed key.
+pub(crate) fn acting_owner(
+    caller: &Caller,
+    named: Option<&String>,
+) -> Result<Option<String>, ApiError> {
+    match (named, caller.is_host()) {
+        (Some(owner), _) => Ok(Some(resolve_owner(caller, owner, true)?)),
+        (None, true) => Ok(None),
+        (None, false) => Ok(Some(resolve_owner(caller, "me", true)?)),
+    }
+}
+
+/// Whether the caller must leave other owners' work alone: a dashboard
+/// always, a host when it asks to.
+pub(crate) fn guards_ownership(caller: &Caller, only_own: bool) -> bool {
+    !caller.is_host() || only_own
 }
 
 #[cfg(test)]

@@ -35,6 +35,17 @@ impl ApiError {
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::Forbidden, message)
     }
+    /// The site a path names is not stored.
+    pub fn no_site() -> Self {
+        Self::not_found("siteId: no such site")
+    }
+    /// A report's lead rollups ran past their budget.
+    pub fn report_incomplete() -> Self {
+        Self::new(
+            ErrorCode::ReportIncomplete,
+            "the report's leads run past 12000 rollup rows: ask for fewer sites or days",
+        )
+    }
 
     /// The answer: `{"error":{"code","message"}}` with the code's status.
     pub fn into_response(self) -> Response<Body> {

@@ -1,9 +1,12 @@
 //! Reading requests: bodies bounded and parsed strictly (unknown fields and
 //! wrong types are errors naming the field), query strings, path ids.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
+use adtrail_domain::SiteId;
+use adtrail_domain::dates::is_day_start;
 use adtrail_domain::ids::IdError;
+use adtrail_domain::time::DAY_MS;
 use lambda_http::{Body, Request, RequestExt};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -138,4 +141,65 @@ pub fn plain_text(field: &str, value: &str, max: usize) -> Result<String, ApiErr
     adtrail_domain::ids::check_plain_text(value, max)
         .map_err(|why| ApiError::invalid(format!("{field}: {why}")))?;
     Ok(value.to_owned())
+}
+
+/// `siteIds`: 1 to 10 unique, comma-separated.
+pub(crate) fn site_ids(text: Option<&String>) -> Result<Vec<SiteId>, ApiError> {
+    let text = text.ok_or_else(|| {
+        ApiError::invalid("siteIds: required (1 to 10 site ids, comma-separated)")
+    })?;
+    let mut seen = BTreeSet::new();
+    let mut ids = vec![];
+    for raw in text.split(',') {
+        let id = SiteId::parse("siteIds", raw)?;
+        if !seen.insert(id.clone()) {
+            return Err(ApiError::invalid("siteIds: must be unique"));
+        }
+        ids.push(id);
+    }
+    if ids.len() > 10 {
+        return Err(ApiError::invalid("siteIds: at most 10 sites"));
+    }
+    Ok(ids)
+}
+
+/// `from` and `to`: UTC day starts in epoch ms, inclusive, covering at most
+/// `max_days` days.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming the parameter.
+pub(crate) fn day_range(
+    params: &HashMap<String, String>,
+    max_days: i64,
+) -> Result<(i64, i64), ApiError> {
+    let from = millis(params, "from")?
+        .ok_or_else(|| ApiError::invalid("from: required (a UTC day start in epoch ms)"))?;
+    let to = millis(params, "to")?
+        .ok_or_else(|| ApiError::invalid("to: required (a UTC day start in epoch ms)"))?;
+    for (name, v) in [("from", from), ("to", to)] {
+        if !is_day_start(v) {
+            return Err(ApiError::invalid(format!(
+                "{name}: must be a UTC day start (a multiple of 86400000)"
+            )));
+        }
+    }
+    if to < from {
+        return Err(ApiError::invalid("to: must not be before from"));
+    }
+    if (to - from) / DAY_MS + 1 > max_days {
+        return Err(ApiError::invalid(format!(
+            "to: the range covers at most {max_days} days"
+        )));
+    }
+    Ok((from, to))
+}
+
+/// A token Meta could issue: printable, no spaces, bounded.
+pub(crate) fn check_token(token: &str) -> Result<(), ApiError> {
+    if token.is_empty() || token.len() > 4_096 || !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ApiError::invalid(
+            "accessToken: must be 1 to 4096 printable characters without spaces",
+        ));
+    }
+    Ok(())
 }

@@ -8,11 +8,13 @@
 //! Conventions: `{"error":{"code","message"}}`, the field named.
 
 pub mod auth;
+mod connect;
 pub mod error;
 pub mod input;
 mod routes;
+mod views;
 
-pub use routes::ROUTES;
+pub use routes::{ROUTES, Route};
 
 use adtrail_domain::time::SharedClock;
 use adtrail_meta::GraphClient;
@@ -76,29 +78,17 @@ pub(crate) fn json<T: Serialize>(status: u16, body: &T) -> Result<Response<Body>
 /// None: the `Result` is the runtime's contract.
 pub async fn handle(api: &Api, req: Request) -> Result<Response<Body>, lambda_http::Error> {
     let method = req.method().as_str().to_owned();
-    let path = req.raw_http_path();
-    let span = tracing::info_span!("request", method = %method, route = %route_name(path));
+    let decoded = routes::segments(req.raw_http_path());
+    let segments: Vec<&str> = decoded.iter().map(AsRef::as_ref).collect();
+    // The route's shape names it in the logs: ids are not secrets, but the
+    // route is what one searches logs by.
+    let name = routes::find(&method, &segments).map_or("-", |r| r.path);
+    let span = tracing::info_span!("request", method = %method, route = %name);
     let answer = async {
         let caller = Caller::from_request(&req)?;
-        routes::route(api, &caller, &req, &method, path).await
+        routes::route(api, &caller, &req, &method, &segments).await
     }
     .instrument(span)
     .await;
     Ok(answer.unwrap_or_else(ApiError::into_response))
-}
-
-/// The path with its ids replaced, for logs: ids are not secrets, but the
-/// route is what one searches logs by.
-fn route_name(path: &str) -> String {
-    path.split('/')
-        .enumerate()
-        .map(|(i, seg)| {
-            if i >= 3 && !matches!(seg, "ad-accounts" | "sync" | "spend" | "pixel") {
-                "{}"
-            } else {
-                seg
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("/")
 }

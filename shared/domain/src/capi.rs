@@ -359,8 +359,8 @@ pub fn end_of(verdict: Verdict, attempts: i64, now: i64) -> SendEnd {
 pub(crate) mod tests {
     use super::*;
     use crate::contact::EMPTY_HASH;
-    use crate::leads::{LeadChange, LeadState, Stage};
     use crate::leads::tests::{change, lead};
+    use crate::leads::{LeadChange, LeadState, Stage};
     use crate::time::utc_day;
 
     #[test]

@@ -20,6 +20,7 @@ pub mod money;
 pub mod outcome;
 pub mod pixels;
 pub mod plan;
+pub mod spend;
 pub mod time;
 
 pub use dates::{LocalDate, Timezone};

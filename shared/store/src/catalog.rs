@@ -96,26 +96,20 @@ impl Aws {
         site: &str,
     ) -> Result<HashMap<String, CatalogEntry>, StoreError> {
         let mut entries = HashMap::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .ddb
-                .query()
-                .table_name(&self.names.table)
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", s(catalog_pk(site)))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::ddb)?;
-            for entry in out.items().iter().filter_map(CatalogEntry::from_item) {
+        let query = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(catalog_pk(site)));
+        self.query_pages(query, usize::MAX, |items| {
+            for entry in items.iter().filter_map(CatalogEntry::from_item) {
                 entries.insert(entry.ad_id.clone(), entry);
             }
-            start = out.last_evaluated_key;
-            if start.is_none() || entries.len() >= MAX_CATALOG {
-                return Ok(entries);
-            }
-        }
+            entries.len() < MAX_CATALOG
+        })
+        .await?;
+        Ok(entries)
     }
 
     /// Catalog entries of the given ads (absent ones left out).

@@ -10,7 +10,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
 use crate::attr::{FromItem, Item, get_n, get_s, n, need_s, s};
-use crate::keys::{CONNECTION_SK, GSI1, GSI1_SK, PK, SK, owner_pk};
+use crate::keys::{
+    CONNECTION_SK, EXPIRY_PK, GSI1, GSI1_SK, PK, SK, expiry_sk, owner_pk, parse_expiry_sk,
+};
 use crate::write::applied;
 use crate::{Aws, StoreError};
 
@@ -47,18 +49,6 @@ pub struct Authorization<'a> {
     pub expiring_soon: bool,
     /// `TOKEN_EXCHANGE_FAILED: …` when the long-lived trade failed.
     pub last_error: Option<&'a str>,
-}
-
-/// The `owner` index partition of tokens waiting to be flagged as expiring.
-const EXPIRY_PK: &str = "expiry";
-
-fn expiry_sk(expires_at: i64, owner: &str) -> String {
-    format!("{expires_at:013}#{owner}")
-}
-
-fn parse_expiry_sk(sk: &str) -> Option<(i64, &str)> {
-    let (at, owner) = sk.split_once('#')?;
-    Some((at.parse().ok()?, owner))
 }
 
 /// The most pixels one connection keeps in its listing.

@@ -19,7 +19,7 @@ use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
 use crate::attr::{FromItem, Item, get_n, get_s, n, need_s, s};
 use crate::keys::{
     COUNT_SHARDS, COUNT_TOTAL_SK, PK, SK, WORK_AT, WORK_INDEX, conv_pk, count_day_sk, count_pk,
-    send_shard_n, shard_of,
+    parse_conv_pk, parse_count_day_sk, send_shard_n, shard_of,
 };
 use crate::write::{applied, transaction_failed_at};
 use crate::{Aws, StoreError};
@@ -467,7 +467,7 @@ impl Aws {
             .items()
             .iter()
             .filter_map(|item| {
-                let pk = get_s(item, PK)?.strip_prefix("conv#")?;
+                let pk = parse_conv_pk(get_s(item, PK)?)?;
                 Some((pk.to_owned(), get_s(item, SK)?.to_owned()))
             })
             .collect())
@@ -635,7 +635,7 @@ impl Aws {
                         counts.failed += get_n(item, "failed").unwrap_or(0);
                     }
                     Some(sk) => {
-                        let Some(day) = sk.strip_prefix("day#").and_then(|d| d.parse().ok()) else {
+                        let Some(day) = parse_count_day_sk(sk) else {
                             continue;
                         };
                         let by_event = counts.days.entry(day).or_default();

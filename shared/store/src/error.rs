@@ -14,6 +14,13 @@ pub enum StoreError {
     /// KMS refused to seal or unseal, or could not be reached.
     #[error("the sealing key is unavailable")]
     SealingKey(#[source] Cause),
+    /// DynamoDB left part of a batch unprocessed after every retry: the
+    /// read or write did not happen whole, and nothing is dropped silently.
+    #[error("{operation} left {left} keys unprocessed after every retry")]
+    Incomplete {
+        operation: &'static str,
+        left: usize,
+    },
     /// A stored item could not be read back.
     #[error("stored item is malformed: {0}")]
     Malformed(String),

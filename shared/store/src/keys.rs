@@ -98,6 +98,10 @@ pub fn spend_sk(day_start: i64, ad: &str) -> String {
 pub fn day_sk(day_start: i64) -> String {
     format!("{day_start:013}")
 }
+/// The day start a site-day sum's sort key names.
+pub fn parse_day_sk(sk: &str) -> Option<i64> {
+    sk.parse().ok()
+}
 pub fn sum_pk(site: &str, account: &str) -> String {
     format!("sum#{site}#{account}")
 }
@@ -163,6 +167,62 @@ pub fn send_shard_n(n: u32) -> String {
     format!("send#{n}")
 }
 
+/// The dimension a lead's cohort counters are kept under: its origin, and
+/// its ad when it has one. The rollup sort key ends with it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RollupDim {
+    Origin(String),
+    Ad(String),
+}
+
+impl RollupDim {
+    /// `o#<origin>` or `a#<adId>`.
+    pub fn key(&self) -> String {
+        match self {
+            RollupDim::Origin(o) => format!("o#{o}"),
+            RollupDim::Ad(a) => format!("a#{a}"),
+        }
+    }
+    pub fn parse(key: &str) -> Option<Self> {
+        match key.split_once('#')? {
+            ("o", origin) => Some(RollupDim::Origin(origin.to_owned())),
+            ("a", ad) => Some(RollupDim::Ad(ad.to_owned())),
+            _ => None,
+        }
+    }
+}
+
+/// The site a conversion partition key names.
+pub fn parse_conv_pk(pk: &str) -> Option<&str> {
+    pk.strip_prefix("conv#")
+}
+/// The day start a counter day item's sort key names.
+pub fn parse_count_day_sk(sk: &str) -> Option<i64> {
+    sk.strip_prefix("day#")?.parse().ok()
+}
+/// `(siteId, adAccountId)` of a link item's keys.
+pub fn parse_link_keys<'a>(pk: &'a str, sk: &'a str) -> Option<(&'a str, &'a str)> {
+    Some((pk.strip_prefix("site#")?, sk.strip_prefix(LINK_SK_PREFIX)?))
+}
+/// The ad account a claim item's partition key names.
+pub fn parse_claim_pk(pk: &str) -> Option<&str> {
+    pk.strip_prefix("acct#")
+}
+/// The site a purge marker's partition key names.
+pub fn parse_purge_pk(pk: &str) -> Option<&str> {
+    pk.strip_prefix("purge#")
+}
+/// The `owner` index partition of tokens waiting to be flagged as expiring.
+pub const EXPIRY_PK: &str = "expiry";
+/// Expiring tokens sort by when they end.
+pub fn expiry_sk(expires_at: i64, owner: &str) -> String {
+    format!("{expires_at:013}#{owner}")
+}
+pub fn parse_expiry_sk(sk: &str) -> Option<(i64, &str)> {
+    let (at, owner) = sk.split_once('#')?;
+    Some((at.parse().ok()?, owner))
+}
+
 /// Parses a spend sort key back into `(dayStart, adId)`.
 pub fn parse_spend_sk(sk: &str) -> Option<(i64, &str)> {
     let (day, ad) = sk.split_once('#')?;
@@ -179,6 +239,30 @@ mod tests {
         let b = spend_sk(1_700_086_400_000, "1");
         assert!(a < b);
         assert_eq!(parse_spend_sk(&a), Some((1_700_000_000_000, "9")));
+    }
+
+    #[test]
+    fn every_parsed_key_is_the_key_built() {
+        for dim in [
+            RollupDim::Origin("ctwa_ad".into()),
+            RollupDim::Ad("123".into()),
+        ] {
+            assert_eq!(RollupDim::parse(&dim.key()), Some(dim));
+        }
+        assert_eq!(RollupDim::parse("x#1"), None);
+        assert_eq!(parse_conv_pk(&conv_pk("loja-x")), Some("loja-x"));
+        assert_eq!(
+            parse_count_day_sk(&count_day_sk(86_400_000)),
+            Some(86_400_000)
+        );
+        assert_eq!(
+            parse_link_keys(&site_pk("loja-x"), &link_sk("act_1")),
+            Some(("loja-x", "act_1"))
+        );
+        assert_eq!(parse_claim_pk(&claim_pk("act_1")), Some("act_1"));
+        assert_eq!(parse_purge_pk(&purge_pk("loja-x")), Some("loja-x"));
+        assert_eq!(parse_expiry_sk(&expiry_sk(5, "o:1")), Some((5, "o:1")));
+        assert!(expiry_sk(5, "a") < expiry_sk(40, "a"));
     }
 
     #[test]

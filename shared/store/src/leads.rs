@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use adtrail_domain::capi::{ConversionStatus, EventName};
+use adtrail_domain::capi::{ConversionStatus, EventName, parse_conversion_ref};
 use adtrail_domain::leads::{ENTRY_KEPT_MS, Lead, LeadWrite, Stage};
 use adtrail_domain::metrics::Counters;
 use adtrail_domain::time::DAY_MS;
@@ -19,8 +19,8 @@ use aws_sdk_dynamodb::types::{
 use crate::attr::{FromItem, Item, get_n, get_s, n, need_s, s};
 use crate::conversions::counter_update;
 use crate::keys::{
-    COUNT_SHARDS, PK, SK, WORK_AT, WORK_SHARD, change_pk, conv_pk, entry_pk, entry_sk, lead_ad_pk,
-    lead_pk, rollup_pk, rollup_sk, send_shard, shard_of,
+    COUNT_SHARDS, PK, RollupDim, SK, WORK_AT, WORK_SHARD, change_pk, conv_pk, day_sk, entry_pk,
+    entry_sk, lead_ad_pk, lead_pk, rollup_pk, rollup_sk, send_shard, shard_of,
 };
 use crate::write::transaction_failed_at;
 use crate::{Aws, StoreError};
@@ -101,11 +101,11 @@ fn lead_item(lead: &Lead, now: i64) -> Result<Item, StoreError> {
 
 /// The dimensions a lead counts in: its origin, and its ad if it has one.
 fn dims(lead: &Lead) -> Vec<String> {
-    let mut dims = vec![format!("o#{}", lead.origin)];
+    let mut dims = vec![RollupDim::Origin(lead.origin.clone())];
     if let Some(ad) = &lead.ad_id {
-        dims.push(format!("a#{ad}"));
+        dims.push(RollupDim::Ad(ad.clone()));
     }
-    dims
+    dims.iter().map(RollupDim::key).collect()
 }
 
 /// `ADD`s of a counters delta to the lead's cohort rollups.
@@ -156,7 +156,7 @@ pub const CHANGE_KEPT_MS: i64 = 180 * DAY_MS;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RollupRow {
     pub day_start: i64,
-    pub dim: String,
+    pub dim: RollupDim,
     pub counters: Counters,
 }
 
@@ -285,7 +285,10 @@ impl Aws {
                 ("leadId", s(&w.lead.lead_id)),
                 ("leadKey", s(&w.lead.lead_key)),
                 ("eventTime", n(c.event_time)),
-                ("createdAt", n(created_at_of(&c.sk, w.now))),
+                (
+                    "createdAt",
+                    n(parse_conversion_ref(&c.sk).map_or(w.now, |(at, _)| at)),
+                ),
                 ("status", s(ConversionStatus::Pending.as_str())),
                 ("attempts", n(0)),
                 ("nextAttemptAt", n(w.now)),
@@ -476,31 +479,30 @@ impl Aws {
         cap: usize,
     ) -> Result<(Vec<RollupRow>, bool), StoreError> {
         let mut rows = vec![];
-        let mut start = None;
-        loop {
-            let out = self
-                .ddb
-                .query()
-                .table_name(&self.names.table)
-                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-                .expression_attribute_values(":pk", s(rollup_pk(site)))
-                .expression_attribute_values(":from", s(format!("{from_day:013}")))
-                .expression_attribute_values(":to", s(format!("{to_day:013}~")))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::ddb)?;
-            for item in out.items() {
-                let (Some(day_start), Some(dim)) = (get_n(item, "dayStart"), get_s(item, "dim"))
-                else {
+        let mut capped = false;
+        let query = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", s(rollup_pk(site)))
+            .expression_attribute_values(":from", s(day_sk(from_day)))
+            .expression_attribute_values(":to", s(format!("{}~", day_sk(to_day))));
+        self.query_pages(query, usize::MAX, |items| {
+            for item in items {
+                let (Some(day_start), Some(dim)) = (
+                    get_n(item, "dayStart"),
+                    get_s(item, "dim").and_then(RollupDim::parse),
+                ) else {
                     continue;
                 };
                 if rows.len() >= cap {
-                    return Ok((rows, true));
+                    capped = true;
+                    return false;
                 }
                 rows.push(RollupRow {
                     day_start,
-                    dim: dim.to_owned(),
+                    dim,
                     counters: Counters {
                         leads: get_n(item, "leads").unwrap_or(0),
                         qualified: get_n(item, "qualified").unwrap_or(0),
@@ -509,11 +511,10 @@ impl Aws {
                     },
                 });
             }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok((rows, false));
-            }
-        }
+            true
+        })
+        .await?;
+        Ok((rows, capped))
     }
 
     /// The ads that brought the site a lead since `since`, at most `max`.
@@ -527,31 +528,20 @@ impl Aws {
         max: usize,
     ) -> Result<Vec<String>, StoreError> {
         let mut ads = vec![];
-        let mut start = None;
+        let query = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .key_condition_expression("pk = :pk")
+            .filter_expression("lastLeadAt >= :since")
+            .expression_attribute_values(":pk", s(lead_ad_pk(site)))
+            .expression_attribute_values(":since", n(since));
         // Bounded: one site's ads, a few pages at most.
-        for _ in 0..10 {
-            let out = self
-                .ddb
-                .query()
-                .table_name(&self.names.table)
-                .key_condition_expression("pk = :pk")
-                .filter_expression("lastLeadAt >= :since")
-                .expression_attribute_values(":pk", s(lead_ad_pk(site)))
-                .expression_attribute_values(":since", n(since))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::ddb)?;
-            ads.extend(
-                out.items()
-                    .iter()
-                    .filter_map(|i| get_s(i, SK).map(str::to_owned)),
-            );
-            start = out.last_evaluated_key;
-            if start.is_none() || ads.len() >= max {
-                break;
-            }
-        }
+        self.query_pages(query, 10, |items| {
+            ads.extend(items.iter().filter_map(|i| get_s(i, SK).map(str::to_owned)));
+            ads.len() < max
+        })
+        .await?;
         ads.truncate(max);
         Ok(ads)
     }
@@ -570,32 +560,25 @@ impl Aws {
     ) -> Result<BTreeMap<String, i64>, StoreError> {
         let queries = columns.iter().map(|column| async move {
             let mut leads = std::collections::HashSet::new();
-            let mut start = None;
+            let query = self
+                .ddb
+                .query()
+                .table_name(&self.names.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", s(entry_pk(site, column)))
+                .expression_attribute_values(":from", s(day_sk(from_day)))
+                .expression_attribute_values(":to", s(format!("{}~", day_sk(to_day))))
+                .projection_expression("leadId");
             // Bounded: at most 200 pages of 1 MB.
-            for _ in 0..200 {
-                let out = self
-                    .ddb
-                    .query()
-                    .table_name(&self.names.table)
-                    .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-                    .expression_attribute_values(":pk", s(entry_pk(site, column)))
-                    .expression_attribute_values(":from", s(format!("{from_day:013}")))
-                    .expression_attribute_values(":to", s(format!("{to_day:013}~")))
-                    .projection_expression("leadId")
-                    .set_exclusive_start_key(start)
-                    .send()
-                    .await
-                    .map_err(StoreError::ddb)?;
-                for item in out.items() {
-                    if let Some(id) = get_s(item, "leadId") {
-                        leads.insert(id.to_owned());
-                    }
-                }
-                start = out.last_evaluated_key;
-                if start.is_none() {
-                    break;
-                }
-            }
+            self.query_pages(query, 200, |items| {
+                leads.extend(
+                    items
+                        .iter()
+                        .filter_map(|i| get_s(i, "leadId").map(str::to_owned)),
+                );
+                true
+            })
+            .await?;
             Ok::<_, StoreError>((column.clone(), leads.len() as i64))
         });
         futures::future::join_all(queries)
@@ -603,11 +586,4 @@ impl Aws {
             .into_iter()
             .collect()
     }
-}
-
-/// The creation time a conversion's sort key carries.
-fn created_at_of(sk: &str, fallback: i64) -> i64 {
-    sk.split_once('#')
-        .and_then(|(at, _)| at.parse().ok())
-        .unwrap_or(fallback)
 }

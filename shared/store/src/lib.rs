@@ -22,6 +22,7 @@ pub mod logging;
 pub mod meta_app;
 pub mod pixels;
 pub mod queue;
+mod read;
 pub mod seal;
 pub mod sites;
 pub mod spend;

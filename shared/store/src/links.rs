@@ -401,26 +401,19 @@ impl Aws {
         max_pages: usize,
     ) -> Result<Vec<Item>, StoreError> {
         let mut items = vec![];
-        let mut start = None;
-        for _ in 0..max_pages {
-            let out = self
-                .ddb
-                .query()
-                .table_name(&self.names.table)
-                .index_name(GSI1)
-                .key_condition_expression("gsi1pk = :pk AND begins_with(gsi1sk, :prefix)")
-                .expression_attribute_values(":pk", s(owner_pk(owner)))
-                .expression_attribute_values(":prefix", s(prefix))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::ddb)?;
-            items.extend(out.items.unwrap_or_default());
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                break;
-            }
-        }
+        let query = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .index_name(GSI1)
+            .key_condition_expression("gsi1pk = :pk AND begins_with(gsi1sk, :prefix)")
+            .expression_attribute_values(":pk", s(owner_pk(owner)))
+            .expression_attribute_values(":prefix", s(prefix));
+        self.query_pages(query, max_pages, |page| {
+            items.extend_from_slice(page);
+            true
+        })
+        .await?;
         Ok(items)
     }
 
@@ -455,9 +448,7 @@ impl Aws {
                 let (Some(pk), Some(sk)) = (get_s(item, PK), get_s(item, SK)) else {
                     continue;
                 };
-                if let (Some(site), Some(acct)) =
-                    (pk.strip_prefix("site#"), sk.strip_prefix(LINK_SK_PREFIX))
-                {
+                if let Some((site, acct)) = parse_link_keys(pk, sk) {
                     due.push((site.to_owned(), acct.to_owned()));
                 }
             }
@@ -678,8 +669,7 @@ impl Aws {
 }
 
 impl Aws {
-    /// Which site each of `accounts` feeds, if any: `BatchGetItem`, 100
-    /// keys a call, unprocessed keys asked again (a few times at most).
+    /// Which site each of `accounts` feeds, if any (one batch read).
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -687,50 +677,17 @@ impl Aws {
         &self,
         accounts: &[String],
     ) -> Result<std::collections::HashMap<String, String>, StoreError> {
-        use aws_sdk_dynamodb::types::KeysAndAttributes;
+        let keys = accounts
+            .iter()
+            .map(|a| (claim_pk(a), CLAIM_SK.to_owned()))
+            .collect();
         let mut claims = std::collections::HashMap::new();
-        for chunk in accounts.chunks(100) {
-            let keys: Vec<Item> = chunk
-                .iter()
-                .map(|a| {
-                    [
-                        (PK.to_owned(), s(claim_pk(a))),
-                        (SK.to_owned(), s(CLAIM_SK)),
-                    ]
-                    .into_iter()
-                    .collect()
-                })
-                .collect();
-            let mut request = Some(
-                KeysAndAttributes::builder()
-                    .set_keys(Some(keys))
-                    .build()
-                    .map_err(StoreError::ddb)?,
-            );
-            for _ in 0..5 {
-                let Some(req) = request.take() else { break };
-                let out = self
-                    .ddb
-                    .batch_get_item()
-                    .request_items(&self.names.table, req)
-                    .send()
-                    .await
-                    .map_err(StoreError::ddb)?;
-                for item in out
-                    .responses
-                    .as_ref()
-                    .and_then(|r| r.get(&self.names.table))
-                    .into_iter()
-                    .flatten()
-                {
-                    if let (Some(pk), Some(site)) = (get_s(item, PK), get_s(item, "siteId")) {
-                        claims.insert(pk.trim_start_matches("acct#").to_owned(), site.to_owned());
-                    }
-                }
-                request = out
-                    .unprocessed_keys
-                    .and_then(|mut u| u.remove(&self.names.table))
-                    .filter(|k| !k.keys.is_empty());
+        for item in self.batch_read(keys).await? {
+            if let (Some(account), Some(site)) = (
+                get_s(&item, PK).and_then(parse_claim_pk),
+                get_s(&item, "siteId"),
+            ) {
+                claims.insert(account.to_owned(), site.to_owned());
             }
         }
         Ok(claims)

@@ -114,28 +114,25 @@ impl Aws {
         cap: usize,
     ) -> Result<(Vec<SpendRow>, bool), StoreError> {
         let mut rows = vec![];
-        let mut start = None;
-        loop {
-            let out = self
-                .ddb
-                .query()
-                .table_name(&self.names.table)
-                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-                .expression_attribute_values(":pk", s(spend_pk(site, account)))
-                .expression_attribute_values(":from", s(day_sk(first_day)))
-                // `~` sorts after every digit: the whole last day is included.
-                .expression_attribute_values(":to", s(format!("{}~", day_sk(last_day))))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::ddb)?;
-            for item in out.items() {
+        let mut capped = false;
+        let query = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", s(spend_pk(site, account)))
+            .expression_attribute_values(":from", s(day_sk(first_day)))
+            // `~` sorts after every digit: the whole last day is included.
+            .expression_attribute_values(":to", s(format!("{}~", day_sk(last_day))))
+            .consistent_read(true);
+        self.query_pages(query, usize::MAX, |items| {
+            for item in items {
                 let Some((day_start, ad)) = get_s(item, SK).and_then(parse_spend_sk) else {
                     continue;
                 };
                 if rows.len() >= cap {
-                    return Ok((rows, true));
+                    capped = true;
+                    return false;
                 }
                 rows.push(SpendRow {
                     day_start,
@@ -144,11 +141,10 @@ impl Aws {
                     updated_at: get_n(item, "updatedAt").unwrap_or(0),
                 });
             }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok((rows, false));
-            }
-        }
+            true
+        })
+        .await?;
+        Ok((rows, capped))
     }
 
     /// The site-day sums of one account between two day starts, inclusive.
@@ -182,33 +178,29 @@ impl Aws {
         cap: usize,
     ) -> Result<(BTreeMap<i64, SpendFigures>, bool), StoreError> {
         let mut sums = BTreeMap::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .ddb
-                .query()
-                .table_name(&self.names.table)
-                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-                .expression_attribute_values(":pk", s(sum_pk(site, account)))
-                .expression_attribute_values(":from", s(day_sk(first_day)))
-                .expression_attribute_values(":to", s(day_sk(last_day)))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::ddb)?;
-            for item in out.items() {
-                if let Some(day) = get_s(item, SK).and_then(|d| d.parse().ok()) {
+        let mut capped = false;
+        let query = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", s(sum_pk(site, account)))
+            .expression_attribute_values(":from", s(day_sk(first_day)))
+            .expression_attribute_values(":to", s(day_sk(last_day)));
+        self.query_pages(query, usize::MAX, |items| {
+            for item in items {
+                if let Some(day) = get_s(item, SK).and_then(parse_day_sk) {
                     if sums.len() >= cap {
-                        return Ok((sums, true));
+                        capped = true;
+                        return false;
                     }
                     sums.insert(day, SpendFigures::from_item(item));
                 }
             }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok((sums, false));
-            }
-        }
+            true
+        })
+        .await?;
+        Ok((sums, capped))
     }
 
     /// Writes row changes under `cond`, with the day sums in step, in as few
@@ -415,7 +407,7 @@ impl Aws {
                 .map_err(StoreError::ddb)?;
             for item in out.items() {
                 if let (Some(pk), Some(sk)) = (get_s(item, PK), get_s(item, SK))
-                    && let Some(site) = pk.strip_prefix("purge#")
+                    && let Some(site) = parse_purge_pk(pk)
                 {
                     found.push((site.to_owned(), sk.to_owned()));
                 }

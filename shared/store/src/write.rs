@@ -3,7 +3,7 @@
 //! for single-item writes and for transactions.
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::types::{CancellationReason, KeysAndAttributes, TransactWriteItem};
+use aws_sdk_dynamodb::types::{CancellationReason, TransactWriteItem};
 
 use crate::attr::{Item, s};
 use crate::keys::{PK, SK};
@@ -108,52 +108,56 @@ impl Aws {
             Err(e) => Err(StoreError::ddb(e)),
         }
     }
+}
 
-    /// Items by their keys, strongly read: BatchGet, 100 keys a request,
-    /// keys DynamoDB left unprocessed asked again a bounded number of times.
-    ///
-    /// # Errors
-    /// [`StoreError::Service`] when DynamoDB fails.
-    pub(crate) async fn batch_read(
-        &self,
-        keys: Vec<(String, String)>,
-    ) -> Result<Vec<Item>, StoreError> {
-        let mut found = vec![];
-        for chunk in keys.chunks(100) {
-            let mut pending: Vec<Item> = chunk
-                .iter()
-                .map(|(pk, sk)| [(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))].into())
-                .collect();
-            for _ in 0..8 {
-                if pending.is_empty() {
-                    break;
-                }
-                let out = self
-                    .ddb
-                    .batch_get_item()
-                    .request_items(
-                        &self.names.table,
-                        KeysAndAttributes::builder()
-                            .set_keys(Some(pending))
-                            .consistent_read(true)
-                            .build()
-                            .map_err(StoreError::ddb)?,
-                    )
-                    .send()
-                    .await
-                    .map_err(StoreError::ddb)?;
-                found.extend(out.responses.unwrap_or_default().into_values().flatten());
-                pending = out
-                    .unprocessed_keys
-                    .unwrap_or_default()
-                    .into_values()
-                    .flat_map(|k| k.keys)
-                    .collect();
-            }
-            if !pending.is_empty() {
-                return Err(StoreError::Condition("DynamoDB left keys unprocessed"));
-            }
+#[cfg(test)]
+mod tests {
+    use aws_sdk_dynamodb::Client;
+    use aws_sdk_dynamodb::operation::transact_write_items::{
+        TransactWriteItemsError, TransactWriteItemsOutput,
+    };
+    use aws_sdk_dynamodb::types::error::TransactionCanceledException;
+    use aws_smithy_mocks::{mock, mock_client};
+
+    use super::*;
+    use crate::read::tests::store_with;
+
+    fn cancelled(codes: &[&str]) -> TransactWriteItemsError {
+        TransactWriteItemsError::TransactionCanceledException(
+            TransactionCanceledException::builder()
+                .set_cancellation_reasons(Some(
+                    codes
+                        .iter()
+                        .map(|c| CancellationReason::builder().code(*c).build())
+                        .collect(),
+                ))
+                .message("Transaction cancelled")
+                .build(),
+        )
+    }
+
+    /// A transaction under a lease: written; refused by its lease check
+    /// (an answer, nothing written); cancelled for another reason (an
+    /// error, never read as a lost lease).
+    #[tokio::test]
+    async fn only_the_lease_check_failing_reads_as_a_lost_lease() {
+        let written = mock!(Client::transact_write_items)
+            .then_output(|| TransactWriteItemsOutput::builder().build());
+        let lost = mock!(Client::transact_write_items)
+            .then_error(|| cancelled(&["ConditionalCheckFailed", "None"]));
+        let conflict = mock!(Client::transact_write_items)
+            .then_error(|| cancelled(&["None", "TransactionConflict"]));
+        let other_row = mock!(Client::transact_write_items)
+            .then_error(|| cancelled(&["None", "ConditionalCheckFailed"]));
+        for (rule, want) in [
+            (&written, Some(true)),
+            (&lost, Some(false)),
+            (&conflict, None),
+            (&other_row, None),
+        ] {
+            let store = store_with(mock_client!(aws_sdk_dynamodb, [rule]));
+            let got = store.transact_under_lease(vec![]).await.ok();
+            assert_eq!(got, want);
         }
-        Ok(found)
     }
 }

@@ -61,7 +61,7 @@ fn board_conflict(e: StoreError) -> ApiError {
 async fn require_site(api: &Api, site: &SiteId) -> Result<(), ApiError> {
     match api.aws.get_site(site.as_str()).await? {
         Some(_) => Ok(()),
-        None => Err(ApiError::not_found("siteId: no such site")),
+        None => Err(ApiError::no_site()),
     }
 }
 
@@ -108,7 +108,7 @@ pub(crate) async fn put_event_map(
     let site = SiteId::parse("siteId", site)?;
     let body: EventMapBody = json_body(req)?;
     caller.may_configure(site.as_str())?;
-    let acting = crate::routes::connections::acting_owner(caller, body.owner_key.as_ref())?;
+    let acting = crate::auth::acting_owner(caller, body.owner_key.as_ref())?;
     require_site(api, &site).await?;
     let mut board = api.aws.get_board(site.as_str()).await?;
     let mut map = BTreeMap::new();

@@ -6,10 +6,7 @@
 use std::collections::HashMap;
 
 use adtrail_domain::SiteId;
-use adtrail_domain::capi::EventName;
 use adtrail_domain::ids::check_opaque;
-use adtrail_domain::time::DAY_MS;
-use adtrail_domain::time::utc_day;
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 
@@ -46,7 +43,7 @@ pub(crate) async fn list(
     }
     caller.may_read(site.as_str())?;
     if api.aws.get_site(site.as_str()).await?.is_none() {
-        return Err(ApiError::not_found("siteId: no such site"));
+        return Err(ApiError::no_site());
     }
     let rows = api
         .aws
@@ -108,52 +105,4 @@ pub(crate) async fn list(
         200,
         &json!({"siteId": site.as_str(), "conversions": items, "next": next}),
     )
-}
-
-/// The `conversions` block of `meta.status`: counts by status, and with
-/// `now` the events Meta accepted in the 30 UTC days up to it (by event)
-/// and today.
-pub(crate) async fn status_block(
-    api: &Api,
-    site: &str,
-    now: Option<i64>,
-) -> Result<Value, ApiError> {
-    let today = now.map(utc_day);
-    let from = today.map(|t| t - 29 * DAY_MS);
-    let counts = api.aws.conversion_counts(site, from).await?;
-    let (last30d, sent_today) = match today {
-        None => (Value::Null, Value::Null),
-        Some(today) => {
-            let mut by_event: HashMap<EventName, i64> = HashMap::new();
-            let mut sent_today = 0;
-            for (day, events) in &counts.days {
-                if from.is_some_and(|f| *day < f) || *day > today {
-                    continue;
-                }
-                for (e, n) in events {
-                    *by_event.entry(*e).or_default() += n;
-                    if *day == today {
-                        sent_today += n;
-                    }
-                }
-            }
-            let get = |e: EventName| by_event.get(&e).copied().unwrap_or(0);
-            (
-                json!({
-                    "Purchase": get(EventName::Purchase),
-                    "QualifiedLead": get(EventName::QualifiedLead),
-                    "Lead": get(EventName::Lead),
-                    "Schedule": get(EventName::Schedule),
-                }),
-                json!(sent_today),
-            )
-        }
-    };
-    Ok(json!({
-        "pending": counts.pending,
-        "sent": counts.sent,
-        "failed": counts.failed,
-        "last30d": last30d,
-        "sentToday": sent_today,
-    }))
 }

@@ -261,7 +261,7 @@ async fn apply(
     new: Option<&NewLead>,
 ) -> Result<Response<Body>, ApiError> {
     let Some(site_row) = api.aws.get_site(site.as_str()).await? else {
-        return Err(ApiError::not_found("siteId: no such site"));
+        return Err(ApiError::no_site());
     };
     let update = &change.update;
     for _ in 0..MAX_TRIES {

@@ -23,16 +23,18 @@ use std::time::Duration;
 use adtrail_domain::SiteId;
 use adtrail_domain::leads::is_paid;
 use adtrail_domain::metrics::{Counters, ReturnBand, derive, return_band};
+use adtrail_domain::spend::{SpendBasis, spend_basis};
 use adtrail_store::catalog::CatalogEntry;
+use adtrail_store::keys::RollupDim;
 use adtrail_store::spend::SpendFigures;
 use lambda_http::{Body, Request, Response};
 use serde_json::{Map, Value, json};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::input::day_range;
 use crate::input::query;
-use crate::routes::reads::site_ids;
-use crate::routes::reports::{day_range, report_incomplete};
+use crate::input::site_ids;
 use crate::{Api, json};
 
 /// The longest range of the leads report.
@@ -133,9 +135,17 @@ struct SiteRead {
 }
 
 impl SiteRead {
+    /// The domain's spend rule over this site alone.
+    fn basis(&self) -> SpendBasis {
+        spend_basis([(
+            self.currency.as_str(),
+            self.currencies.iter().map(String::as_str),
+        )])
+    }
+
     /// Its accounts bill in two currencies, or in one other than the site's.
     fn mismatch(&self) -> bool {
-        self.currencies.len() > 1 || self.currencies.iter().any(|c| c != &self.currency)
+        self.basis().currency_mismatch
     }
 }
 
@@ -199,7 +209,7 @@ async fn read_site(
         .rollup_rows(id.as_str(), from, to, budgets.rollups)
         .await?;
     if cut {
-        return Err(report_incomplete());
+        return Err(ApiError::report_incomplete());
     }
     budgets.rollups -= rows.len();
     let mut read = SiteRead {
@@ -216,20 +226,18 @@ async fn read_site(
         catalog: HashMap::new(),
     };
     for row in &rows {
-        if let Some(origin) = row.dim.strip_prefix("o#") {
-            read.all.add(&row.counters);
-            if is_paid(origin) {
-                read.paid.add(&row.counters);
+        match &row.dim {
+            RollupDim::Origin(origin) => {
+                read.all.add(&row.counters);
+                if is_paid(origin) {
+                    read.paid.add(&row.counters);
+                }
+                read.origins
+                    .entry(origin.clone())
+                    .or_default()
+                    .add(&row.counters);
             }
-            read.origins
-                .entry(origin.to_owned())
-                .or_default()
-                .add(&row.counters);
-        } else if let Some(ad) = row.dim.strip_prefix("a#") {
-            read.ads
-                .entry(ad.to_owned())
-                .or_default()
-                .add(&row.counters);
+            RollupDim::Ad(ad) => read.ads.entry(ad.clone()).or_default().add(&row.counters),
         }
     }
     let site_id = read.id.as_str().to_owned();
@@ -297,8 +305,12 @@ async fn assemble(
     sites: &[SiteRead],
     budgets: &Budgets,
 ) -> Result<Map<String, Value>, ApiError> {
-    let currencies: BTreeSet<&String> = sites.iter().flat_map(|s| &s.currencies).collect();
-    let mismatch = currencies.len() > 1 || sites.iter().any(SiteRead::mismatch);
+    let basis = spend_basis(
+        sites
+            .iter()
+            .map(|s| (s.currency.as_str(), s.currencies.iter().map(String::as_str))),
+    );
+    let mismatch = basis.currency_mismatch;
     let synced_any = sites.iter().any(|s| s.spend.is_some());
     // The totals' spend: every synced account of every site, in one currency.
     let total_paid = if synced_any && !budgets.days_cut {
@@ -362,14 +374,7 @@ async fn assemble(
             let mut v = counts(&s.all, paid);
             v.insert("siteId".into(), json!(s.id.as_str()));
             v.insert("currency".into(), json!(s.currency));
-            v.insert(
-                "spendCurrency".into(),
-                json!(
-                    (s.currencies.len() == 1)
-                        .then(|| s.currencies.first())
-                        .flatten()
-                ),
-            );
+            v.insert("spendCurrency".into(), json!(s.basis().spend_currency));
             v.insert("currencyMismatch".into(), json!(own_mismatch));
             v.insert("paid".into(), Value::Object(figures(&s.paid, paid, true)));
             Value::Object(v)
@@ -377,9 +382,9 @@ async fn assemble(
         .collect();
 
     let site_currencies: BTreeSet<&String> = sites.iter().map(|s| &s.currency).collect();
-    let spend_currency = (!mismatch && total_paid.spend_cents.is_some())
-        .then(|| currencies.first().copied())
-        .flatten();
+    let spend_currency = basis
+        .spend_currency
+        .filter(|_| !mismatch && total_paid.spend_cents.is_some());
     let mut out = Map::new();
     out.insert(
         "currency".into(),

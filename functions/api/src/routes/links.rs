@@ -7,11 +7,10 @@ use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::Caller;
+use crate::auth::{Caller, acting_owner, guards_ownership, resolve_owner};
 use crate::error::ApiError;
 use crate::input::{json_body, query};
-use crate::routes::connections::{acting_owner, resolve_owner};
-use crate::routes::reads::account_view;
+use crate::views::account_view;
 use crate::{Api, json};
 
 #[derive(Deserialize)]
@@ -22,12 +21,6 @@ struct LinkBody {
     /// made.
     #[serde(default)]
     only_own: bool,
-}
-
-/// Whether the caller must leave other owners' work alone: a dashboard
-/// always, a host when it asks to.
-pub(crate) fn guards_ownership(caller: &Caller, only_own: bool) -> bool {
-    !caller.is_host() || only_own
 }
 
 pub(crate) async fn link(
@@ -43,7 +36,7 @@ pub(crate) async fn link(
     caller.may_configure(site.as_str())?;
     let owner = resolve_owner(caller, &body.owner_key, true)?;
     if api.aws.get_site(site.as_str()).await?.is_none() {
-        return Err(ApiError::not_found("siteId: no such site"));
+        return Err(ApiError::no_site());
     }
     let Some(connection) = api.aws.get_connection(&owner).await? else {
         return Err(ApiError::not_found(
@@ -187,7 +180,7 @@ pub(crate) async fn sync_now(
     let site = SiteId::parse("siteId", site)?;
     caller.may_configure(site.as_str())?;
     if api.aws.get_site(site.as_str()).await?.is_none() {
-        return Err(ApiError::not_found("siteId: no such site"));
+        return Err(ApiError::no_site());
     }
     let links = api.aws.site_links(site.as_str()).await?;
     let now = api.clock.now_ms();

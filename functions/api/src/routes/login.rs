@@ -19,11 +19,11 @@ use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 
 use crate::auth::Caller;
+use crate::auth::{require_whole_owner, resolve_owner};
+use crate::connect::store_connection;
 use crate::error::ApiError;
 use crate::input::json_body;
-use crate::routes::connections::{
-    connected_view, require_whole_owner, resolve_owner, store_connection,
-};
+use crate::views::{AuthorizedBy, LoginView, connected_view};
 use crate::{Api, json};
 
 #[derive(Deserialize)]
@@ -183,11 +183,16 @@ pub(crate) async fn login(
         )
         .await?;
     let mut view = connected_view(&stored);
-    view["authorizedBy"] = serde_json::json!({"id": me.id, "name": me.name});
-    view["authorizedAt"] = serde_json::json!(now);
-    view["expiresAt"] = serde_json::json!(expires_at);
-    view["expiringSoon"] = serde_json::json!(expiring_soon);
-    view["lastError"] = serde_json::json!(exchange_error);
+    view.login = Some(LoginView {
+        authorized_by: AuthorizedBy {
+            id: &me.id,
+            name: &me.name,
+        },
+        authorized_at: now,
+        expires_at,
+        expiring_soon,
+        last_error: exchange_error.as_deref(),
+    });
     json(200, &view)
 }
 

@@ -1,4 +1,5 @@
-//! The route table.
+//! The route table: every route once ([`ROUTES`]), how a request finds
+//! its route, and the `404`/`405` answers of the paths it does not.
 
 mod board;
 mod connections;
@@ -18,92 +19,158 @@ use crate::Api;
 use crate::auth::Caller;
 use crate::error::ApiError;
 
-pub(crate) async fn route(
-    api: &Api,
-    caller: &Caller,
-    req: &Request,
-    method: &str,
-    path: &str,
-) -> Result<Response<Body>, ApiError> {
-    // Each segment decoded on its own (`%3A` is `:`), after the split, so
-    // an encoded `/` never makes a segment. Undecodable bytes stay encoded
-    // and fail the id's check.
-    let decoded: Vec<std::borrow::Cow<'_, str>> = path
-        .trim_matches('/')
+/// What a route does: one variant per operation, matched exhaustively by
+/// [`dispatch`], so a route in [`ROUTES`] without a handler does not build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    PutSite,
+    PutConnection,
+    GetConnection,
+    DeleteConnection,
+    Login,
+    Refresh,
+    Link,
+    Unlink,
+    UnlinkPreview,
+    SyncNow,
+    PutPixel,
+    DeletePixel,
+    PutPipeline,
+    PutEventMap,
+    GetEventMap,
+    RecordLead,
+    MoveLead,
+    DeleteLead,
+    ListConversions,
+    Spend,
+    Status,
+    DailyReport,
+    LeadsReport,
+}
+
+/// One route: its method, its path (`{…}` standing for one id), and what it
+/// does.
+#[derive(Debug, Clone, Copy)]
+pub struct Route {
+    pub method: &'static str,
+    pub path: &'static str,
+    op: Op,
+}
+
+const fn r(method: &'static str, path: &'static str, op: Op) -> Route {
+    Route { method, path, op }
+}
+
+/// Every route. The one table: dispatch finds routes here, the `405`
+/// answers and the logs' route names read it, and the template tests check
+/// it against the template's routes and the OpenAPI document.
+pub const ROUTES: [Route; 23] = [
+    r("PUT", "/v1/sites/{siteId}", Op::PutSite),
+    r("PUT", "/v1/meta/connections/{ownerKey}", Op::PutConnection),
+    r("GET", "/v1/meta/connections/{ownerKey}", Op::GetConnection),
+    r(
+        "DELETE",
+        "/v1/meta/connections/{ownerKey}",
+        Op::DeleteConnection,
+    ),
+    r("POST", "/v1/meta/connections/{ownerKey}/login", Op::Login),
+    r(
+        "POST",
+        "/v1/meta/connections/{ownerKey}/refresh",
+        Op::Refresh,
+    ),
+    r(
+        "PUT",
+        "/v1/sites/{siteId}/ad-accounts/{adAccountId}",
+        Op::Link,
+    ),
+    r(
+        "DELETE",
+        "/v1/sites/{siteId}/ad-accounts/{adAccountId}",
+        Op::Unlink,
+    ),
+    r(
+        "GET",
+        "/v1/sites/{siteId}/ad-accounts/{adAccountId}/unlink-preview",
+        Op::UnlinkPreview,
+    ),
+    r("POST", "/v1/sites/{siteId}/sync", Op::SyncNow),
+    r("PUT", "/v1/sites/{siteId}/pixel", Op::PutPixel),
+    r("DELETE", "/v1/sites/{siteId}/pixel", Op::DeletePixel),
+    r("PUT", "/v1/sites/{siteId}/pipeline", Op::PutPipeline),
+    r("PUT", "/v1/sites/{siteId}/event-map", Op::PutEventMap),
+    r("GET", "/v1/sites/{siteId}/event-map", Op::GetEventMap),
+    r("POST", "/v1/sites/{siteId}/leads", Op::RecordLead),
+    r(
+        "POST",
+        "/v1/sites/{siteId}/leads/{leadKey}/stage",
+        Op::MoveLead,
+    ),
+    r(
+        "DELETE",
+        "/v1/sites/{siteId}/leads/{leadKey}",
+        Op::DeleteLead,
+    ),
+    r("GET", "/v1/sites/{siteId}/conversions", Op::ListConversions),
+    r("GET", "/v1/sites/{siteId}/spend", Op::Spend),
+    r("GET", "/v1/meta/status", Op::Status),
+    r("GET", "/v1/reports/daily", Op::DailyReport),
+    r("GET", "/v1/reports/leads", Op::LeadsReport),
+];
+
+/// A request's path, each segment decoded on its own (`%3A` is `:`) after
+/// the split, so an encoded `/` never makes a segment. Undecodable bytes
+/// stay encoded and fail the id's check.
+pub(crate) fn segments(path: &str) -> Vec<std::borrow::Cow<'_, str>> {
+    path.trim_matches('/')
         .split('/')
         .map(|s| {
             percent_encoding::percent_decode_str(s)
                 .decode_utf8()
                 .unwrap_or(std::borrow::Cow::Borrowed(s))
         })
-        .collect();
-    let segments: Vec<&str> = decoded.iter().map(AsRef::as_ref).collect();
-    match (method, segments.as_slice()) {
-        ("PUT", ["v1", "sites", site]) => sites::put_site(api, caller, req, site).await,
-        ("PUT", ["v1", "meta", "connections", owner]) => {
-            connections::put_connection(api, caller, req, owner).await
+        .collect()
+}
+
+/// Whether a route's path has the shape of `segments`: its ids, in order.
+fn ids<'a>(route: &Route, segments: &[&'a str]) -> Option<Vec<&'a str>> {
+    let parts: Vec<&str> = route.path.trim_matches('/').split('/').collect();
+    if parts.len() != segments.len() {
+        return None;
+    }
+    let mut ids = vec![];
+    for (part, seg) in parts.iter().zip(segments) {
+        if part.starts_with('{') {
+            ids.push(*seg);
+        } else if part != seg {
+            return None;
         }
-        ("POST", ["v1", "meta", "connections", owner, "login"]) => {
-            login::login(api, caller, req, owner).await
+    }
+    Some(ids)
+}
+
+/// The route a request takes, if any.
+pub(crate) fn find(method: &str, segments: &[&str]) -> Option<&'static Route> {
+    ROUTES
+        .iter()
+        .find(|r| r.method == method && ids(r, segments).is_some())
+}
+
+/// Answers a request: its route's handler, or `404`/`405`.
+pub(crate) async fn route(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+    method: &str,
+    segments: &[&str],
+) -> Result<Response<Body>, ApiError> {
+    match find(method, segments) {
+        Some(route) => {
+            let ids = ids(route, segments).unwrap_or_default();
+            dispatch(api, caller, req, route.op, &ids).await
         }
-        ("POST", ["v1", "meta", "connections", owner, "refresh"]) => {
-            connections::refresh_connection(api, caller, owner).await
-        }
-        ("DELETE", ["v1", "meta", "connections", owner]) => {
-            connections::delete_connection(api, caller, owner).await
-        }
-        (
-            "GET",
-            [
-                "v1",
-                "sites",
-                site,
-                "ad-accounts",
-                account,
-                "unlink-preview",
-            ],
-        ) => links::unlink_preview(api, caller, site, account).await,
-        ("GET", ["v1", "meta", "connections", owner]) => {
-            connections::get_connection(api, caller, owner).await
-        }
-        ("PUT", ["v1", "sites", site, "ad-accounts", account]) => {
-            links::link(api, caller, req, site, account).await
-        }
-        ("DELETE", ["v1", "sites", site, "ad-accounts", account]) => {
-            links::unlink(api, caller, req, site, account).await
-        }
-        ("POST", ["v1", "sites", site, "sync"]) => links::sync_now(api, caller, site).await,
-        ("PUT", ["v1", "sites", site, "pixel"]) => pixels::put_pixel(api, caller, req, site).await,
-        ("DELETE", ["v1", "sites", site, "pixel"]) => {
-            pixels::delete_pixel(api, caller, req, site).await
-        }
-        ("PUT", ["v1", "sites", site, "pipeline"]) => {
-            board::put_pipeline(api, caller, req, site).await
-        }
-        ("PUT", ["v1", "sites", site, "event-map"]) => {
-            board::put_event_map(api, caller, req, site).await
-        }
-        ("GET", ["v1", "sites", site, "event-map"]) => {
-            board::get_event_map(api, caller, req, site).await
-        }
-        ("POST", ["v1", "sites", site, "leads"]) => {
-            leads::record_lead(api, caller, req, site).await
-        }
-        ("POST", ["v1", "sites", site, "leads", lead, "stage"]) => {
-            leads::move_lead(api, caller, req, site, lead).await
-        }
-        ("DELETE", ["v1", "sites", site, "leads", lead]) => {
-            leads::delete_lead(api, caller, site, lead).await
-        }
-        ("GET", ["v1", "sites", site, "conversions"]) => {
-            conversions::list(api, caller, req, site).await
-        }
-        ("GET", ["v1", "meta", "status"]) => reads::status(api, caller, req).await,
-        ("GET", ["v1", "reports", "daily"]) => reports::daily(api, caller, req).await,
-        ("GET", ["v1", "reports", "leads"]) => leads_report::leads(api, caller, req).await,
-        ("GET", ["v1", "sites", site, "spend"]) => reads::spend(api, caller, req, site).await,
-        _ => {
-            let allow = allowed_methods(&segments);
+        None => {
+            let allow = allowed_methods(segments);
             if allow.is_empty() {
                 Err(ApiError::not_found("no such route"))
             } else {
@@ -113,51 +180,47 @@ pub(crate) async fn route(
     }
 }
 
-/// Every route: its method and path, `{…}` standing for one id. The table
-/// the `405` answers read, checked against the template's routes and the
-/// OpenAPI document by the template tests.
-pub const ROUTES: [(&str, &str); 23] = [
-    ("PUT", "/v1/sites/{siteId}"),
-    ("PUT", "/v1/meta/connections/{ownerKey}"),
-    ("GET", "/v1/meta/connections/{ownerKey}"),
-    ("DELETE", "/v1/meta/connections/{ownerKey}"),
-    ("POST", "/v1/meta/connections/{ownerKey}/login"),
-    ("POST", "/v1/meta/connections/{ownerKey}/refresh"),
-    ("PUT", "/v1/sites/{siteId}/ad-accounts/{adAccountId}"),
-    ("DELETE", "/v1/sites/{siteId}/ad-accounts/{adAccountId}"),
-    (
-        "GET",
-        "/v1/sites/{siteId}/ad-accounts/{adAccountId}/unlink-preview",
-    ),
-    ("POST", "/v1/sites/{siteId}/sync"),
-    ("PUT", "/v1/sites/{siteId}/pixel"),
-    ("DELETE", "/v1/sites/{siteId}/pixel"),
-    ("PUT", "/v1/sites/{siteId}/pipeline"),
-    ("PUT", "/v1/sites/{siteId}/event-map"),
-    ("GET", "/v1/sites/{siteId}/event-map"),
-    ("POST", "/v1/sites/{siteId}/leads"),
-    ("POST", "/v1/sites/{siteId}/leads/{leadKey}/stage"),
-    ("DELETE", "/v1/sites/{siteId}/leads/{leadKey}"),
-    ("GET", "/v1/sites/{siteId}/conversions"),
-    ("GET", "/v1/sites/{siteId}/spend"),
-    ("GET", "/v1/meta/status"),
-    ("GET", "/v1/reports/daily"),
-    ("GET", "/v1/reports/leads"),
-];
+async fn dispatch(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+    op: Op,
+    ids: &[&str],
+) -> Result<Response<Body>, ApiError> {
+    let id = |i: usize| ids.get(i).copied().unwrap_or_default();
+    match op {
+        Op::PutSite => sites::put_site(api, caller, req, id(0)).await,
+        Op::PutConnection => connections::put_connection(api, caller, req, id(0)).await,
+        Op::GetConnection => connections::get_connection(api, caller, id(0)).await,
+        Op::DeleteConnection => connections::delete_connection(api, caller, id(0)).await,
+        Op::Login => login::login(api, caller, req, id(0)).await,
+        Op::Refresh => connections::refresh_connection(api, caller, id(0)).await,
+        Op::Link => links::link(api, caller, req, id(0), id(1)).await,
+        Op::Unlink => links::unlink(api, caller, req, id(0), id(1)).await,
+        Op::UnlinkPreview => links::unlink_preview(api, caller, id(0), id(1)).await,
+        Op::SyncNow => links::sync_now(api, caller, id(0)).await,
+        Op::PutPixel => pixels::put_pixel(api, caller, req, id(0)).await,
+        Op::DeletePixel => pixels::delete_pixel(api, caller, req, id(0)).await,
+        Op::PutPipeline => board::put_pipeline(api, caller, req, id(0)).await,
+        Op::PutEventMap => board::put_event_map(api, caller, req, id(0)).await,
+        Op::GetEventMap => board::get_event_map(api, caller, req, id(0)).await,
+        Op::RecordLead => leads::record_lead(api, caller, req, id(0)).await,
+        Op::MoveLead => leads::move_lead(api, caller, req, id(0), id(1)).await,
+        Op::DeleteLead => leads::delete_lead(api, caller, id(0), id(1)).await,
+        Op::ListConversions => conversions::list(api, caller, req, id(0)).await,
+        Op::Spend => reads::spend(api, caller, req, id(0)).await,
+        Op::Status => reads::status(api, caller, req).await,
+        Op::DailyReport => reports::daily(api, caller, req).await,
+        Op::LeadsReport => leads_report::leads(api, caller, req).await,
+    }
+}
 
 /// The methods a path answers to.
 fn allowed_methods(segments: &[&str]) -> Vec<&'static str> {
     let mut methods: Vec<&'static str> = ROUTES
         .iter()
-        .filter(|(_, shape)| {
-            let parts: Vec<&str> = shape.trim_matches('/').split('/').collect();
-            parts.len() == segments.len()
-                && parts
-                    .iter()
-                    .zip(segments)
-                    .all(|(p, s)| p.starts_with('{') || p == s)
-        })
-        .map(|(m, _)| *m)
+        .filter(|r| ids(r, segments).is_some())
+        .map(|r| r.method)
         .collect();
     methods.sort_unstable();
     methods.dedup();

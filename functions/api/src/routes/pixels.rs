@@ -11,12 +11,12 @@ use adtrail_domain::pixels::{PixelSource, SitePixel};
 use adtrail_store::seal::Purpose;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::auth::Caller;
+use crate::auth::{Caller, acting_owner, resolve_owner};
 use crate::error::ApiError;
-use crate::input::json_body;
-use crate::routes::connections::{acting_owner, check_token, resolve_owner};
+use crate::input::{check_token, json_body};
+use crate::views::pixel_view;
 use crate::{Api, json};
 
 #[derive(Deserialize)]
@@ -32,24 +32,6 @@ struct PixelBody {
     /// set.
     #[serde(default)]
     only_own: bool,
-}
-
-/// What `meta.status` and the pixel routes show of a pixel: never a token.
-pub(crate) fn pixel_view(pixel: Option<&SitePixel>) -> Value {
-    match pixel {
-        Some(p) => json!({
-            "enabled": p.enabled,
-            "pixelId": p.pixel_id,
-            "source": p.source_name(),
-            "name": p.name,
-            "lastError": p.last_error,
-            "testMode": p.test_event_code.is_some(),
-            "sendLeadEvent": p.send_lead_event,
-        }),
-        None => {
-            json!({"enabled": false, "pixelId": null, "source": null, "name": null, "lastError": null, "testMode": false, "sendLeadEvent": false})
-        }
-    }
 }
 
 pub(crate) async fn put_pixel(
@@ -70,7 +52,7 @@ pub(crate) async fn put_pixel(
         ));
     }
     if api.aws.get_site(site.as_str()).await?.is_none() {
-        return Err(ApiError::not_found("siteId: no such site"));
+        return Err(ApiError::no_site());
     }
     let now = api.clock.now_ms();
     let (source, name) = match (body.owner_key, body.access_token) {
@@ -139,7 +121,7 @@ pub(crate) async fn put_pixel(
     };
     if let Some(p) = &previous
         && p.owner() != setter
-        && crate::routes::links::guards_ownership(caller, body.only_own)
+        && crate::auth::guards_ownership(caller, body.only_own)
     {
         return Err(ApiError::new(
             ErrorCode::Conflict,

@@ -8,12 +8,12 @@
 //! give `null` spend with `currencyMismatch: true`, each account's own
 //! figures still shown.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashMap};
 
 use adtrail_domain::SiteId;
-use adtrail_domain::dates::{Timezone, is_day_start};
-use adtrail_domain::plan::backfill_progress;
-use adtrail_domain::time::DAY_MS;
+use adtrail_domain::capi::EventName;
+use adtrail_domain::spend::spend_basis;
+use adtrail_domain::time::{DAY_MS, utc_day};
 use adtrail_store::links::SiteAdAccount;
 use adtrail_store::spend::SpendFigures;
 use lambda_http::{Body, Request, Response};
@@ -21,64 +21,14 @@ use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::input::{millis, query};
+use crate::input::{day_range, millis, query, site_ids};
+use crate::views::account_view;
 use crate::{Api, json};
 
 /// Spend rows read per spend answer for the per-ad list.
 pub const AD_ROW_BUDGET: usize = 12_000;
 /// The longest range a spend read covers.
 pub const MAX_SPEND_DAYS: i64 = 366;
-
-/// An account as the status and spend reads show it.
-pub(crate) fn account_view(link: &SiteAdAccount, totals: Option<Option<SpendFigures>>) -> Value {
-    let backfill = Timezone::parse(&link.timezone).and_then(|tz| {
-        backfill_progress(
-            link.last_sync_at,
-            link.backfill_from
-                .as_deref()
-                .and_then(adtrail_domain::dates::parse_date),
-            link.created_at,
-            tz,
-        )
-    });
-    let mut v = json!({
-        "adAccountId": link.ad_account_id,
-        "name": link.name,
-        "currency": link.currency,
-        "timezone": link.timezone,
-        "syncState": link.sync_state.as_str(),
-        "lastSyncAt": link.last_sync_at,
-        "lastError": link.last_error,
-        "backfill": backfill.map(|(done, total)| json!({"done": done, "total": total})),
-    });
-    if let Some(totals) = totals {
-        v["synced"] = json!(link.synced());
-        v["spendCents"] = json!(totals.map(|t| t.spend_cents));
-        v["impressions"] = json!(totals.map(|t| t.impressions));
-        v["clicks"] = json!(totals.map(|t| t.clicks));
-    }
-    v
-}
-
-/// `siteIds`: 1 to 10 unique, comma-separated.
-pub(crate) fn site_ids(text: Option<&String>) -> Result<Vec<SiteId>, ApiError> {
-    let text = text.ok_or_else(|| {
-        ApiError::invalid("siteIds: required (1 to 10 site ids, comma-separated)")
-    })?;
-    let mut seen = BTreeSet::new();
-    let mut ids = vec![];
-    for raw in text.split(',') {
-        let id = SiteId::parse("siteIds", raw)?;
-        if !seen.insert(id.clone()) {
-            return Err(ApiError::invalid("siteIds: must be unique"));
-        }
-        ids.push(id);
-    }
-    if ids.len() > 10 {
-        return Err(ApiError::invalid("siteIds: at most 10 sites"));
-    }
-    Ok(ids)
-}
 
 pub(crate) async fn status(
     api: &Api,
@@ -91,9 +41,7 @@ pub(crate) async fn status(
     // Asked with an owner (a dashboard always is), each link and the pixel
     // say whether that owner made them.
     let asking = match params.get("ownerKey") {
-        Some(owner) => Some(crate::routes::connections::resolve_owner(
-            caller, owner, false,
-        )?),
+        Some(owner) => Some(crate::auth::resolve_owner(caller, owner, false)?),
         None if caller.is_host() => None,
         None => Some(caller.owner("me", false)?),
     };
@@ -109,23 +57,23 @@ pub(crate) async fn status(
         }
         let links = api.aws.site_links(id.as_str()).await?;
         let pixel = api.aws.get_pixel(id.as_str()).await?;
-        let mut pixel_json = crate::routes::pixels::pixel_view(pixel.as_ref());
-        let mut accounts: Vec<Value> = links.iter().map(|l| account_view(l, None)).collect();
+        let mut pixel_json = crate::views::pixel_view(pixel.as_ref());
+        let mut accounts: Vec<_> = links.iter().map(|l| account_view(l, None)).collect();
         if let Some(owner) = &asking {
-            pixel_json["own"] = json!(
+            pixel_json.own = Some(
                 pixel
                     .as_ref()
-                    .is_some_and(|p| p.owner() == Some(owner.as_str()))
+                    .is_some_and(|p| p.owner() == Some(owner.as_str())),
             );
             for (view, link) in accounts.iter_mut().zip(&links) {
-                view["own"] = json!(&link.owner_key == owner);
+                view.own = Some(&link.owner_key == owner);
             }
         }
         sites.push(json!({
             "siteId": id.as_str(),
             "linked": !links.is_empty(),
             "pixel": pixel_json,
-            "conversions": crate::routes::conversions::status_block(api, id.as_str(), now).await?,
+            "conversions": status_block(api, id.as_str(), now).await?,
             "adAccounts": accounts,
         }));
     }
@@ -140,37 +88,18 @@ pub(crate) async fn spend(
 ) -> Result<Response<Body>, ApiError> {
     let site = SiteId::parse("siteId", site)?;
     let params = query(req, &["from", "to"])?;
-    let from = millis(&params, "from")?
-        .ok_or_else(|| ApiError::invalid("from: required (a UTC day start in epoch ms)"))?;
-    let to = millis(&params, "to")?
-        .ok_or_else(|| ApiError::invalid("to: required (a UTC day start in epoch ms)"))?;
-    if !is_day_start(from) {
-        return Err(ApiError::invalid(
-            "from: must be a UTC day start (a multiple of 86400000)",
-        ));
-    }
-    if !is_day_start(to) {
-        return Err(ApiError::invalid(
-            "to: must be a UTC day start (a multiple of 86400000)",
-        ));
-    }
-    if to < from {
-        return Err(ApiError::invalid("to: must not be before from"));
-    }
-    if (to - from) / DAY_MS + 1 > MAX_SPEND_DAYS {
-        return Err(ApiError::invalid("to: the range covers at most 366 days"));
-    }
+    let (from, to) = day_range(&params, MAX_SPEND_DAYS)?;
     caller.may_read(site.as_str())?;
     let Some(site_row) = api.aws.get_site(site.as_str()).await? else {
-        return Err(ApiError::not_found("siteId: no such site"));
+        return Err(ApiError::no_site());
     };
     let links = api.aws.site_links(site.as_str()).await?;
     let synced: Vec<&SiteAdAccount> = links.iter().filter(|l| l.synced()).collect();
-    let currencies: BTreeSet<&str> = synced.iter().map(|l| l.currency.as_str()).collect();
-    let mismatch = currencies.len() > 1 || currencies.iter().any(|c| *c != site_row.currency);
-    let spend_currency = (currencies.len() == 1)
-        .then(|| currencies.iter().next().copied())
-        .flatten();
+    let basis = spend_basis([(
+        site_row.currency.as_str(),
+        synced.iter().map(|l| l.currency.as_str()),
+    )]);
+    let mismatch = basis.currency_mismatch;
 
     // Per day, from the site-day sums of the synced accounts.
     let mut days: BTreeMap<i64, SpendFigures> = (0..=(to - from) / DAY_MS)
@@ -191,15 +120,8 @@ pub(crate) async fn spend(
         }
         per_account.insert(link.ad_account_id.clone(), total);
     }
-    let known = !synced.is_empty();
-    let money = |cents: i64| {
-        if known && !mismatch {
-            json!(cents)
-        } else {
-            Value::Null
-        }
-    };
-    let count = |n: i64| if known { json!(n) } else { Value::Null };
+    let money = |cents: i64| json!(basis.money(cents));
+    let count = |n: i64| json!(basis.count(n));
     let mut totals = SpendFigures::default();
     let day_rows: Vec<Value> = days
         .iter()
@@ -270,7 +192,7 @@ pub(crate) async fn spend(
             "from": from,
             "to": to,
             "currency": site_row.currency,
-            "spendCurrency": spend_currency,
+            "spendCurrency": basis.spend_currency,
             "currencyMismatch": mismatch,
             "totals": {"spendCents": money(totals.spend_cents), "impressions": count(totals.impressions), "clicks": count(totals.clicks)},
             "days": day_rows,
@@ -282,4 +204,48 @@ pub(crate) async fn spend(
             }).collect::<Vec<_>>(),
         }),
     )
+}
+
+/// The `conversions` block of `meta.status`: counts by status, and with
+/// `now` the events Meta accepted in the 30 UTC days up to it (by event)
+/// and today.
+async fn status_block(api: &Api, site: &str, now: Option<i64>) -> Result<Value, ApiError> {
+    let today = now.map(utc_day);
+    let from = today.map(|t| t - 29 * DAY_MS);
+    let counts = api.aws.conversion_counts(site, from).await?;
+    let (last30d, sent_today) = match today {
+        None => (Value::Null, Value::Null),
+        Some(today) => {
+            let mut by_event: HashMap<EventName, i64> = HashMap::new();
+            let mut sent_today = 0;
+            for (day, events) in &counts.days {
+                if from.is_some_and(|f| *day < f) || *day > today {
+                    continue;
+                }
+                for (e, n) in events {
+                    *by_event.entry(*e).or_default() += n;
+                    if *day == today {
+                        sent_today += n;
+                    }
+                }
+            }
+            let get = |e: EventName| by_event.get(&e).copied().unwrap_or(0);
+            (
+                json!({
+                    "Purchase": get(EventName::Purchase),
+                    "QualifiedLead": get(EventName::QualifiedLead),
+                    "Lead": get(EventName::Lead),
+                    "Schedule": get(EventName::Schedule),
+                }),
+                json!(sent_today),
+            )
+        }
+    };
+    Ok(json!({
+        "pending": counts.pending,
+        "sent": counts.sent,
+        "failed": counts.failed,
+        "last30d": last30d,
+        "sentToday": sent_today,
+    }))
 }

@@ -18,65 +18,26 @@
 //! (12,000 site-day or per-ad rows) the spend is `null` with
 //! `spendIncomplete`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use adtrail_domain::SiteId;
-use adtrail_domain::dates::is_day_start;
-use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::ids::check_meta_numeric;
 use adtrail_domain::leads::{check_origin, is_paid};
 use adtrail_domain::metrics::{Counters, ReturnBand, derive, return_band};
+use adtrail_domain::spend::spend_basis;
 use adtrail_domain::time::DAY_MS;
+use adtrail_store::keys::RollupDim;
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::input::{millis, query};
-use crate::routes::reads::site_ids;
+use crate::input::site_ids;
+use crate::input::{day_range, query};
 use crate::{Api, ReportLimits, json};
 
 /// The longest range of the daily report.
 pub const MAX_DAILY_DAYS: i64 = 92;
-
-/// `from` and `to`: UTC day starts in epoch ms, inclusive, covering at most
-/// `max_days` days.
-///
-/// # Errors
-/// `INVALID_ARGUMENT` naming the parameter.
-pub(crate) fn day_range(
-    params: &HashMap<String, String>,
-    max_days: i64,
-) -> Result<(i64, i64), ApiError> {
-    let from = millis(params, "from")?
-        .ok_or_else(|| ApiError::invalid("from: required (a UTC day start in epoch ms)"))?;
-    let to = millis(params, "to")?
-        .ok_or_else(|| ApiError::invalid("to: required (a UTC day start in epoch ms)"))?;
-    for (name, v) in [("from", from), ("to", to)] {
-        if !is_day_start(v) {
-            return Err(ApiError::invalid(format!(
-                "{name}: must be a UTC day start (a multiple of 86400000)"
-            )));
-        }
-    }
-    if to < from {
-        return Err(ApiError::invalid("to: must not be before from"));
-    }
-    if (to - from) / DAY_MS + 1 > max_days {
-        return Err(ApiError::invalid(format!(
-            "to: the range covers at most {max_days} days"
-        )));
-    }
-    Ok((from, to))
-}
-
-/// The answer when a report's lead rollups run past their budget.
-pub(crate) fn report_incomplete() -> ApiError {
-    ApiError::new(
-        ErrorCode::ReportIncomplete,
-        "the report's leads run past 12000 rollup rows: ask for fewer sites or days",
-    )
-}
 
 /// Which leads and which spend a report covers.
 enum Scope {
@@ -88,13 +49,14 @@ enum Scope {
 }
 
 impl Scope {
-    fn counts(&self, dim: &str) -> bool {
-        match self {
+    fn counts(&self, dim: &RollupDim) -> bool {
+        match (self, dim) {
             // Every lead has one origin: the origins sum to all leads.
-            Scope::All => dim.starts_with("o#"),
-            Scope::Paid => dim.strip_prefix("o#").is_some_and(is_paid),
-            Scope::Origin(o) => dim.strip_prefix("o#") == Some(o.as_str()),
-            Scope::Ad(ad) => dim.strip_prefix("a#") == Some(ad.as_str()),
+            (Scope::All, RollupDim::Origin(_)) => true,
+            (Scope::Paid, RollupDim::Origin(o)) => is_paid(o),
+            (Scope::Origin(want), RollupDim::Origin(o)) => want == o,
+            (Scope::Ad(want), RollupDim::Ad(ad)) => want == ad,
+            _ => false,
         }
     }
     /// Whether the spend bought these leads (so costs and returns mean
@@ -146,9 +108,8 @@ pub(crate) async fn daily(
         .map(|i| (from + i * DAY_MS, Counters::default()))
         .collect();
     let mut spend: BTreeMap<i64, i64> = leads.keys().map(|d| (*d, 0)).collect();
-    let mut currencies = BTreeSet::new();
-    let mut site_currencies = BTreeSet::new();
-    let mut synced_any = false;
+    // Each site's currency with its synced accounts' currencies.
+    let mut currencies: Vec<(String, BTreeSet<String>)> = vec![];
     let mut incomplete = false;
     let mut budget = api.limits;
     for id in &ids {
@@ -157,13 +118,12 @@ pub(crate) async fn daily(
                 "siteIds: a requested site is not registered",
             ));
         };
-        site_currencies.insert(site.currency.clone());
         let (rows, cut) = api
             .aws
             .rollup_rows(id.as_str(), from, to, budget.rollup_rows)
             .await?;
         if cut {
-            return Err(report_incomplete());
+            return Err(ApiError::report_incomplete());
         }
         budget.rollup_rows -= rows.len();
         for row in rows.iter().filter(|r| scope.counts(&r.dim)) {
@@ -175,23 +135,18 @@ pub(crate) async fn daily(
         if !scope.has_spend() {
             continue;
         }
-        incomplete |= add_spend(
-            api,
-            id,
-            &scope,
-            from,
-            to,
-            &mut spend,
-            &mut currencies,
-            &mut synced_any,
-            &mut budget,
-        )
-        .await?;
+        let (cut, accounts) = add_spend(api, id, &scope, from, to, &mut spend, &mut budget).await?;
+        incomplete |= cut;
+        currencies.push((site.currency.clone(), accounts));
     }
-    // One currency or none: every synced account's, and every site's.
-    let mismatch = currencies.len() > 1
-        || (!currencies.is_empty() && site_currencies.iter().any(|c| !currencies.contains(c)));
-    let spend_known = scope.has_spend() && synced_any && !mismatch && !incomplete;
+    // One currency or none: the domain's one rule for spend.
+    let basis = spend_basis(
+        currencies
+            .iter()
+            .map(|(site, accounts)| (site.as_str(), accounts.iter().map(String::as_str))),
+    );
+    let mismatch = basis.currency_mismatch;
+    let spend_known = scope.has_spend() && basis.known && !mismatch && !incomplete;
     let days: Vec<Value> = leads
         .iter()
         .map(|(day, c)| {
@@ -218,7 +173,7 @@ pub(crate) async fn daily(
             "siteIds": ids.iter().map(SiteId::as_str).collect::<Vec<_>>(),
             "from": from,
             "to": to,
-            "spendCurrency": (currencies.len() == 1).then(|| currencies.iter().next().cloned()).flatten(),
+            "spendCurrency": basis.spend_currency,
             "currencyMismatch": mismatch,
             "spendIncomplete": incomplete,
             "days": days,
@@ -227,8 +182,8 @@ pub(crate) async fn daily(
 }
 
 /// Adds a site's spend for the scope, from its synced accounts. Answers
-/// whether the ad's rows ran past their budget.
-#[allow(clippy::too_many_arguments)]
+/// whether the ad's rows ran past their budget, and the accounts'
+/// currencies.
 async fn add_spend(
     api: &Api,
     site: &SiteId,
@@ -236,11 +191,10 @@ async fn add_spend(
     from: i64,
     to: i64,
     spend: &mut BTreeMap<i64, i64>,
-    currencies: &mut BTreeSet<String>,
-    synced_any: &mut bool,
     budget: &mut ReportLimits,
-) -> Result<bool, ApiError> {
+) -> Result<(bool, BTreeSet<String>), ApiError> {
     let mut incomplete = false;
+    let mut currencies = BTreeSet::new();
     for link in api
         .aws
         .site_links(site.as_str())
@@ -248,7 +202,6 @@ async fn add_spend(
         .iter()
         .filter(|l| l.synced())
     {
-        *synced_any = true;
         currencies.insert(link.currency.clone());
         match scope {
             Scope::Ad(ad) => {
@@ -281,5 +234,5 @@ async fn add_spend(
             }
         }
     }
-    Ok(incomplete)
+    Ok((incomplete, currencies))
 }

@@ -1,0 +1,214 @@
+//! What the API shows of stored things: one typed view per thing, used by
+//! every route that shows it, and never a token. Fields that only some
+//! answers carry are `Option`s skipped when absent, so no route trims a
+//! JSON map after building it.
+
+use adtrail_domain::dates::Timezone;
+use adtrail_domain::pixels::SitePixel;
+use adtrail_domain::plan::backfill_progress;
+use adtrail_store::connections::{Connection, ListedAccount, ListedPixel};
+use adtrail_store::links::SiteAdAccount;
+use adtrail_store::spend::SpendFigures;
+use serde::Serialize;
+
+/// An ad account as a connection lists it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AccountView<'a> {
+    ad_account_id: &'a str,
+    name: &'a str,
+    currency: &'a str,
+    timezone: &'a str,
+    /// In the connection's own listing: the site the account feeds (`null`
+    /// when none, or when that site is outside the caller's grant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) linked_site_id: Option<Option<&'a str>>,
+    /// Linked to a site the caller may not see.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) linked_outside_scope: Option<bool>,
+}
+
+impl<'a> AccountView<'a> {
+    pub(crate) fn of(a: &'a ListedAccount) -> Self {
+        Self {
+            ad_account_id: &a.ad_account_id,
+            name: &a.name,
+            currency: &a.currency,
+            timezone: &a.timezone,
+            linked_site_id: None,
+            linked_outside_scope: None,
+        }
+    }
+}
+
+/// A pixel a connection's token lists.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ListedPixelView<'a> {
+    pixel_id: &'a str,
+    name: &'a str,
+}
+
+pub(crate) fn pixel_views(pixels: &[ListedPixel]) -> Vec<ListedPixelView<'_>> {
+    pixels
+        .iter()
+        .map(|p| ListedPixelView {
+            pixel_id: &p.pixel_id,
+            name: &p.name,
+        })
+        .collect()
+}
+
+/// Who authorized a token (Meta's `/me`).
+#[derive(Serialize)]
+pub(crate) struct AuthorizedBy<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) name: &'a str,
+}
+
+/// What a connect, a refresh or a login answers; a login adds how the
+/// token was authorized and when it ends.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ConnectedView<'a> {
+    owner_key: &'a str,
+    status: &'static str,
+    ad_accounts: Vec<AccountView<'a>>,
+    pixels: Vec<ListedPixelView<'a>>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub(crate) login: Option<LoginView<'a>>,
+}
+
+/// The fields only a login's answer carries.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LoginView<'a> {
+    pub(crate) authorized_by: AuthorizedBy<'a>,
+    pub(crate) authorized_at: i64,
+    pub(crate) expires_at: Option<i64>,
+    pub(crate) expiring_soon: bool,
+    pub(crate) last_error: Option<&'a str>,
+}
+
+pub(crate) fn connected_view(stored: &Connection) -> ConnectedView<'_> {
+    ConnectedView {
+        owner_key: &stored.owner_key,
+        status: stored.status.as_str(),
+        ad_accounts: stored.accounts.iter().map(AccountView::of).collect(),
+        pixels: pixel_views(&stored.pixels),
+        login: None,
+    }
+}
+
+/// How far an account's first backfill has come, in days.
+#[derive(Serialize)]
+pub(crate) struct Progress {
+    done: i64,
+    total: i64,
+}
+
+/// A linked account's spend over an answer's range.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LinkSpend {
+    synced: bool,
+    spend_cents: Option<i64>,
+    impressions: Option<i64>,
+    clicks: Option<i64>,
+}
+
+/// A linked ad account as the status, link and spend answers show it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LinkView<'a> {
+    ad_account_id: &'a str,
+    name: &'a str,
+    currency: &'a str,
+    timezone: &'a str,
+    sync_state: &'static str,
+    last_sync_at: Option<i64>,
+    last_error: Option<&'a str>,
+    backfill: Option<Progress>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    spend: Option<LinkSpend>,
+    /// In the status answer, for a caller acting as an owner: whether the
+    /// link is its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) own: Option<bool>,
+}
+
+/// An account as the status and spend reads show it; `totals` (the spend
+/// answer's) is `Some(None)` for an account not synced yet.
+pub(crate) fn account_view(
+    link: &SiteAdAccount,
+    totals: Option<Option<SpendFigures>>,
+) -> LinkView<'_> {
+    let backfill = Timezone::parse(&link.timezone).and_then(|tz| {
+        backfill_progress(
+            link.last_sync_at,
+            link.backfill_from
+                .as_deref()
+                .and_then(adtrail_domain::dates::parse_date),
+            link.created_at,
+            tz,
+        )
+    });
+    LinkView {
+        ad_account_id: &link.ad_account_id,
+        name: &link.name,
+        currency: &link.currency,
+        timezone: &link.timezone,
+        sync_state: link.sync_state.as_str(),
+        last_sync_at: link.last_sync_at,
+        last_error: link.last_error.as_deref(),
+        backfill: backfill.map(|(done, total)| Progress { done, total }),
+        spend: totals.map(|t| LinkSpend {
+            synced: link.synced(),
+            spend_cents: t.map(|t| t.spend_cents),
+            impressions: t.map(|t| t.impressions),
+            clicks: t.map(|t| t.clicks),
+        }),
+        own: None,
+    }
+}
+
+/// What `meta.status` and the pixel routes show of a pixel: never a token.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PixelView<'a> {
+    enabled: bool,
+    pixel_id: Option<&'a str>,
+    source: Option<&'static str>,
+    name: Option<&'a str>,
+    last_error: Option<&'a str>,
+    test_mode: bool,
+    send_lead_event: bool,
+    /// In the status answer, for a caller acting as an owner.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) own: Option<bool>,
+}
+
+pub(crate) fn pixel_view(pixel: Option<&SitePixel>) -> PixelView<'_> {
+    match pixel {
+        Some(p) => PixelView {
+            enabled: p.enabled,
+            pixel_id: Some(&p.pixel_id),
+            source: Some(p.source_name()),
+            name: Some(&p.name),
+            last_error: p.last_error.as_deref(),
+            test_mode: p.test_event_code.is_some(),
+            send_lead_event: p.send_lead_event,
+            own: None,
+        },
+        None => PixelView {
+            enabled: false,
+            pixel_id: None,
+            source: None,
+            name: None,
+            last_error: None,
+            test_mode: false,
+            send_lead_event: false,
+            own: None,
+        },
+    }
+}

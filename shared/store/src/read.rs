@@ -1,0 +1,221 @@
+//! The two ways the store reads many items, each written once: a query
+//! paged to its end or to a cap ([`Aws::query_pages`]), and items by key in
+//! batches ([`Aws::batch_read`]), whose unprocessed keys are asked again
+//! with jittered back-off and, if DynamoDB still leaves some, fail the read
+//! loudly ([`StoreError::Incomplete`]) rather than drop them.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::types::KeysAndAttributes;
+
+use crate::attr::{Item, s};
+use crate::keys::{PK, SK};
+use crate::{Aws, StoreError};
+
+/// Keys one `BatchGetItem` takes.
+const BATCH_KEYS: usize = 100;
+/// Requests one chunk of keys may take before the read fails.
+const BATCH_TRIES: u32 = 8;
+/// The first wait before asking for unprocessed keys again; it doubles
+/// each time, up to [`MAX_BACKOFF`], and a random part of it is waited.
+const FIRST_BACKOFF: Duration = Duration::from_millis(25);
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// The wait before try `attempt` (1, 2, …) of a throttled or partly
+/// processed request: "full jitter", a random part of a doubling ceiling,
+/// so many callers backing off at once do not retry in step.
+pub(crate) fn backoff(attempt: u32) -> Duration {
+    let ceiling = FIRST_BACKOFF
+        .saturating_mul(1 << attempt.min(16))
+        .min(MAX_BACKOFF);
+    ceiling.mul_f64(fastrand::f64())
+}
+
+impl Aws {
+    /// Runs `query` page by page, at most `max_pages`, handing each page's
+    /// items to `visit`, which answers whether to go on (a visitor that
+    /// stops at a cap records that itself).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn query_pages(
+        &self,
+        query: QueryFluentBuilder,
+        max_pages: usize,
+        mut visit: impl FnMut(&[Item]) -> bool,
+    ) -> Result<(), StoreError> {
+        let mut pages = query.into_paginator().send();
+        for _ in 0..max_pages {
+            let Some(page) = pages.next().await else {
+                break;
+            };
+            let out = page.map_err(StoreError::ddb)?;
+            let more = out.last_evaluated_key.is_some();
+            if !visit(out.items()) || !more {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Items by their keys, strongly read: BatchGet, 100 keys a request.
+    /// Keys DynamoDB leaves unprocessed are asked again after a jittered,
+    /// doubling wait, [`BATCH_TRIES`] requests at most a chunk.
+    ///
+    /// # Errors
+    /// [`StoreError::Incomplete`] when keys are still unprocessed after
+    /// that; [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn batch_read(
+        &self,
+        keys: Vec<(String, String)>,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut found = vec![];
+        for chunk in keys.chunks(BATCH_KEYS) {
+            let mut pending: Vec<Item> = chunk
+                .iter()
+                .map(|(pk, sk)| [(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))].into())
+                .collect();
+            for attempt in 0..BATCH_TRIES {
+                if pending.is_empty() {
+                    break;
+                }
+                if attempt > 0 {
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                let out = self
+                    .ddb
+                    .batch_get_item()
+                    .request_items(
+                        &self.names.table,
+                        KeysAndAttributes::builder()
+                            .set_keys(Some(pending))
+                            .consistent_read(true)
+                            .build()
+                            .map_err(StoreError::ddb)?,
+                    )
+                    .send()
+                    .await
+                    .map_err(StoreError::ddb)?;
+                found.extend(out.responses.unwrap_or_default().into_values().flatten());
+                pending = out
+                    .unprocessed_keys
+                    .unwrap_or_default()
+                    .into_values()
+                    .flat_map(|k| k.keys)
+                    .collect();
+            }
+            if !pending.is_empty() {
+                return Err(StoreError::Incomplete {
+                    operation: "BatchGetItem",
+                    left: pending.len(),
+                });
+            }
+        }
+        Ok(found)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use aws_sdk_dynamodb::Client;
+    use aws_sdk_dynamodb::operation::batch_get_item::BatchGetItemOutput;
+    use aws_smithy_mocks::{mock, mock_client};
+
+    use super::*;
+    use crate::Names;
+
+    /// The store with a DynamoDB client that answers from `rules` (the
+    /// other clients are real but never called).
+    pub(crate) fn store_with(ddb: Client) -> Aws {
+        let config = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .build();
+        let names = Names {
+            table: "t".into(),
+            sync_queue_url: String::new(),
+            send_queue_url: String::new(),
+            bus: String::new(),
+            key_id: String::new(),
+            bucket: String::new(),
+            meta_app_secret: None,
+        };
+        Aws {
+            ddb,
+            ..Aws::new(&config, names)
+        }
+    }
+
+    fn key(pk: &str) -> Item {
+        [(PK.to_owned(), s(pk)), (SK.to_owned(), s("x"))].into()
+    }
+
+    fn answer(found: &[&str], left: &[&str]) -> BatchGetItemOutput {
+        let mut out =
+            BatchGetItemOutput::builder().responses("t", found.iter().map(|pk| key(pk)).collect());
+        if !left.is_empty() {
+            out = out.unprocessed_keys(
+                "t",
+                KeysAndAttributes::builder()
+                    .set_keys(Some(left.iter().map(|pk| key(pk)).collect()))
+                    .build()
+                    .unwrap(),
+            );
+        }
+        out.build()
+    }
+
+    #[test]
+    fn backoff_stays_under_its_doubling_ceiling() {
+        for attempt in 1..20 {
+            let ceiling = FIRST_BACKOFF
+                .saturating_mul(1 << attempt.min(16))
+                .min(MAX_BACKOFF);
+            for _ in 0..50 {
+                assert!(backoff(attempt) <= ceiling);
+            }
+        }
+        assert!(backoff(30) <= MAX_BACKOFF);
+    }
+
+    #[tokio::test]
+    async fn unprocessed_keys_are_asked_again_until_every_item_is_read() {
+        let rule = mock!(Client::batch_get_item)
+            .sequence()
+            .output(|| answer(&["a"], &["b", "c"]))
+            .output(|| answer(&["b"], &["c"]))
+            .output(|| answer(&["c"], &[]))
+            .build();
+        let store = store_with(mock_client!(aws_sdk_dynamodb, [&rule]));
+        let keys = ["a", "b", "c"]
+            .map(|k| (k.to_owned(), "x".to_owned()))
+            .to_vec();
+        let items = store.batch_read(keys).await.expect("every key read");
+        let mut read: Vec<_> = items
+            .iter()
+            .filter_map(|i| i.get(PK)?.as_s().ok())
+            .collect();
+        read.sort();
+        assert_eq!(read, ["a", "b", "c"]);
+        assert_eq!(rule.num_calls(), 3);
+    }
+
+    #[tokio::test]
+    async fn keys_left_unprocessed_after_every_try_fail_the_read_loudly() {
+        let rule = mock!(Client::batch_get_item)
+            .sequence()
+            .output(|| answer(&["a"], &["b"]))
+            .repeatedly()
+            .build();
+        let store = store_with(mock_client!(aws_sdk_dynamodb, [&rule]));
+        let keys = ["a", "b"].map(|k| (k.to_owned(), "x".to_owned())).to_vec();
+        match store.batch_read(keys).await {
+            Err(StoreError::Incomplete { operation, left }) => {
+                assert_eq!((operation, left), ("BatchGetItem", 1));
+            }
+            other => panic!("a partial read must fail, got {other:?}"),
+        }
+        assert_eq!(rule.num_calls(), BATCH_TRIES as usize);
+    }
+}
