@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
+use adtrail_domain::links::SiteAdAccount;
 use adtrail_domain::time::VirtualClock;
 use adtrail_fake_meta::FakeMeta;
 use adtrail_local::Runner;
 use adtrail_local::app::{App, start};
 use adtrail_store::Aws;
-use adtrail_store::links::SiteAdAccount;
 use serde_json::{Value, json};
 
 /// 2026-06-30T12:00:00Z: the tests' "now", a Tuesday.
@@ -203,7 +203,11 @@ impl Harness {
     }
 
     /// Every spend row of an account at a site.
-    pub async fn all_rows(&self, site: &str, account: &str) -> Vec<adtrail_store::spend::SpendRow> {
+    pub async fn all_rows(
+        &self,
+        site: &str,
+        account: &str,
+    ) -> Vec<adtrail_domain::spend::SpendRow> {
         self.aws()
             .spend_rows(site, account, 0, i64::MAX / 2, usize::MAX)
             .await
@@ -224,7 +228,7 @@ impl Harness {
             .await
             .expect("sums");
         let mut from_rows =
-            std::collections::BTreeMap::<i64, adtrail_store::spend::SpendFigures>::new();
+            std::collections::BTreeMap::<i64, adtrail_domain::spend::SpendFigures>::new();
         for r in &rows {
             from_rows.entry(r.day_start).or_default().add(r.figures);
         }

@@ -19,7 +19,7 @@ use adtrail_domain::time::MINUTE_MS;
 use adtrail_domain::time::utc_day;
 use adtrail_fake_meta::{LOJA_PIXEL, PET_PIXEL, RandomFaults};
 use adtrail_local::sample;
-use adtrail_store::leads::LeadWritten;
+use adtrail_store::outbox::LeadWritten;
 use adtrail_tests::capi::*;
 use adtrail_tests::*;
 use futures::StreamExt;

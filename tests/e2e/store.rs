@@ -2,9 +2,10 @@
 //! step, purges, claims.
 
 use adtrail_domain::outcome::{Change, LinkUpdate, SyncState};
+use adtrail_domain::spend::{RowChange, SpendFigures, SpendRow};
 use adtrail_store::connections::ListedAccount;
-use adtrail_store::links::LeaseCondition;
-use adtrail_store::spend::{PurgeStep, RowChange, SpendFigures, SpendRow};
+use adtrail_store::lease::LeaseCondition;
+use adtrail_store::purge::PurgeStep;
 use adtrail_tests::*;
 
 fn account(id: &str) -> ListedAccount {
@@ -231,7 +232,7 @@ async fn claims_are_read_in_batches_and_one_account_feeds_one_site() {
     }
     assert!(matches!(
         aws.link_account("s2", "o1", &listing[0], T0).await,
-        Err(adtrail_store::links::LinkError::Claimed)
+        Err(adtrail_store::linking::LinkError::Claimed)
     ));
     let ids: Vec<String> = (0..150).map(|i| format!("act_{i}")).collect();
     let claims = aws.account_claims(&ids).await.unwrap();

@@ -4,11 +4,11 @@
 //! JSON map after building it.
 
 use adtrail_domain::dates::Timezone;
+use adtrail_domain::links::SiteAdAccount;
 use adtrail_domain::pixels::SitePixel;
 use adtrail_domain::plan::backfill_progress;
+use adtrail_domain::spend::SpendFigures;
 use adtrail_store::connections::{Connection, ListedAccount, ListedPixel};
-use adtrail_store::links::SiteAdAccount;
-use adtrail_store::spend::SpendFigures;
 use serde::Serialize;
 
 /// An ad account as a connection lists it.

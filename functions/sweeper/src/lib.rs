@@ -10,10 +10,10 @@
 use adtrail_domain::capi::LOST_AFTER_MS;
 use adtrail_domain::graph_error::EXPIRING_SOON_MS;
 use adtrail_domain::time::SharedClock;
-use adtrail_store::conversions::Lost;
 use adtrail_store::keys::WORK_SHARDS;
+use adtrail_store::purge::PurgeStep;
 use adtrail_store::queue::SendMessage;
-use adtrail_store::spend::PurgeStep;
+use adtrail_store::recovery::Lost;
 use adtrail_store::{Aws, StoreError};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use lambda_runtime::LambdaEvent;

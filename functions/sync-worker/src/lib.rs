@@ -9,6 +9,8 @@
 //! run's Meta failures are outcomes stored on the account, not message
 //! failures: only an AWS failure returns the message to the queue.
 
+mod catalog;
+mod read;
 mod run;
 
 use std::time::{Duration, Instant};

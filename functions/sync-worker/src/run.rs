@@ -3,31 +3,27 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
-use adtrail_domain::dates::{Timezone, day_start};
+use adtrail_domain::catalog::CatalogEntry;
+use adtrail_domain::dates::Timezone;
 use adtrail_domain::graph_error::{GraphErrorKind, Usage};
+use adtrail_domain::links::SiteAdAccount;
 use adtrail_domain::money::Currency;
 use adtrail_domain::outcome::{FailureKind, Finish, LinkProgress, PlanDone, RunOutcome, finish};
 use adtrail_domain::pixels::ConnectionStatus;
-use adtrail_domain::plan::{DateRange, SyncCursor, SyncPlan, plan_sync};
-use adtrail_meta::{GraphError, Insights, too_much_data};
-use adtrail_store::blobs::thumbnail_key;
-use adtrail_store::catalog::CatalogEntry;
+use adtrail_domain::plan::{SyncCursor, SyncPlan, plan_sync};
+use adtrail_meta::GraphError;
 use adtrail_store::connections::Connection;
-use adtrail_store::links::{LeaseCondition, SiteAdAccount};
+use adtrail_store::lease::LeaseCondition;
 use adtrail_store::queue::SyncMessage;
 use adtrail_store::seal::Purpose;
-use adtrail_store::spend::{RowChange, SpendFigures, SpendRow};
-use futures::StreamExt;
 use serde_json::json;
 
+use crate::catalog::{entry_of_ad, entry_of_row};
 use crate::{Worker, WorkerError};
 
 pub const MAX_THUMBNAILS_PER_RUN: usize = 300;
 /// Ads that brought leads named per live run.
 pub const MAX_ADS_NAMED_PER_RUN: usize = 50;
-/// How far back a lead's ad is worth naming.
-const LEAD_ADS_WINDOW_MS: i64 = 7 * adtrail_domain::time::DAY_MS;
-const THUMBNAIL_CONCURRENCY: usize = 8;
 
 /// What a run did, for tests and logs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,15 +38,8 @@ pub struct RunReport {
     pub lost_lease: bool,
 }
 
-/// A range read, split while Meta has too much data.
-struct Part {
-    range: DateRange,
-    rows: Vec<adtrail_meta::SpendRow>,
-    complete: bool,
-}
-
 /// How the reading stopped early.
-enum Stop {
+pub(crate) enum Stop {
     Graph(GraphError),
     OutOfTime,
     LostLease,
@@ -206,15 +195,7 @@ impl Worker {
                         ad_id: row.ad_id.clone(),
                         ..Default::default()
                     });
-                entry.merge(&CatalogEntry {
-                    ad_id: row.ad_id.clone(),
-                    ad_name: row.ad_name.clone(),
-                    adset_id: row.adset_id.clone(),
-                    adset_name: row.adset_name.clone(),
-                    campaign_id: row.campaign_id.clone(),
-                    campaign_name: row.campaign_name.clone(),
-                    ..Default::default()
-                });
+                entry.merge(&entry_of_row(row));
             }
         }
         let mut thumbnails = HashMap::new();
@@ -228,27 +209,18 @@ impl Worker {
                 .await
                 .map_err(Stop::Graph)?;
             usage = usage.merge(listed.usage);
-            for ad in listed.ads {
-                let entry = catalog
-                    .entry(ad.id.clone())
-                    .or_insert_with(|| CatalogEntry {
-                        ad_id: ad.id.clone(),
-                        ..Default::default()
-                    });
-                entry.merge(&CatalogEntry {
-                    ad_id: ad.id.clone(),
-                    ad_name: ad.name,
-                    adset_id: ad.adset_id,
-                    adset_name: ad.adset_name,
-                    campaign_id: ad.campaign_id,
-                    campaign_name: ad.campaign_name,
-                    ad_status: ad.effective_status,
-                    creative_type: ad.creative_type,
-                    ..Default::default()
-                });
-                if let Some(url) = ad.thumbnail_url {
-                    thumbnails.insert(ad.id, url);
+            for mut ad in listed.ads {
+                if let Some(url) = ad.thumbnail_url.take() {
+                    thumbnails.insert(ad.id.clone(), url);
                 }
+                let learnt = entry_of_ad(ad);
+                catalog
+                    .entry(learnt.ad_id.clone())
+                    .or_insert_with(|| CatalogEntry {
+                        ad_id: learnt.ad_id.clone(),
+                        ..Default::default()
+                    })
+                    .merge(&learnt);
             }
         }
         self.save_catalog(&cond, catalog, thumbnails, started_at, report)
@@ -268,263 +240,6 @@ impl Worker {
             },
             truncated,
         })
-    }
-
-    /// A range's spend, split in halves while Meta has more rows than one
-    /// call reads, down to single days. A day still over the cap keeps what
-    /// came (`complete: false`): nothing is inferred from what it lacks.
-    #[allow(clippy::too_many_arguments)]
-    async fn read_range(
-        &self,
-        token: &str,
-        link: &SiteAdAccount,
-        currency: &Currency,
-        range: DateRange,
-        stop_reads_at: Instant,
-        usage: &mut Usage,
-        parts: &mut Vec<Part>,
-    ) -> Result<(), Stop> {
-        let mut pending = vec![range];
-        while let Some(range) = pending.pop() {
-            if Instant::now() >= stop_reads_at {
-                return Err(Stop::OutOfTime);
-            }
-            let result = self
-                .graph
-                .insights(token, &link.ad_account_id, currency, range)
-                .await;
-            let (rows, complete) = match result {
-                Ok(Insights {
-                    rows,
-                    complete,
-                    usage: u,
-                }) => {
-                    *usage = usage.merge(u);
-                    (rows, complete)
-                }
-                Err(e) if too_much_data(&e) => (vec![], false),
-                Err(e) => return Err(Stop::Graph(e)),
-            };
-            match (complete, range.halves()) {
-                (false, Some((first, second))) => {
-                    // Read the earlier half first.
-                    pending.push(second);
-                    pending.push(first);
-                }
-                _ => parts.push(Part {
-                    range,
-                    rows,
-                    complete,
-                }),
-            }
-        }
-        Ok(())
-    }
-
-    /// Writes one part's rows, and, when Meta gave the whole part, drops the
-    /// stored rows Meta no longer lists (a day corrected to zero). Rows that
-    /// did not change are not written again.
-    async fn save_part(
-        &self,
-        cond: &LeaseCondition,
-        part: &Part,
-        report: &mut RunReport,
-    ) -> Result<(), Stop> {
-        let first = day_start(part.range.since);
-        let last = day_start(part.range.until);
-        let (stored, _) = self
-            .aws
-            .spend_rows(
-                cond.site_id(),
-                cond.ad_account_id(),
-                first,
-                last,
-                usize::MAX,
-            )
-            .await?;
-        let mut stored: HashMap<(i64, String), SpendRow> = stored
-            .into_iter()
-            .map(|r| ((r.day_start, r.ad_id.clone()), r))
-            .collect();
-        let mut changes = vec![];
-        let mut fresh: BTreeMap<(i64, String), SpendFigures> = BTreeMap::new();
-        for row in &part.rows {
-            // Meta may list an ad-day twice across pages: the last one wins.
-            fresh.insert(
-                (day_start(row.date), row.ad_id.clone()),
-                SpendFigures {
-                    spend_cents: row.spend_cents,
-                    impressions: row.impressions,
-                    clicks: row.clicks,
-                },
-            );
-        }
-        for ((day, ad), figures) in fresh {
-            let old = stored.remove(&(day, ad.clone()));
-            if old.as_ref().is_some_and(|o| o.figures == figures) {
-                continue;
-            }
-            changes.push(RowChange::Put {
-                row: SpendRow {
-                    day_start: day,
-                    ad_id: ad,
-                    figures,
-                    updated_at: self.clock.now_ms(),
-                },
-                old: old.map(|o| o.figures),
-            });
-        }
-        report.rows_written += changes.len();
-        if part.complete {
-            report.rows_dropped += stored.len();
-            changes.extend(stored.into_values().map(|row| RowChange::Delete { row }));
-        }
-        if !self.aws.write_spend(cond, &changes).await? {
-            return Err(Stop::LostLease);
-        }
-        Ok(())
-    }
-
-    /// Merges what the run learnt into the catalog (only entries that
-    /// change), then copies thumbnails the catalog lacks.
-    async fn save_catalog(
-        &self,
-        cond: &LeaseCondition,
-        learnt: BTreeMap<String, CatalogEntry>,
-        thumbnails: HashMap<String, String>,
-        now: i64,
-        report: &mut RunReport,
-    ) -> Result<(), Stop> {
-        let stored = self.aws.site_catalog(cond.site_id()).await?;
-        let mut changed = vec![];
-        let mut need_thumbnail = vec![];
-        for (ad, entry) in learnt {
-            let current = stored.get(&ad);
-            let mut merged = current.cloned().unwrap_or_else(|| CatalogEntry {
-                ad_id: ad.clone(),
-                ..Default::default()
-            });
-            merged.merge(&entry);
-            let mine =
-                current.and_then(|c| c.ad_account_id.as_deref()) == Some(cond.ad_account_id());
-            if current != Some(&merged) || !mine {
-                changed.push(entry);
-            }
-            if current.is_none_or(|c| c.thumbnail_key.is_none())
-                && let Some(url) = thumbnails.get(&ad)
-            {
-                need_thumbnail.push((ad, url.clone()));
-            }
-        }
-        if !self.aws.upsert_catalog(cond, &changed, now).await? {
-            return Err(Stop::LostLease);
-        }
-        need_thumbnail.truncate(MAX_THUMBNAILS_PER_RUN);
-        let copies = futures::stream::iter(need_thumbnail)
-            .map(|(ad, url)| async move {
-                let Some(thumb) = self.graph.thumbnail(&url).await else {
-                    return Ok(None);
-                };
-                let key = thumbnail_key(cond.site_id(), &ad);
-                self.aws
-                    .put_thumbnail(&key, thumb.bytes, &thumb.content_type)
-                    .await?;
-                Ok::<_, adtrail_store::StoreError>(Some((ad, key)))
-            })
-            .buffer_unordered(THUMBNAIL_CONCURRENCY)
-            .collect::<Vec<_>>()
-            .await;
-        let mut stored = vec![];
-        for copy in copies {
-            stored.extend(copy?);
-        }
-        // The catalog learns them all at once: one transaction per 99.
-        if !self.aws.set_thumbnails(cond, &stored).await? {
-            return Err(Stop::LostLease);
-        }
-        report.thumbnails += stored.len();
-        Ok(())
-    }
-
-    /// Names the ads that brought the site leads in the last 7 days and have
-    /// no name yet, at most [`MAX_ADS_NAMED_PER_RUN`]: Meta is asked for them
-    /// by id through this run's account, so an ad of another account never
-    /// comes back, and an ad the catalog files under another account is
-    /// left to that account's runs. Best effort: Meta failing here leaves
-    /// the run's outcome as it was.
-    async fn name_lead_ads(
-        &self,
-        token: &str,
-        cond: &LeaseCondition,
-        now: i64,
-        report: &mut RunReport,
-    ) -> Result<(), Stop> {
-        let site = cond.site_id();
-        let ads = self
-            .aws
-            .recent_lead_ads(site, now - LEAD_ADS_WINDOW_MS, 1_000)
-            .await?;
-        if ads.is_empty() {
-            return Ok(());
-        }
-        let known: HashMap<String, CatalogEntry> = self
-            .aws
-            .catalog_entries(site, &ads)
-            .await?
-            .into_iter()
-            .map(|e| (e.ad_id.clone(), e))
-            .collect();
-        let unnamed: Vec<String> = ads
-            .into_iter()
-            .filter(|ad| match known.get(ad) {
-                None => true,
-                Some(e) => {
-                    e.ad_name.is_none()
-                        && e.ad_account_id
-                            .as_deref()
-                            .is_none_or(|a| a == cond.ad_account_id())
-                }
-            })
-            .take(MAX_ADS_NAMED_PER_RUN)
-            .collect();
-        if unnamed.is_empty() {
-            return Ok(());
-        }
-        let listed = match self
-            .graph
-            .ads(token, cond.ad_account_id(), Some(&unnamed))
-            .await
-        {
-            Ok(listed) => listed,
-            Err(error) => {
-                tracing::warn!(error = %error, "could not name the ads that brought leads");
-                return Ok(());
-            }
-        };
-        let entries: Vec<CatalogEntry> = listed
-            .ads
-            .into_iter()
-            .filter(|ad| unnamed.contains(&ad.id) && ad.name.is_some())
-            .map(|ad| CatalogEntry {
-                ad_id: ad.id,
-                ad_name: ad.name,
-                adset_id: ad.adset_id,
-                adset_name: ad.adset_name,
-                campaign_id: ad.campaign_id,
-                campaign_name: ad.campaign_name,
-                ad_status: ad.effective_status,
-                creative_type: ad.creative_type,
-                ..Default::default()
-            })
-            .collect();
-        if entries.is_empty() {
-            return Ok(());
-        }
-        if !self.aws.upsert_catalog(cond, &entries, now).await? {
-            return Err(Stop::LostLease);
-        }
-        report.ads_named += entries.len();
-        Ok(())
     }
 
     /// Records the outcome on the account (if the run still holds it), and

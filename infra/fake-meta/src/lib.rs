@@ -17,10 +17,14 @@
 
 mod agency;
 mod capi;
+mod graph;
+mod knobs;
 mod login;
 mod server;
+mod wire;
 
 pub use agency::{LOJA_PIXEL, ME_ID, ME_NAME, PET_PIXEL, SampleAccount, SampleAd, sample_accounts};
 pub use capi::AcceptedEvent;
+pub use knobs::{Knobs, RandomFaults, RecordedRequest, Throttle};
 pub use login::{FAKE_APP_ID, FAKE_APP_SECRET};
-pub use server::{FakeMeta, Knobs, RandomFaults, RecordedRequest, Throttle};
+pub use server::FakeMeta;

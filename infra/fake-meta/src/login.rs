@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::server::meta_error;
+use crate::wire::meta_error;
 
 /// The fake's Meta app. The local stack stores these in Secrets Manager
 /// as an operator would.

@@ -9,12 +9,14 @@
 
 pub mod board;
 pub mod capi;
+pub mod catalog;
 pub mod contact;
 pub mod dates;
 pub mod error_codes;
 pub mod graph_error;
 pub mod ids;
 pub mod leads;
+pub mod links;
 pub mod metrics;
 pub mod money;
 pub mod outcome;

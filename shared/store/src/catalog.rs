@@ -6,28 +6,15 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
+use adtrail_domain::catalog::CatalogEntry;
+
 use crate::attr::{Item, get_s, n, s};
 use crate::keys::{PK, SK, catalog_pk};
-use crate::links::LeaseCondition;
+use crate::lease::LeaseCondition;
 use crate::{Aws, StoreError};
 
 /// The most catalog entries a site read returns.
 pub const MAX_CATALOG: usize = 20_000;
-
-/// What the catalog knows of an ad.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CatalogEntry {
-    pub ad_id: String,
-    pub ad_account_id: Option<String>,
-    pub ad_name: Option<String>,
-    pub adset_id: Option<String>,
-    pub adset_name: Option<String>,
-    pub campaign_id: Option<String>,
-    pub campaign_name: Option<String>,
-    pub ad_status: Option<String>,
-    pub creative_type: Option<String>,
-    pub thumbnail_key: Option<String>,
-}
 
 const FIELDS: [&str; 8] = [
     "adName",
@@ -40,50 +27,32 @@ const FIELDS: [&str; 8] = [
     "thumbnailKey",
 ];
 
-impl CatalogEntry {
-    fn from_item(item: &Item) -> Option<Self> {
-        let get = |k: &str| get_s(item, k).map(str::to_owned);
-        Some(Self {
-            ad_id: get(SK)?,
-            ad_account_id: get("adAccountId"),
-            ad_name: get("adName"),
-            adset_id: get("adsetId"),
-            adset_name: get("adsetName"),
-            campaign_id: get("campaignId"),
-            campaign_name: get("campaignName"),
-            ad_status: get("adStatus"),
-            creative_type: get("creativeType"),
-            thumbnail_key: get("thumbnailKey"),
-        })
-    }
+fn entry_of(item: &Item) -> Option<CatalogEntry> {
+    let get = |k: &str| get_s(item, k).map(str::to_owned);
+    Some(CatalogEntry {
+        ad_id: get(SK)?,
+        ad_account_id: get("adAccountId"),
+        ad_name: get("adName"),
+        adset_id: get("adsetId"),
+        adset_name: get("adsetName"),
+        campaign_id: get("campaignId"),
+        campaign_name: get("campaignName"),
+        ad_status: get("adStatus"),
+        creative_type: get("creativeType"),
+        thumbnail_key: get("thumbnailKey"),
+    })
+}
 
-    fn fields(&self) -> [(&'static str, Option<&String>); 7] {
-        [
-            (FIELDS[0], self.ad_name.as_ref()),
-            (FIELDS[1], self.adset_id.as_ref()),
-            (FIELDS[2], self.adset_name.as_ref()),
-            (FIELDS[3], self.campaign_id.as_ref()),
-            (FIELDS[4], self.campaign_name.as_ref()),
-            (FIELDS[5], self.ad_status.as_ref()),
-            (FIELDS[6], self.creative_type.as_ref()),
-        ]
-    }
-
-    /// Fills the fields `other` has, keeping the rest.
-    pub fn merge(&mut self, other: &CatalogEntry) {
-        let pick = |mine: &mut Option<String>, theirs: &Option<String>| {
-            if theirs.is_some() {
-                mine.clone_from(theirs);
-            }
-        };
-        pick(&mut self.ad_name, &other.ad_name);
-        pick(&mut self.adset_id, &other.adset_id);
-        pick(&mut self.adset_name, &other.adset_name);
-        pick(&mut self.campaign_id, &other.campaign_id);
-        pick(&mut self.campaign_name, &other.campaign_name);
-        pick(&mut self.ad_status, &other.ad_status);
-        pick(&mut self.creative_type, &other.creative_type);
-    }
+fn fields(entry: &CatalogEntry) -> [(&'static str, Option<&String>); 7] {
+    [
+        (FIELDS[0], entry.ad_name.as_ref()),
+        (FIELDS[1], entry.adset_id.as_ref()),
+        (FIELDS[2], entry.adset_name.as_ref()),
+        (FIELDS[3], entry.campaign_id.as_ref()),
+        (FIELDS[4], entry.campaign_name.as_ref()),
+        (FIELDS[5], entry.ad_status.as_ref()),
+        (FIELDS[6], entry.creative_type.as_ref()),
+    ]
 }
 
 impl Aws {
@@ -103,7 +72,7 @@ impl Aws {
             .key_condition_expression("pk = :pk")
             .expression_attribute_values(":pk", s(catalog_pk(site)));
         self.query_pages(query, usize::MAX, |items| {
-            for entry in items.iter().filter_map(CatalogEntry::from_item) {
+            for entry in items.iter().filter_map(entry_of) {
                 entries.insert(entry.ad_id.clone(), entry);
             }
             entries.len() < MAX_CATALOG
@@ -129,7 +98,7 @@ impl Aws {
             .batch_read(keys)
             .await?
             .iter()
-            .filter_map(CatalogEntry::from_item)
+            .filter_map(entry_of)
             .collect())
     }
 
@@ -158,7 +127,7 @@ impl Aws {
                     .key(SK, s(&entry.ad_id))
                     .expression_attribute_values(":acct", s(cond.ad_account_id()))
                     .expression_attribute_values(":now", n(now));
-                for (i, (field, value)) in entry.fields().into_iter().enumerate() {
+                for (i, (field, value)) in fields(entry).into_iter().enumerate() {
                     if let Some(v) = value {
                         set.push(format!("{field} = :f{i}"));
                         update = update.expression_attribute_values(format!(":f{i}"), s(v));

@@ -10,92 +10,23 @@ use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 
+use adtrail_domain::spend::{RowChange, SpendFigures, SpendRow};
+
 use crate::attr::{Item, get_n, get_s, n, s};
 use crate::keys::*;
-use crate::links::LeaseCondition;
+use crate::lease::LeaseCondition;
 use crate::{Aws, StoreError};
 
 /// DynamoDB's cap on the items of one transaction.
-const MAX_TRANSACTION_ITEMS: usize = 100;
+pub(crate) const MAX_TRANSACTION_ITEMS: usize = 100;
 
-/// What an ad (or an account, or a site) spent and earned on a day.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SpendFigures {
-    pub spend_cents: i64,
-    pub impressions: i64,
-    pub clicks: i64,
-}
-
-impl SpendFigures {
-    pub fn add(&mut self, other: SpendFigures) {
-        self.spend_cents += other.spend_cents;
-        self.impressions += other.impressions;
-        self.clicks += other.clicks;
+/// A stored row's figures.
+pub(crate) fn figures_of(item: &Item) -> SpendFigures {
+    SpendFigures {
+        spend_cents: get_n(item, "spendCents").unwrap_or(0),
+        impressions: get_n(item, "impressions").unwrap_or(0),
+        clicks: get_n(item, "clicks").unwrap_or(0),
     }
-    fn minus(self, other: SpendFigures) -> SpendFigures {
-        SpendFigures {
-            spend_cents: self.spend_cents - other.spend_cents,
-            impressions: self.impressions - other.impressions,
-            clicks: self.clicks - other.clicks,
-        }
-    }
-    fn is_zero(&self) -> bool {
-        *self == SpendFigures::default()
-    }
-    fn from_item(item: &Item) -> Self {
-        Self {
-            spend_cents: get_n(item, "spendCents").unwrap_or(0),
-            impressions: get_n(item, "impressions").unwrap_or(0),
-            clicks: get_n(item, "clicks").unwrap_or(0),
-        }
-    }
-}
-
-/// One stored spend row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpendRow {
-    pub day_start: i64,
-    pub ad_id: String,
-    pub figures: SpendFigures,
-    /// The start of the run that last wrote it.
-    pub updated_at: i64,
-}
-
-/// A change to one row: its new figures, or its removal.
-#[derive(Debug, Clone)]
-pub enum RowChange {
-    Put {
-        row: SpendRow,
-        old: Option<SpendFigures>,
-    },
-    Delete {
-        row: SpendRow,
-    },
-}
-
-impl RowChange {
-    fn day(&self) -> i64 {
-        match self {
-            Self::Put { row, .. } | Self::Delete { row } => row.day_start,
-        }
-    }
-    fn delta(&self) -> SpendFigures {
-        match self {
-            Self::Put { row, old } => row.figures.minus(old.unwrap_or_default()),
-            Self::Delete { row } => SpendFigures::default().minus(row.figures),
-        }
-    }
-}
-
-/// How a purge step ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PurgeStep {
-    /// More rows remain; call again.
-    More,
-    /// Every row and sum is gone.
-    Done,
-    /// The account was linked to the site again: the purge stops.
-    Relinked,
 }
 
 impl Aws {
@@ -137,7 +68,7 @@ impl Aws {
                 rows.push(SpendRow {
                     day_start,
                     ad_id: ad.to_owned(),
-                    figures: SpendFigures::from_item(item),
+                    figures: figures_of(item),
                     updated_at: get_n(item, "updatedAt").unwrap_or(0),
                 });
             }
@@ -194,7 +125,7 @@ impl Aws {
                         capped = true;
                         return false;
                     }
-                    sums.insert(day, SpendFigures::from_item(item));
+                    sums.insert(day, figures_of(item));
                 }
             }
             true
@@ -292,127 +223,5 @@ impl Aws {
             return Ok(true);
         }
         self.transact_under_lease(items).await
-    }
-
-    /// Purges up to `max_rows` spend rows of an unlinked account at a site
-    /// (sums in step), then, when none remain, its sums and the purge marker.
-    ///
-    /// # Errors
-    /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn purge_step(
-        &self,
-        site: &str,
-        account: &str,
-        max_rows: usize,
-    ) -> Result<PurgeStep, StoreError> {
-        let cond = LeaseCondition::Unlinked {
-            site_id: site.into(),
-            ad_account_id: account.into(),
-        };
-        let (rows, _) = self
-            .spend_rows(site, account, 0, 9_999_999_999_999, max_rows)
-            .await?;
-        if !rows.is_empty() {
-            let changes: Vec<RowChange> = rows
-                .into_iter()
-                .map(|row| RowChange::Delete { row })
-                .collect();
-            if !self.write_spend(&cond, &changes).await? {
-                self.drop_purge_marker(site, account).await?;
-                return Ok(PurgeStep::Relinked);
-            }
-            return Ok(PurgeStep::More);
-        }
-        // The rows are gone, so every sum is zero: drop the items.
-        let sums = self.day_sums(site, account, 0, 9_999_999_999_999).await?;
-        for days in sums
-            .keys()
-            .copied()
-            .collect::<Vec<_>>()
-            .chunks(MAX_TRANSACTION_ITEMS - 1)
-        {
-            let mut items = vec![cond.check(&self.names.table)?];
-            for day in days {
-                let delete = Delete::builder()
-                    .table_name(&self.names.table)
-                    .key(PK, s(sum_pk(site, account)))
-                    .key(SK, s(day_sk(*day)))
-                    .build()
-                    .map_err(StoreError::ddb)?;
-                items.push(TransactWriteItem::builder().delete(delete).build());
-            }
-            if !self.transact_under_lease(items).await? {
-                self.drop_purge_marker(site, account).await?;
-                return Ok(PurgeStep::Relinked);
-            }
-        }
-        self.drop_purge_marker(site, account).await?;
-        Ok(PurgeStep::Done)
-    }
-
-    /// Records (again) that an unlinked account's spend must leave the site:
-    /// for a run that wrote after the unlink's own purge.
-    ///
-    /// # Errors
-    /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn mark_purge(&self, site: &str, account: &str, now: i64) -> Result<(), StoreError> {
-        self.ddb
-            .put_item()
-            .table_name(&self.names.table)
-            .item(PK, s(purge_pk(site)))
-            .item(SK, s(account))
-            .item("siteId", s(site))
-            .item("adAccountId", s(account))
-            .item(WORK_SHARD, s(purge_shard(site, account)))
-            .item(WORK_AT, n(now))
-            .send()
-            .await
-            .map_err(StoreError::ddb)?;
-        Ok(())
-    }
-
-    async fn drop_purge_marker(&self, site: &str, account: &str) -> Result<(), StoreError> {
-        self.ddb
-            .delete_item()
-            .table_name(&self.names.table)
-            .key(PK, s(purge_pk(site)))
-            .key(SK, s(account))
-            .send()
-            .await
-            .map_err(StoreError::ddb)?;
-        Ok(())
-    }
-
-    /// Pending purges, `per_shard` at most from each shard of the `work`
-    /// index: `(siteId, adAccountId)`.
-    ///
-    /// # Errors
-    /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn pending_purges(
-        &self,
-        per_shard: i32,
-    ) -> Result<Vec<(String, String)>, StoreError> {
-        let mut found = vec![];
-        for shard in 0..WORK_SHARDS {
-            let out = self
-                .ddb
-                .query()
-                .table_name(&self.names.table)
-                .index_name(WORK_INDEX)
-                .key_condition_expression("workShard = :shard")
-                .expression_attribute_values(":shard", s(purge_shard_n(shard)))
-                .limit(per_shard)
-                .send()
-                .await
-                .map_err(StoreError::ddb)?;
-            for item in out.items() {
-                if let (Some(pk), Some(sk)) = (get_s(item, PK), get_s(item, SK))
-                    && let Some(site) = parse_purge_pk(pk)
-                {
-                    found.push((site.to_owned(), sk.to_owned()));
-                }
-            }
-        }
-        Ok(found)
     }
 }

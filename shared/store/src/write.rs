@@ -87,7 +87,7 @@ impl Aws {
     }
 
     /// Runs a transaction whose first item is its lease check (a
-    /// [`crate::links::LeaseCondition`]). Answers `false`, having written
+    /// [`crate::lease::LeaseCondition`]). Answers `false`, having written
     /// nothing, when that check failed.
     ///
     /// # Errors

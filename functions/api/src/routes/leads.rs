@@ -21,7 +21,7 @@ use adtrail_domain::leads::{
 };
 use adtrail_domain::pixels::{PixelReady, pixel_ready};
 use adtrail_domain::time::MINUTE_MS;
-use adtrail_store::leads::LeadWritten;
+use adtrail_store::outbox::LeadWritten;
 use adtrail_store::queue::SendMessage;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;

@@ -21,12 +21,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use adtrail_domain::SiteId;
+use adtrail_domain::catalog::CatalogEntry;
 use adtrail_domain::leads::is_paid;
 use adtrail_domain::metrics::{Counters, ReturnBand, derive, return_band};
+use adtrail_domain::spend::SpendFigures;
 use adtrail_domain::spend::{SpendBasis, spend_basis};
-use adtrail_store::catalog::CatalogEntry;
 use adtrail_store::keys::RollupDim;
-use adtrail_store::spend::SpendFigures;
 use lambda_http::{Body, Request, Response};
 use serde_json::{Map, Value, json};
 

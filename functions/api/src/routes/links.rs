@@ -2,7 +2,7 @@
 
 use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::{AdAccountId, SiteId};
-use adtrail_store::links::LinkError;
+use adtrail_store::linking::LinkError;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use serde_json::json;

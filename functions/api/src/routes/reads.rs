@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use adtrail_domain::SiteId;
 use adtrail_domain::capi::EventName;
+use adtrail_domain::links::SiteAdAccount;
+use adtrail_domain::spend::SpendFigures;
 use adtrail_domain::spend::spend_basis;
 use adtrail_domain::time::{DAY_MS, utc_day};
-use adtrail_store::links::SiteAdAccount;
-use adtrail_store::spend::SpendFigures;
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 
@@ -158,7 +158,7 @@ pub(crate) async fn spend(
         .into_iter()
         .map(|(ad, (account, f))| {
             let c = catalog.get(&ad);
-            let field = |pick: fn(&adtrail_store::catalog::CatalogEntry) -> &Option<String>| {
+            let field = |pick: fn(&adtrail_domain::catalog::CatalogEntry) -> &Option<String>| {
                 c.and_then(|c| pick(c).clone())
             };
             json!({

@@ -1,0 +1,292 @@
+//! The one decision of what a host's change does to a lead: the lead after
+//! it, the column it enters, the conversions it queues (once per lead per
+//! event, a failed one opened again) and how it moves the cohort counters.
+
+use std::collections::BTreeMap;
+
+use super::{ENTRY_KEPT_MS, Lead, LeadChange, Stage, apply_change};
+use crate::board::Board;
+use crate::capi::{Conversion, ConversionStatus, EventName, conversion_ref, event_id, events_for};
+use crate::contact::ContactHashes;
+use crate::metrics::Counters;
+use crate::pixels::PixelReady;
+use crate::time::utc_day;
+
+/// What a host's new lead brings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewLead {
+    pub origin: String,
+    pub ad_id: Option<String>,
+    pub label: Option<String>,
+}
+
+/// The lead a change applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeadInput<'a> {
+    /// Not recorded yet: the change records it under a new `lead_id`.
+    New {
+        lead_id: String,
+        lead_key: &'a str,
+        lead: &'a NewLead,
+    },
+    /// Recorded before; `recorded` when the host records it again (its
+    /// label may change; its origin and ad stay, the lead counts under
+    /// them).
+    Known {
+        lead: Box<Lead>,
+        recorded: Option<&'a NewLead>,
+    },
+}
+
+/// One change as the host sends it, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeadUpdate {
+    /// The host's id for the change: its idempotency key.
+    pub change_id: String,
+    pub occurred_at: i64,
+    pub stage: Option<Stage>,
+    pub revenue_cents: Option<i64>,
+    pub column: Option<String>,
+    pub hashes: Option<ContactHashes>,
+}
+
+/// What a change is decided against.
+#[derive(Debug, Clone, Copy)]
+pub struct LeadContext<'a> {
+    pub site_id: &'a str,
+    /// The site's currency: a sale's.
+    pub currency: &'a str,
+    pub board: &'a Board,
+    /// Whether the site can send now (asked only when the change has
+    /// contact data).
+    pub pixel: Option<PixelReady>,
+    pub now: i64,
+}
+
+/// A conversion a change queues.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewConversion {
+    pub event_id: String,
+    pub event_name: EventName,
+    /// When the host says it happened (Meta's `event_time`).
+    pub event_time: i64,
+    pub value_cents: Option<i64>,
+    pub currency: Option<String>,
+    pub hashes: ContactHashes,
+    /// A failed conversion opened again keeps its row (and reference):
+    /// this is the status it had.
+    pub reopens: Option<ConversionStatus>,
+    /// Its reference ([`conversion_ref`]; a new one: from now and the event
+    /// id).
+    pub sk: String,
+}
+
+/// One accepted lead change, ready to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeadWrite {
+    /// The lead after the change; `version` is the one it was read at.
+    pub lead: Lead,
+    pub change_id: String,
+    /// The column the lead entered, counted on `now`'s UTC day.
+    pub entered: Option<String>,
+    pub conversions: Vec<NewConversion>,
+    /// What the change does to the lead's cohort counters.
+    pub rollup: Counters,
+    pub now: i64,
+}
+
+impl LeadWrite {
+    /// Whether the write records the lead for the first time.
+    pub fn creates(&self) -> bool {
+        self.lead.version == 0
+    }
+
+    /// The references of queued conversions the lead had before: whether
+    /// each may go again depends on its row ([`once_per_lead`]).
+    pub fn known_refs(&self) -> Vec<String> {
+        self.conversions
+            .iter()
+            .filter(|c| self.lead.conversions.contains_key(&c.event_name))
+            .map(|c| c.sk.clone())
+            .collect()
+    }
+}
+
+/// Decides what a change does, or `None` when it changes nothing (a move
+/// older than the last, or into the column the lead is in, with nothing
+/// else). An undeclared column is ignored, never an error. The events it
+/// queues still pass [`once_per_lead`] before the write.
+pub fn decide(
+    ctx: &LeadContext<'_>,
+    input: LeadInput<'_>,
+    update: &LeadUpdate,
+) -> Option<LeadWrite> {
+    let column = update.column.as_deref().filter(|c| ctx.board.declares(c));
+    let (lead, recorded) = match input {
+        LeadInput::New {
+            lead_id,
+            lead_key,
+            lead,
+        } => (None, Err((lead_id, lead_key, lead))),
+        LeadInput::Known { lead, recorded } => (Some(*lead), Ok(recorded)),
+    };
+    let applied = apply_change(
+        lead.as_ref().map(Lead::state).as_ref(),
+        &LeadChange {
+            occurred_at: update.occurred_at,
+            stage: update.stage,
+            revenue_cents: update.revenue_cents,
+            column,
+        },
+    );
+    if !applied.accepted {
+        return None;
+    }
+    let is_new = lead.is_none();
+    let before = lead
+        .as_ref()
+        .map(|l| Counters::of_lead(l.stage, l.revenue_cents));
+    let (mut lead, mut changed) = match (lead, recorded) {
+        (Some(mut lead), Ok(recorded)) => {
+            let relabel = recorded
+                .and_then(|r| r.label.clone())
+                .filter(|l| Some(l) != lead.label.as_ref());
+            let changed = relabel.is_some();
+            if relabel.is_some() {
+                lead.label = relabel;
+            }
+            (lead, changed)
+        }
+        (_, Err((lead_id, lead_key, new))) => {
+            let mut lead = new_lead(ctx.site_id, update, lead_id, new);
+            lead.lead_key = lead_key.to_owned();
+            (lead, true)
+        }
+        (None, Ok(_)) => return None,
+    };
+    if let Some(stage) = applied.stage
+        && stage != lead.stage
+    {
+        lead.stage = stage;
+        changed = true;
+    }
+    if let Some(cents) = update.revenue_cents
+        && Some(cents) != lead.revenue_cents
+    {
+        lead.revenue_cents = Some(cents);
+        changed = true;
+    }
+    if let Some(col) = &applied.entered {
+        enter(&mut lead, col, ctx.now);
+        changed = true;
+    }
+    let events = events_for(
+        &applied,
+        is_new,
+        ctx.pixel,
+        update.hashes.is_some(),
+        &ctx.board.map,
+    );
+    if !changed && events.is_empty() {
+        return None;
+    }
+    lead.last_move_at = lead.last_move_at.max(update.occurred_at);
+    let conversions = match &update.hashes {
+        None => vec![],
+        Some(hashes) => events
+            .into_iter()
+            .map(|event| new_conversion(ctx, &lead, update, event, applied.sale_cents, hashes))
+            .collect(),
+    };
+    // The lead's cohort counters move with its stage and its sale.
+    let rollup = Counters::delta(
+        before,
+        Some(Counters::of_lead(lead.stage, lead.revenue_cents)),
+    );
+    Some(LeadWrite {
+        lead,
+        change_id: update.change_id.clone(),
+        entered: applied.entered,
+        conversions,
+        rollup,
+        now: ctx.now,
+    })
+}
+
+fn new_lead(site_id: &str, update: &LeadUpdate, lead_id: String, new: &NewLead) -> Lead {
+    Lead {
+        site_id: site_id.to_owned(),
+        lead_key: String::new(),
+        lead_id,
+        origin: new.origin.clone(),
+        ad_id: new.ad_id.clone(),
+        label: new.label.clone(),
+        column: None,
+        stage: Stage::Open,
+        revenue_cents: None,
+        created_at: update.occurred_at,
+        cohort_day: utc_day(update.occurred_at),
+        last_move_at: update.occurred_at,
+        conversions: BTreeMap::new(),
+        entries: vec![],
+        version: 0,
+    }
+}
+
+/// The lead enters `column` on `now`'s UTC day. Entries count for 30 days:
+/// older ones leave the lead's list (their items expire by themselves), so
+/// the list stays bounded.
+fn enter(lead: &mut Lead, column: &str, now: i64) {
+    lead.column = Some(column.to_owned());
+    let day = utc_day(now);
+    lead.entries.retain(|(_, d)| *d + ENTRY_KEPT_MS > day);
+    if !lead.entries.iter().any(|(c, d)| c == column && *d == day) {
+        lead.entries.push((column.to_owned(), day));
+    }
+}
+
+fn new_conversion(
+    ctx: &LeadContext<'_>,
+    lead: &Lead,
+    update: &LeadUpdate,
+    event: EventName,
+    sale_cents: Option<i64>,
+    hashes: &ContactHashes,
+) -> NewConversion {
+    let id = event_id(&lead.lead_id, event);
+    let purchase = event == EventName::Purchase;
+    NewConversion {
+        sk: lead
+            .conversions
+            .get(&event)
+            .cloned()
+            .unwrap_or_else(|| conversion_ref(ctx.now, &id)),
+        event_id: id,
+        event_name: event,
+        event_time: update.occurred_at,
+        value_cents: sale_cents.filter(|_| purchase),
+        currency: purchase.then(|| ctx.currency.to_owned()),
+        hashes: hashes.clone(),
+        reopens: None,
+    }
+}
+
+/// Once per lead per event: of the conversions a write queues, one whose
+/// row (`existing`, read by [`LeadWrite::known_refs`]) is pending or sent is
+/// dropped; one that failed for good is opened again. The lead then
+/// references every conversion it queues.
+pub fn once_per_lead(write: &mut LeadWrite, existing: &[Conversion]) {
+    write
+        .conversions
+        .retain_mut(|c| match existing.iter().find(|e| e.sk == c.sk) {
+            None => true,
+            Some(e) if e.status == ConversionStatus::Failed => {
+                c.reopens = Some(ConversionStatus::Failed);
+                true
+            }
+            Some(_) => false,
+        });
+    for c in &write.conversions {
+        write.lead.conversions.insert(c.event_name, c.sk.clone());
+    }
+}

@@ -1,0 +1,314 @@
+//! A sync run's hold on its link: the dispatcher finds due links (sharded
+//! by next sync time) and leases each for one run under a new `runId`;
+//! every write the run makes carries [`LeaseCondition`]; the run's end is
+//! recorded only while it still holds the link. Pausing, resuming and
+//! "sync now" move the same due time.
+
+use adtrail_domain::links::SiteAdAccount;
+use adtrail_domain::outcome::{Change, LinkUpdate, SyncState};
+use adtrail_domain::plan::LEASE_MS;
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, ReturnValue, TransactWriteItem};
+
+use crate::attr::{get_s, n, s};
+use crate::keys::*;
+use crate::links::key;
+use crate::write::applied;
+use crate::{Aws, StoreError};
+
+/// The condition every write of a sync run (or of a purge) carries.
+#[derive(Debug, Clone)]
+pub enum LeaseCondition {
+    /// The run still holds the link.
+    Run {
+        site_id: String,
+        ad_account_id: String,
+        run_id: String,
+    },
+    /// The account is not linked to the site (a purge after an unlink).
+    Unlinked {
+        site_id: String,
+        ad_account_id: String,
+    },
+}
+
+impl LeaseCondition {
+    pub fn site_id(&self) -> &str {
+        match self {
+            Self::Run { site_id, .. } | Self::Unlinked { site_id, .. } => site_id,
+        }
+    }
+    pub fn ad_account_id(&self) -> &str {
+        match self {
+            Self::Run { ad_account_id, .. } | Self::Unlinked { ad_account_id, .. } => ad_account_id,
+        }
+    }
+
+    /// The `ConditionCheck` item that goes first in every transaction.
+    pub fn check(&self, table: &str) -> Result<TransactWriteItem, StoreError> {
+        let builder = ConditionCheck::builder()
+            .table_name(table)
+            .key(PK, s(site_pk(self.site_id())))
+            .key(SK, s(link_sk(self.ad_account_id())));
+        let check = match self {
+            Self::Run { run_id, .. } => builder
+                .condition_expression("runId = :run")
+                .expression_attribute_values(":run", s(run_id)),
+            Self::Unlinked { .. } => builder.condition_expression("attribute_not_exists(pk)"),
+        }
+        .build()
+        .map_err(StoreError::ddb)?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
+    }
+}
+
+impl Aws {
+    /// Links whose next sync has come, `per_shard` at most from each shard
+    /// of the `due` index. Answers `(siteId, adAccountId)` pairs, and whether
+    /// a shard may hold more.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn due_links(
+        &self,
+        now: i64,
+        per_shard: i32,
+    ) -> Result<(Vec<(String, String)>, bool), StoreError> {
+        let queries = (0..DUE_SHARDS).map(|shard| {
+            self.ddb
+                .query()
+                .table_name(&self.names.table)
+                .index_name(DUE_INDEX)
+                .key_condition_expression("dueShard = :shard AND nextSyncAt <= :now")
+                .expression_attribute_values(":shard", s(due_shard_n(shard)))
+                .expression_attribute_values(":now", n(now))
+                .limit(per_shard)
+                .send()
+        });
+        let mut due = vec![];
+        let mut more = false;
+        for out in futures::future::join_all(queries).await {
+            let out = out.map_err(StoreError::ddb)?;
+            more |= out.last_evaluated_key.is_some();
+            for item in out.items() {
+                let (Some(pk), Some(sk)) = (get_s(item, PK), get_s(item, SK)) else {
+                    continue;
+                };
+                if let Some((site, acct)) = parse_link_keys(pk, sk) {
+                    due.push((site.to_owned(), acct.to_owned()));
+                }
+            }
+        }
+        Ok((due, more))
+    }
+
+    /// Takes a due link for a new run: succeeds only while its next sync
+    /// has come (so two dispatchers never both take it). A previous run
+    /// still holding it is recorded as `RUN_TIMEOUT`. Answers whether this
+    /// call took it.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn lease_link(
+        &self,
+        site: &str,
+        account: &str,
+        run_id: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let res = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .set_key(Some(key(site, account).into_iter().collect()))
+            .condition_expression(
+                "attribute_exists(pk) AND attribute_exists(dueShard) AND nextSyncAt <= :now",
+            )
+            .update_expression("SET runId = :run, runStartedAt = :now, nextSyncAt = :until")
+            .expression_attribute_values(":run", s(run_id))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":until", n(now + LEASE_MS))
+            .return_values(ReturnValue::UpdatedOld)
+            .send()
+            .await;
+        let Some(out) = applied(res)? else {
+            return Ok(false);
+        };
+        let old = out.attributes.unwrap_or_default();
+        if get_s(&old, "runId").is_some() {
+            // The run before never finished: say so. Its writes are refused
+            // from here on, since the link has a new run.
+            self.ddb
+                .update_item()
+                .table_name(&self.names.table)
+                .set_key(Some(key(site, account).into_iter().collect()))
+                .condition_expression("runId = :run")
+                .update_expression("SET lastError = :err")
+                .expression_attribute_values(":run", s(run_id))
+                .expression_attribute_values(
+                    ":err",
+                    s(adtrail_domain::error_codes::last_error(
+                        adtrail_domain::error_codes::LastErrorCode::RunTimeout,
+                        "the previous sync did not finish",
+                    )),
+                )
+                .send()
+                .await
+                .map_err(StoreError::ddb)?;
+        }
+        Ok(true)
+    }
+
+    /// Records how a run ended, if it still holds the link. Answers whether
+    /// it did.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn finish_run(
+        &self,
+        site: &str,
+        account: &str,
+        run_id: &str,
+        u: &LinkUpdate,
+    ) -> Result<bool, StoreError> {
+        let mut set = vec![
+            "nextSyncAt = :next",
+            "syncState = :state",
+            "failures = :failures",
+        ];
+        let mut remove = vec!["runId", "syncRequested", "runStartedAt"];
+        let mut req = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .set_key(Some(key(site, account).into_iter().collect()))
+            .condition_expression("runId = :run")
+            .expression_attribute_values(":run", s(run_id))
+            .expression_attribute_values(":next", n(u.next_sync_at))
+            .expression_attribute_values(":state", s(u.sync_state.as_str()))
+            .expression_attribute_values(":failures", n(u.failures));
+        match &u.last_error {
+            Some(e) => {
+                set.push("lastError = :err");
+                req = req.expression_attribute_values(":err", s(e));
+            }
+            None => remove.push("lastError"),
+        }
+        match u.backfill_from {
+            Change::Set(d) => {
+                set.push("backfillFrom = :from");
+                req = req.expression_attribute_values(":from", s(d.to_string()));
+            }
+            Change::Clear => remove.push("backfillFrom"),
+            Change::Keep => {}
+        }
+        for (field, value, placeholder) in [
+            ("lastSyncAt", u.last_sync_at, ":last"),
+            ("lastDailyResyncAt", u.last_daily_resync_at, ":daily"),
+            ("lastFullResyncAt", u.last_full_resync_at, ":full"),
+        ] {
+            if let Some(v) = value {
+                set.push(match field {
+                    "lastSyncAt" => "lastSyncAt = :last",
+                    "lastDailyResyncAt" => "lastDailyResyncAt = :daily",
+                    _ => "lastFullResyncAt = :full",
+                });
+                req = req.expression_attribute_values(placeholder, n(v));
+            }
+        }
+        let expr = format!("SET {} REMOVE {}", set.join(", "), remove.join(", "));
+        Ok(applied(req.update_expression(expr).send().await)?.is_some())
+    }
+
+    /// Stops a link until its connection gets a usable token again: out of
+    /// the due index, its run released, `syncState: error`.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn pause_link(
+        &self,
+        site: &str,
+        account: &str,
+        last_error: &str,
+    ) -> Result<(), StoreError> {
+        let res = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .set_key(Some(key(site, account).into_iter().collect()))
+            .condition_expression("attribute_exists(pk)")
+            .update_expression(
+                "SET syncState = :error, lastError = :err REMOVE runId, syncRequested, runStartedAt, nextSyncAt, dueShard",
+            )
+            .expression_attribute_values(":error", s(SyncState::Error.as_str()))
+            .expression_attribute_values(":err", s(last_error))
+            .send()
+            .await;
+        applied(res)?;
+        Ok(())
+    }
+
+    /// Puts a paused link back in the due index, due now.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn resume_link(&self, link: &SiteAdAccount, now: i64) -> Result<(), StoreError> {
+        let state = if link.synced() {
+            SyncState::Live
+        } else {
+            SyncState::Backfill
+        };
+        let res = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .set_key(Some(key(&link.site_id, &link.ad_account_id).into_iter().collect()))
+            .condition_expression("attribute_exists(pk) AND attribute_not_exists(dueShard)")
+            .update_expression("SET syncState = :state, nextSyncAt = :now, dueShard = :shard, failures = :zero REMOVE lastError")
+            .expression_attribute_values(":state", s(state.as_str()))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":shard", s(due_shard(&link.site_id, &link.ad_account_id)))
+            .send()
+            .await;
+        applied(res)?;
+        Ok(())
+    }
+
+    /// Asks for a sync of one link now, or right after the run holding it,
+    /// overriding a back-off. A paused link stays paused.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn request_sync(
+        &self,
+        site: &str,
+        account: &str,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let idle = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .set_key(Some(key(site, account).into_iter().collect()))
+            .condition_expression("attribute_exists(dueShard) AND attribute_not_exists(runId)")
+            .update_expression("SET nextSyncAt = :now")
+            .expression_attribute_values(":now", n(now))
+            .send()
+            .await;
+        if applied(idle)?.is_some() {
+            return Ok(());
+        }
+        let busy = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .set_key(Some(key(site, account).into_iter().collect()))
+            .condition_expression("attribute_exists(runId)")
+            .update_expression("SET syncRequested = :yes")
+            .expression_attribute_values(":yes", AttributeValue::Bool(true))
+            .send()
+            .await;
+        applied(busy)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,219 @@
+//! Linking an ad account to a site and unlinking it: one transaction each,
+//! with the account's claim (one site per account), the site's and the
+//! connection's link counts under their limits, and the purge an unlink
+//! leaves for the sweeper.
+
+use adtrail_domain::links::SiteAdAccount;
+use adtrail_domain::outcome::SyncState;
+use adtrail_domain::plan::{MAX_LINKS_PER_CONNECTION, MAX_LINKS_PER_SITE};
+use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
+
+use crate::attr::{FromItem, Item, n, s};
+use crate::connections::ListedAccount;
+use crate::keys::*;
+use crate::links::key;
+use crate::write::transaction_failed_at;
+use crate::{Aws, StoreError};
+
+/// Why a link could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("the ad account feeds another site")]
+    Claimed,
+    #[error("the site has {MAX_LINKS_PER_SITE} linked ad accounts already")]
+    SiteLimit,
+    #[error("the connection has {MAX_LINKS_PER_CONNECTION} linked ad accounts already")]
+    ConnectionLimit,
+    #[error("the site or the connection is gone")]
+    Gone,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Aws {
+    /// Links `account` (from the owner's listing) to `site`: the account is
+    /// claimed for this site, counted against both limits, and due at once
+    /// for its backfill. A purge still running for the pair stops.
+    ///
+    /// # Errors
+    /// [`LinkError`] naming the rule that refused it.
+    pub async fn link_account(
+        &self,
+        site: &str,
+        owner: &str,
+        account: &ListedAccount,
+        now: i64,
+    ) -> Result<SiteAdAccount, LinkError> {
+        let t = &self.names.table;
+        let id = &account.ad_account_id;
+        let mut item: Item = key(site, id).into_iter().collect();
+        for (k, v) in [
+            ("siteId", site),
+            ("adAccountId", id),
+            ("ownerKey", owner),
+            ("name", &account.name),
+            ("currency", &account.currency),
+            ("timezone", &account.timezone),
+            ("syncState", SyncState::Backfill.as_str()),
+        ] {
+            item.insert(k.into(), s(v));
+        }
+        item.insert(GSI1_PK.into(), s(owner_pk(owner)));
+        item.insert(GSI1_SK.into(), s(owner_link_sk(site, id)));
+        item.insert(DUE_SHARD.into(), s(due_shard(site, id)));
+        item.insert(NEXT_SYNC_AT.into(), n(now));
+        item.insert("createdAt".into(), n(now));
+        let put_link = Put::builder()
+            .table_name(t)
+            .set_item(Some(item.clone()))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(StoreError::ddb)?;
+        let put_claim = Put::builder()
+            .table_name(t)
+            .item(PK, s(claim_pk(id)))
+            .item(SK, s(CLAIM_SK))
+            .item("siteId", s(site))
+            .item("ownerKey", s(owner))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(StoreError::ddb)?;
+        let count = |pk: String, sk: &str, max: usize| {
+            Update::builder()
+                .table_name(t)
+                .key(PK, s(pk))
+                .key(SK, s(sk))
+                .update_expression("ADD linkCount :one")
+                .condition_expression("attribute_exists(pk) AND (attribute_not_exists(linkCount) OR linkCount < :max)")
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":max", n(max))
+                .build()
+                .map_err(StoreError::ddb)
+        };
+        let stop_purge = Delete::builder()
+            .table_name(t)
+            .key(PK, s(purge_pk(site)))
+            .key(SK, s(id))
+            .build()
+            .map_err(StoreError::ddb)?;
+        let res = self
+            .ddb
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().put(put_link).build())
+            .transact_items(TransactWriteItem::builder().put(put_claim).build())
+            .transact_items(
+                TransactWriteItem::builder()
+                    .update(count(site_pk(site), SITE_SK, MAX_LINKS_PER_SITE)?)
+                    .build(),
+            )
+            .transact_items(
+                TransactWriteItem::builder()
+                    .update(count(
+                        owner_pk(owner),
+                        CONNECTION_SK,
+                        MAX_LINKS_PER_CONNECTION,
+                    )?)
+                    .build(),
+            )
+            .transact_items(TransactWriteItem::builder().delete(stop_purge).build())
+            .send()
+            .await;
+        match res {
+            Ok(_) => SiteAdAccount::from_item(&item).map_err(LinkError::from),
+            Err(e) => match transaction_failed_at(&e) {
+                Some(0 | 1) => Err(LinkError::Claimed),
+                Some(2) => Err(self
+                    .limit_or_gone(&site_pk(site), SITE_SK, LinkError::SiteLimit)
+                    .await),
+                Some(3) => Err(self
+                    .limit_or_gone(&owner_pk(owner), CONNECTION_SK, LinkError::ConnectionLimit)
+                    .await),
+                _ => Err(StoreError::ddb(e).into()),
+            },
+        }
+    }
+
+    /// Why a count's condition failed: the item is gone, or at its limit.
+    async fn limit_or_gone(&self, pk: &str, sk: &str, limit: LinkError) -> LinkError {
+        match self.read_item(pk.to_owned(), sk).await {
+            Ok(None) => LinkError::Gone,
+            Ok(Some(_)) => limit,
+            Err(e) => e.into(),
+        }
+    }
+
+    /// Unlinks: the link and the claim go, the counts drop, and a purge of
+    /// the account's spend at the site is recorded for the sweeper, all in
+    /// one transaction. A run in flight loses its lease with the link.
+    /// Answers `false` when the account was not linked to the site.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn unlink_account(
+        &self,
+        site: &str,
+        account: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let Some(link) = self.get_link(site, account).await? else {
+            return Ok(false);
+        };
+        let t = &self.names.table;
+        let delete_link = Delete::builder()
+            .table_name(t)
+            .set_key(Some(key(site, account).into_iter().collect()))
+            .condition_expression("attribute_exists(pk)")
+            .build()
+            .map_err(StoreError::ddb)?;
+        let delete_claim = Delete::builder()
+            .table_name(t)
+            .key(PK, s(claim_pk(account)))
+            .key(SK, s(CLAIM_SK))
+            .build()
+            .map_err(StoreError::ddb)?;
+        let uncount = |pk: String, sk: &str| {
+            Update::builder()
+                .table_name(t)
+                .key(PK, s(pk))
+                .key(SK, s(sk))
+                .update_expression("ADD linkCount :minus")
+                .condition_expression("attribute_exists(pk)")
+                .expression_attribute_values(":minus", n(-1))
+                .build()
+                .map_err(StoreError::ddb)
+        };
+        let purge = Put::builder()
+            .table_name(t)
+            .item(PK, s(purge_pk(site)))
+            .item(SK, s(account))
+            .item("siteId", s(site))
+            .item("adAccountId", s(account))
+            .item(WORK_SHARD, s(purge_shard(site, account)))
+            .item(WORK_AT, n(now))
+            .build()
+            .map_err(StoreError::ddb)?;
+        let mut tx = self
+            .ddb
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().delete(delete_link).build())
+            .transact_items(TransactWriteItem::builder().delete(delete_claim).build())
+            .transact_items(
+                TransactWriteItem::builder()
+                    .update(uncount(site_pk(site), SITE_SK)?)
+                    .build(),
+            )
+            .transact_items(TransactWriteItem::builder().put(purge).build());
+        if self.get_connection(&link.owner_key).await?.is_some() {
+            tx = tx.transact_items(
+                TransactWriteItem::builder()
+                    .update(uncount(owner_pk(&link.owner_key), CONNECTION_SK)?)
+                    .build(),
+            );
+        }
+        match tx.send().await {
+            Ok(_) => Ok(true),
+            Err(e) if transaction_failed_at(&e) == Some(0) => Ok(false),
+            Err(e) => Err(StoreError::ddb(e)),
+        }
+    }
+}

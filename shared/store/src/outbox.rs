@@ -1,0 +1,354 @@
+//! The outbox: a lead change, the marker that makes its `changeId` seen,
+//! the column entry it counts for, the cohort counters it moves and the
+//! conversions it queues are one `TransactWriteItems`, so a conversion
+//! exists exactly when the change that caused it does (the message to the
+//! send queue follows). The lead's `version` makes each write conditional
+//! on what the change was decided from. Removing a lead is one transaction
+//! too.
+
+use std::collections::BTreeMap;
+
+use adtrail_domain::capi::{ConversionStatus, parse_conversion_ref};
+use adtrail_domain::leads::{ENTRY_KEPT_MS, Lead, LeadWrite};
+use adtrail_domain::metrics::Counters;
+use adtrail_domain::time::DAY_MS;
+use adtrail_domain::time::utc_day;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Delete, DeleteRequest, Put, TransactWriteItem, Update, WriteRequest,
+};
+
+use crate::attr::{Item, n, s};
+use crate::conversions::counter_update;
+use crate::keys::{
+    COUNT_SHARDS, PK, RollupDim, SK, WORK_AT, WORK_SHARD, change_pk, conv_pk, entry_pk, entry_sk,
+    lead_ad_pk, lead_pk, rollup_pk, rollup_sk, send_shard, shard_of,
+};
+use crate::write::transaction_failed_at;
+use crate::{Aws, StoreError};
+
+use crate::leads::lead_item;
+
+/// The dimensions a lead counts in: its origin, and its ad if it has one.
+fn dims(lead: &Lead) -> Vec<String> {
+    let mut dims = vec![RollupDim::Origin(lead.origin.clone())];
+    if let Some(ad) = &lead.ad_id {
+        dims.push(RollupDim::Ad(ad.clone()));
+    }
+    dims.iter().map(RollupDim::key).collect()
+}
+
+/// `ADD`s of a counters delta to the lead's cohort rollups.
+fn rollup_updates(
+    table: &str,
+    lead: &Lead,
+    delta: &Counters,
+) -> Result<Vec<TransactWriteItem>, StoreError> {
+    if delta.is_zero() {
+        return Ok(vec![]);
+    }
+    dims(lead)
+        .into_iter()
+        .map(|dim| {
+            let update = Update::builder()
+                .table_name(table)
+                .key(PK, s(rollup_pk(&lead.site_id)))
+                .key(SK, s(rollup_sk(lead.cohort_day, &dim)))
+                .update_expression(
+                    "SET dayStart = :day, dim = :dim ADD leads :l, qualified :q, won :w, revenueCents :r",
+                )
+                .expression_attribute_values(":day", n(lead.cohort_day))
+                .expression_attribute_values(":dim", s(&dim))
+                .expression_attribute_values(":l", n(delta.leads))
+                .expression_attribute_values(":q", n(delta.qualified))
+                .expression_attribute_values(":w", n(delta.won))
+                .expression_attribute_values(":r", n(delta.revenue_cents))
+                .build()
+                .map_err(StoreError::ddb)?;
+            Ok(TransactWriteItem::builder().update(update).build())
+        })
+        .collect()
+}
+
+/// DynamoDB's time-to-live attribute (epoch seconds): items past it are
+/// deleted by DynamoDB in the background.
+pub const TTL: &str = "ttl";
+
+/// How long a change stays seen: a retry months later is not a retry.
+pub const CHANGE_KEPT_MS: i64 = 180 * DAY_MS;
+
+/// How a lead write went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeadWritten {
+    Written,
+    /// The `changeId` was seen before: nothing changed.
+    ChangeSeen,
+    /// The lead or one of its conversions changed since it was read: read
+    /// again and decide again.
+    Raced,
+}
+
+fn tx_put(
+    table: &str,
+    item: Item,
+    condition: Option<&str>,
+) -> Result<TransactWriteItem, StoreError> {
+    let mut put = Put::builder().table_name(table).set_item(Some(item));
+    if let Some(c) = condition {
+        put = put.condition_expression(c);
+    }
+    Ok(TransactWriteItem::builder()
+        .put(put.build().map_err(StoreError::ddb)?)
+        .build())
+}
+
+impl Aws {
+    /// Writes a lead change with its outbox rows, all or nothing.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn write_lead_change(&self, w: &LeadWrite) -> Result<LeadWritten, StoreError> {
+        let t = &self.names.table;
+        let site = &w.lead.site_id;
+        let mut items = vec![];
+        // 0: the change marker. Its failure means a duplicate.
+        let marker: Item = [
+            (PK.to_owned(), s(change_pk(site))),
+            (SK.to_owned(), s(&w.change_id)),
+            ("leadKey".to_owned(), s(&w.lead.lead_key)),
+            ("at".to_owned(), n(w.now)),
+            (TTL.to_owned(), n((w.now + CHANGE_KEPT_MS) / 1_000)),
+        ]
+        .into();
+        items.push(tx_put(t, marker, Some("attribute_not_exists(pk)"))?);
+        // 1: the lead, over the version it was read at.
+        let lead_item = lead_item(&w.lead, w.now)?;
+        let lead_put = if w.lead.version == 0 {
+            Put::builder()
+                .table_name(t)
+                .set_item(Some(lead_item))
+                .condition_expression("attribute_not_exists(pk)")
+        } else {
+            Put::builder()
+                .table_name(t)
+                .set_item(Some(lead_item))
+                .condition_expression("version = :v")
+                .expression_attribute_values(":v", n(w.lead.version))
+        };
+        items.push(
+            TransactWriteItem::builder()
+                .put(lead_put.build().map_err(StoreError::ddb)?)
+                .build(),
+        );
+        // A new paid lead tells the sync which ad to name.
+        if let (0, Some(ad)) = (w.lead.version, &w.lead.ad_id) {
+            let item: Item = [
+                (PK.to_owned(), s(lead_ad_pk(site))),
+                (SK.to_owned(), s(ad)),
+                ("lastLeadAt".to_owned(), n(w.lead.created_at)),
+            ]
+            .into();
+            items.push(tx_put(t, item, None)?);
+        }
+        if let Some(column) = &w.entered {
+            let entry: Item = [
+                (PK.to_owned(), s(entry_pk(site, column))),
+                (SK.to_owned(), s(entry_sk(utc_day(w.now), &w.lead.lead_id))),
+                ("leadId".to_owned(), s(&w.lead.lead_id)),
+                (TTL.to_owned(), n((utc_day(w.now) + ENTRY_KEPT_MS) / 1_000)),
+            ]
+            .into();
+            items.push(tx_put(t, entry, None)?);
+        }
+        let mut pending = 0;
+        let mut failed = 0;
+        for c in &w.conversions {
+            let mut item: Item = [
+                (PK, s(conv_pk(site))),
+                (SK, s(&c.sk)),
+                ("siteId", s(site)),
+                ("eventId", s(&c.event_id)),
+                ("eventName", s(c.event_name.as_str())),
+                ("leadId", s(&w.lead.lead_id)),
+                ("leadKey", s(&w.lead.lead_key)),
+                ("eventTime", n(c.event_time)),
+                (
+                    "createdAt",
+                    n(parse_conversion_ref(&c.sk).map_or(w.now, |(at, _)| at)),
+                ),
+                ("status", s(ConversionStatus::Pending.as_str())),
+                ("attempts", n(0)),
+                ("nextAttemptAt", n(w.now)),
+                (WORK_SHARD, s(send_shard(&c.event_id))),
+                (WORK_AT, n(w.now)),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+            if let Some(v) = c.value_cents {
+                item.insert("valueCents".into(), n(v));
+            }
+            if let Some(cur) = &c.currency {
+                item.insert("currency".into(), s(cur));
+            }
+            if !c.hashes.ph.is_empty() {
+                item.insert("ph".into(), AttributeValue::Ss(c.hashes.ph.clone()));
+            }
+            if let Some(x) = &c.hashes.external_id {
+                item.insert("externalId".into(), s(x));
+            }
+            let condition = match c.reopens {
+                None => {
+                    pending += 1;
+                    "attribute_not_exists(pk)"
+                }
+                Some(_) => {
+                    pending += 1;
+                    failed -= 1;
+                    "#status = :failed"
+                }
+            };
+            let mut put = Put::builder()
+                .table_name(t)
+                .set_item(Some(item))
+                .condition_expression(condition);
+            if c.reopens.is_some() {
+                put = put
+                    .expression_attribute_names("#status", "status")
+                    .expression_attribute_values(":failed", s(ConversionStatus::Failed.as_str()));
+            }
+            items.push(
+                TransactWriteItem::builder()
+                    .put(put.build().map_err(StoreError::ddb)?)
+                    .build(),
+            );
+        }
+        items.extend(rollup_updates(t, &w.lead, &w.rollup)?);
+        if pending != 0 {
+            let shard = shard_of(&w.change_id, COUNT_SHARDS);
+            items.push(counter_update(
+                t,
+                site,
+                shard,
+                &[("pending", pending), ("failed", failed)],
+                None,
+            )?);
+        }
+        match self
+            .ddb
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(LeadWritten::Written),
+            Err(e) => match transaction_failed_at(&e) {
+                Some(0) => Ok(LeadWritten::ChangeSeen),
+                Some(_) => Ok(LeadWritten::Raced),
+                None => Err(StoreError::ddb(e)),
+            },
+        }
+    }
+
+    /// Removes a lead with its conversions and column entries; their
+    /// counts leave the counters. Answers `Raced` when a conversion or the
+    /// lead changed since they were read (read again), `ChangeSeen` when
+    /// the lead is already gone.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn delete_lead(&self, lead: &Lead) -> Result<LeadWritten, StoreError> {
+        let t = &self.names.table;
+        let site = &lead.site_id;
+        let sks: Vec<String> = lead.conversions.values().cloned().collect();
+        let conversions = self.get_conversions(site, &sks).await?;
+        let mut items = vec![
+            TransactWriteItem::builder()
+                .delete(
+                    Delete::builder()
+                        .table_name(t)
+                        .key(PK, s(lead_pk(site)))
+                        .key(SK, s(&lead.lead_key))
+                        .condition_expression("version = :v")
+                        .expression_attribute_values(":v", n(lead.version))
+                        .build()
+                        .map_err(StoreError::ddb)?,
+                )
+                .build(),
+        ];
+        let shard = shard_of(&lead.lead_id, COUNT_SHARDS);
+        let mut totals: BTreeMap<&'static str, i64> = BTreeMap::new();
+        let mut days: BTreeMap<i64, Vec<(&'static str, i64)>> = BTreeMap::new();
+        for c in &conversions {
+            *totals.entry(c.status.as_str()).or_default() -= 1;
+            if let (ConversionStatus::Sent, Some(sent_at)) = (c.status, c.sent_at) {
+                days.entry(utc_day(sent_at))
+                    .or_default()
+                    .push((c.event_name.as_str(), -1));
+            }
+            items.push(
+                TransactWriteItem::builder()
+                    .delete(
+                        Delete::builder()
+                            .table_name(t)
+                            .key(PK, s(conv_pk(site)))
+                            .key(SK, s(&c.sk))
+                            .condition_expression("#status = :s")
+                            .expression_attribute_names("#status", "status")
+                            .expression_attribute_values(":s", s(c.status.as_str()))
+                            .build()
+                            .map_err(StoreError::ddb)?,
+                    )
+                    .build(),
+            );
+        }
+        let gone = Counters::delta(
+            Some(Counters::of_lead(lead.stage, lead.revenue_cents)),
+            None,
+        );
+        items.extend(rollup_updates(t, lead, &gone)?);
+        let totals: Vec<(&str, i64)> = totals.into_iter().collect();
+        if !totals.is_empty() {
+            items.push(counter_update(t, site, shard, &totals, None)?);
+        }
+        for (day, deltas) in days {
+            items.push(counter_update(t, site, shard, &deltas, Some(day))?);
+        }
+        match self
+            .ddb
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => {}
+            Err(e) => {
+                return match transaction_failed_at(&e) {
+                    Some(_) => Ok(LeadWritten::Raced),
+                    None => Err(StoreError::ddb(e)),
+                };
+            }
+        }
+        // Entries only count inside 30 days: one this cleanup misses (a
+        // crash here) ages out of every count by itself.
+        for chunk in lead.entries.chunks(25) {
+            let requests = chunk
+                .iter()
+                .map(|(column, day)| {
+                    let delete = DeleteRequest::builder()
+                        .key(PK, s(entry_pk(site, column)))
+                        .key(SK, s(entry_sk(*day, &lead.lead_id)))
+                        .build()
+                        .map_err(StoreError::ddb)?;
+                    Ok(WriteRequest::builder().delete_request(delete).build())
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            self.ddb
+                .batch_write_item()
+                .request_items(t, requests)
+                .send()
+                .await
+                .map_err(StoreError::ddb)?;
+        }
+        Ok(LeadWritten::Written)
+    }
+}

@@ -1,0 +1,156 @@
+//! Sends lost on the way: the sweeper finds pending rows whose attempt was
+//! due long ago and either puts them back in line (counting the lost
+//! attempt) or fails them by the domain's rule.
+
+use adtrail_domain::capi::{Conversion, ConversionStatus, doomed};
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
+
+use crate::attr::{FromItem, get_s, n, s};
+use crate::keys::{
+    COUNT_SHARDS, PK, SK, WORK_INDEX, conv_pk, parse_conv_pk, send_shard_n, shard_of,
+};
+use crate::write::transaction_failed_at;
+use crate::{Aws, StoreError};
+
+use crate::conversions::counter_update;
+
+/// What the sweeper did with a pending row found late.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lost {
+    /// Sent again (the lost attempt counted when no sender had taken it).
+    Requeued,
+    /// Out of attempts or older than 7 days: failed.
+    Failed,
+    /// Moved on meanwhile.
+    Skipped,
+}
+
+impl Aws {
+    /// Pending rows of one shard whose attempt was due before `before`,
+    /// oldest first, at most `limit`.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn late_sends(
+        &self,
+        shard: u32,
+        before: i64,
+        limit: i32,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let out = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .index_name(WORK_INDEX)
+            .key_condition_expression("workShard = :shard AND workAt < :before")
+            .expression_attribute_values(":shard", s(send_shard_n(shard)))
+            .expression_attribute_values(":before", n(before))
+            .limit(limit)
+            .send()
+            .await
+            .map_err(StoreError::ddb)?;
+        Ok(out
+            .items()
+            .iter()
+            .filter_map(|item| {
+                let pk = parse_conv_pk(get_s(item, PK)?)?;
+                Some((pk.to_owned(), get_s(item, SK)?.to_owned()))
+            })
+            .collect())
+    }
+
+    /// Deals with a pending row found late: a send lost on the way. With no
+    /// sender holding it, the lost attempt is counted; out of attempts or
+    /// past the 7-day cap it fails, else it is due again now (the caller
+    /// then puts its message on the queue).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn recover_lost(
+        &self,
+        site: &str,
+        sk: &str,
+        lost_after_ms: i64,
+        now: i64,
+    ) -> Result<Lost, StoreError> {
+        let Some(item) = self.read_item(conv_pk(site), sk).await? else {
+            return Ok(Lost::Skipped);
+        };
+        let c = Conversion::from_item(&item)?;
+        let Some(seen) = c.work_at.filter(|at| *at < now - lost_after_ms) else {
+            return Ok(Lost::Skipped);
+        };
+        if c.status != ConversionStatus::Pending {
+            return Ok(Lost::Skipped);
+        }
+        // A claim counts its attempt; a message that never reached a sender
+        // did not, so it is counted here.
+        let counted = if c.lease_until.is_some() { 0 } else { 1 };
+        let attempts = c.attempts + counted;
+        // The rule the sender applies when it claims, for the attempt that
+        // sending it again would count.
+        let fail = doomed(c.event_time, attempts + 1, c.hashes.is_some(), now);
+        let t = &self.names.table;
+        let base = Update::builder()
+            .table_name(t)
+            .key(PK, s(conv_pk(site)))
+            .key(SK, s(sk))
+            .condition_expression("#status = :pending AND workAt = :seen")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()))
+            .expression_attribute_values(":seen", n(seen))
+            .expression_attribute_values(":attempts", n(attempts));
+        let mut items = vec![];
+        let outcome = match &fail {
+            Some(e) => {
+                items.push(
+                    TransactWriteItem::builder()
+                        .update(
+                            base.update_expression(
+                                "SET #status = :failed, lastError = :e, attempts = :attempts REMOVE ph, externalId, leaseId, leaseUntil, workShard, workAt, nextAttemptAt",
+                            )
+                            .expression_attribute_values(":failed", s(ConversionStatus::Failed.as_str()))
+                            .expression_attribute_values(":e", s(e))
+                            .build()
+                            .map_err(StoreError::ddb)?,
+                        )
+                        .build(),
+                );
+                items.push(counter_update(
+                    t,
+                    site,
+                    shard_of(&c.event_id, COUNT_SHARDS),
+                    &[("pending", -1), ("failed", 1)],
+                    None,
+                )?);
+                Lost::Failed
+            }
+            None => {
+                items.push(
+                    TransactWriteItem::builder()
+                        .update(
+                            base.update_expression(
+                                "SET nextAttemptAt = :now, workAt = :now, attempts = :attempts REMOVE leaseId, leaseUntil",
+                            )
+                            .expression_attribute_values(":now", n(now))
+                            .build()
+                            .map_err(StoreError::ddb)?,
+                        )
+                        .build(),
+                );
+                Lost::Requeued
+            }
+        };
+        match self
+            .ddb
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(outcome),
+            Err(e) if transaction_failed_at(&e).is_some() => Ok(Lost::Skipped),
+            Err(e) => Err(StoreError::ddb(e)),
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! A send attempt's life in DynamoDB: the `capi-sender` claims each row
+//! (leases its attempt for 15 minutes and counts it, conditional on the row
+//! as it was read), then ends it (sent, retried or failed) with the
+//! counters moved and the hashes erased in the same transaction.
+
+use std::collections::BTreeMap;
+
+use adtrail_domain::capi::{Conversion, ConversionStatus, EventName, SendEnd, wait_before_claim};
+use adtrail_domain::time::utc_day;
+use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
+
+use crate::attr::{FromItem, n, s};
+use crate::keys::{COUNT_SHARDS, PK, SK, conv_pk, shard_of};
+use crate::write::{applied, transaction_failed_at};
+use crate::{Aws, StoreError};
+
+use crate::conversions::counter_update;
+
+/// What a claim found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// This sender holds the attempt (already counted in `attempts`).
+    Claimed(Box<Conversion>),
+    /// Pending, but another attempt holds it or its time has not come:
+    /// look again in this many milliseconds.
+    Wait(i64),
+    /// Sent, failed or removed: nothing to do.
+    Gone,
+}
+
+/// An attempt's end, for [`Aws::finish_sends`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finish {
+    pub site_id: String,
+    pub sk: String,
+    pub event_id: String,
+    pub event_name: EventName,
+    pub end: SendEnd,
+}
+
+/// Most conversions one transaction finishes (each site's two counter
+/// items fit beside them in DynamoDB's 100).
+const FINISH_CHUNK: usize = 48;
+
+impl Aws {
+    /// Takes the attempt of a due, pending conversion for `lease_ms`,
+    /// counting it.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn claim_send(
+        &self,
+        site: &str,
+        sk: &str,
+        lease_id: &str,
+        lease_ms: i64,
+        now: i64,
+    ) -> Result<Claim, StoreError> {
+        let until = now + lease_ms;
+        let res = self
+            .ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .key(PK, s(conv_pk(site)))
+            .key(SK, s(sk))
+            .update_expression(
+                "SET attempts = attempts + :one, leaseId = :id, leaseUntil = :until, workAt = :until",
+            )
+            .condition_expression(
+                "#status = :pending AND nextAttemptAt <= :now AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":id", s(lease_id))
+            .expression_attribute_values(":until", n(until))
+            .expression_attribute_values(":now", n(now))
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await;
+        if let Some(out) = applied(res)? {
+            return Ok(Claim::Claimed(Box::new(Conversion::from_item(
+                &out.attributes.unwrap_or_default(),
+            )?)));
+        }
+        let Some(item) = self.read_item(conv_pk(site), sk).await? else {
+            return Ok(Claim::Gone);
+        };
+        let c = Conversion::from_item(&item)?;
+        if c.status != ConversionStatus::Pending {
+            return Ok(Claim::Gone);
+        }
+        // Lost to another claim between our read and our write.
+        Ok(Claim::Wait(wait_before_claim(&c, now).unwrap_or(1_000)))
+    }
+
+    /// Claims many rows at once: one strongly-consistent read of every row
+    /// (100 a request), then the due ones leased and counted in
+    /// transactions of up to 100, each update conditional on the row as it
+    /// was read. A transaction another writer got in the way of is claimed
+    /// again row by row. Answers a claim per key, in order.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn claim_sends(
+        &self,
+        keys: &[(String, String)],
+        lease_id: &str,
+        lease_ms: i64,
+        now: i64,
+    ) -> Result<Vec<Claim>, StoreError> {
+        let read = self
+            .batch_read(
+                keys.iter()
+                    .map(|(site, sk)| (conv_pk(site), sk.clone()))
+                    .collect(),
+            )
+            .await?;
+        let mut rows: BTreeMap<(String, String), Conversion> = BTreeMap::new();
+        for item in &read {
+            let c = Conversion::from_item(item)?;
+            rows.insert((c.site_id.clone(), c.sk.clone()), c);
+        }
+        let until = now + lease_ms;
+        let mut claims: Vec<Claim> = Vec::with_capacity(keys.len());
+        let mut due: Vec<usize> = vec![];
+        for (i, key) in keys.iter().enumerate() {
+            let claim = match rows.get(key) {
+                None => Claim::Gone,
+                Some(c) if c.status != ConversionStatus::Pending => Claim::Gone,
+                Some(c) => match wait_before_claim(c, now) {
+                    Some(ms) => Claim::Wait(ms),
+                    None => {
+                        due.push(i);
+                        Claim::Gone
+                    }
+                },
+            };
+            claims.push(claim);
+        }
+        for chunk in due.chunks(100) {
+            let mut items = vec![];
+            for i in chunk {
+                let (site, sk) = &keys[*i];
+                let c = &rows[&keys[*i]];
+                let mut update = Update::builder()
+                    .table_name(&self.names.table)
+                    .key(PK, s(conv_pk(site)))
+                    .key(SK, s(sk))
+                    .update_expression(
+                        "SET attempts = :next, leaseId = :id, leaseUntil = :until, workAt = :until",
+                    )
+                    .condition_expression(
+                        "#status = :pending AND attempts = :seen AND nextAttemptAt <= :now AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
+                    )
+                    .expression_attribute_names("#status", "status")
+                    .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()))
+                    .expression_attribute_values(":seen", n(c.attempts))
+                    .expression_attribute_values(":next", n(c.attempts + 1))
+                    .expression_attribute_values(":id", s(lease_id))
+                    .expression_attribute_values(":until", n(until))
+                    .expression_attribute_values(":now", n(now));
+                if c.next_attempt_at.is_none() {
+                    update = update.condition_expression(
+                        "#status = :pending AND attempts = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
+                    );
+                }
+                items.push(
+                    TransactWriteItem::builder()
+                        .update(update.build().map_err(StoreError::ddb)?)
+                        .build(),
+                );
+            }
+            let result = self
+                .ddb
+                .transact_write_items()
+                .set_transact_items(Some(items))
+                .send()
+                .await;
+            match result {
+                Ok(_) => {
+                    for i in chunk {
+                        let mut c = rows[&keys[*i]].clone();
+                        c.attempts += 1;
+                        c.lease_until = Some(until);
+                        c.work_at = Some(until);
+                        claims[*i] = Claim::Claimed(Box::new(c));
+                    }
+                }
+                Err(e) if transaction_failed_at(&e).is_some() => {
+                    for i in chunk {
+                        let (site, sk) = &keys[*i];
+                        claims[*i] = self.claim_send(site, sk, lease_id, lease_ms, now).await?;
+                    }
+                }
+                Err(e) => return Err(StoreError::ddb(e)),
+            }
+        }
+        Ok(claims)
+    }
+
+    /// Ends attempts held under `lease_id`: sent and failed rows lose their
+    /// hashes and leave the pending index; the counters move in the same
+    /// transaction. Answers, per finish, whether it was applied (`false`:
+    /// the lease was lost, another attempt owns the row).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn finish_sends(
+        &self,
+        lease_id: &str,
+        finishes: &[Finish],
+        now: i64,
+    ) -> Result<Vec<bool>, StoreError> {
+        let mut applied_all = vec![false; finishes.len()];
+        let mut by_site: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, f) in finishes.iter().enumerate() {
+            by_site.entry(&f.site_id).or_default().push(i);
+        }
+        for (site, indexes) in by_site {
+            for chunk in indexes.chunks(FINISH_CHUNK) {
+                let batch: Vec<&Finish> = chunk.iter().map(|i| &finishes[*i]).collect();
+                if self.finish_tx(site, lease_id, &batch, now).await? {
+                    for i in chunk {
+                        applied_all[*i] = true;
+                    }
+                    continue;
+                }
+                // One lost lease cancels the lot: finish one by one.
+                for i in chunk {
+                    applied_all[*i] = self
+                        .finish_tx(site, lease_id, &[&finishes[*i]], now)
+                        .await?;
+                }
+            }
+        }
+        Ok(applied_all)
+    }
+
+    async fn finish_tx(
+        &self,
+        site: &str,
+        lease_id: &str,
+        batch: &[&Finish],
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let t = &self.names.table;
+        let mut items = vec![];
+        let mut sent = 0;
+        let mut failed = 0;
+        let mut by_event: BTreeMap<EventName, i64> = BTreeMap::new();
+        for f in batch {
+            let update = Update::builder()
+                .table_name(t)
+                .key(PK, s(conv_pk(site)))
+                .key(SK, s(&f.sk))
+                .condition_expression("leaseId = :lease AND #status = :pending")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":lease", s(lease_id))
+                .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()));
+            let update = match &f.end {
+                SendEnd::Sent => {
+                    sent += 1;
+                    *by_event.entry(f.event_name).or_default() += 1;
+                    update
+                        .update_expression(
+                            "SET #status = :sent, sentAt = :now REMOVE ph, externalId, leaseId, leaseUntil, workShard, workAt, nextAttemptAt, lastError",
+                        )
+                        .expression_attribute_values(":sent", s(ConversionStatus::Sent.as_str()))
+                        .expression_attribute_values(":now", n(now))
+                }
+                SendEnd::Retry { at, last_error } => update
+                    .update_expression(
+                        "SET nextAttemptAt = :at, workAt = :at, lastError = :e REMOVE leaseId, leaseUntil",
+                    )
+                    .expression_attribute_values(":at", n(*at))
+                    .expression_attribute_values(":e", s(last_error)),
+                SendEnd::Failed { last_error } => {
+                    failed += 1;
+                    update
+                        .update_expression(
+                            "SET #status = :failed, lastError = :e REMOVE ph, externalId, leaseId, leaseUntil, workShard, workAt, nextAttemptAt",
+                        )
+                        .expression_attribute_values(
+                            ":failed",
+                            s(ConversionStatus::Failed.as_str()),
+                        )
+                        .expression_attribute_values(":e", s(last_error))
+                }
+            };
+            items.push(
+                TransactWriteItem::builder()
+                    .update(update.build().map_err(StoreError::ddb)?)
+                    .build(),
+            );
+        }
+        let shard = shard_of(&batch[0].event_id, COUNT_SHARDS);
+        if sent + failed > 0 {
+            items.push(counter_update(
+                t,
+                site,
+                shard,
+                &[
+                    ("pending", -(sent + failed)),
+                    ("sent", sent),
+                    ("failed", failed),
+                ],
+                None,
+            )?);
+        }
+        if !by_event.is_empty() {
+            let deltas: Vec<(&str, i64)> = by_event.iter().map(|(e, k)| (e.as_str(), *k)).collect();
+            items.push(counter_update(t, site, shard, &deltas, Some(utc_day(now)))?);
+        }
+        match self
+            .ddb
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if transaction_failed_at(&e).is_some() => Ok(false),
+            Err(e) => Err(StoreError::ddb(e)),
+        }
+    }
+}
