@@ -99,18 +99,58 @@ impl Harness {
         )
     }
 
+    /// Calls the API as the host and expects `status`: answers the parsed
+    /// body, or fails the test showing it.
+    pub async fn expect(
+        &self,
+        status: u16,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Value {
+        let (got, answer) = self.call(method, path, body).await;
+        assert_eq!(got, status, "{method} {path}: {answer}");
+        answer
+    }
+
+    /// Registers a site (`PUT /v1/sites/{site}`).
+    pub async fn put_site(&self, site: &str, currency: &str) -> Value {
+        self.expect(
+            200,
+            "PUT",
+            &format!("/v1/sites/{site}"),
+            Some(json!({"name": site, "currency": currency})),
+        )
+        .await
+    }
+
+    /// Links an ad account to a site for `owner` (`201` when new).
+    pub async fn link_account(&self, site: &str, account: &str, owner: &str) -> Value {
+        self.expect(
+            201,
+            "PUT",
+            &format!("/v1/sites/{site}/ad-accounts/{account}"),
+            Some(json!({"ownerKey": owner})),
+        )
+        .await
+    }
+
+    /// `GET /v1/sites/{site}/spend` over UTC days `from..=to`.
+    pub async fn spend(&self, site: &str, from: i64, to: i64) -> Value {
+        self.expect(
+            200,
+            "GET",
+            &format!("/v1/sites/{site}/spend?from={from}&to={to}"),
+            None,
+        )
+        .await
+    }
+
     /// Two sites, the agency connected as owner `agency`, every account
     /// linked to the site billing in its currency.
     pub async fn link_agency(&self) {
         for (site, currency) in [("loja-x", "BRL"), ("pet-mania", "USD")] {
-            let (status, body) = self
-                .call(
-                    "PUT",
-                    &format!("/v1/sites/{site}"),
-                    Some(json!({"name": site, "currency": currency})),
-                )
-                .await;
-            assert_eq!(status, 200, "{body}");
+            self.put_site(site, currency).await;
         }
         self.connect(TOKEN).await;
         for (site, account) in [
@@ -119,27 +159,18 @@ impl Harness {
             ("pet-mania", PET_EAST),
             ("pet-mania", PET_WEST),
         ] {
-            let (status, body) = self
-                .call(
-                    "PUT",
-                    &format!("/v1/sites/{site}/ad-accounts/{account}"),
-                    Some(json!({"ownerKey": "agency"})),
-                )
-                .await;
-            assert_eq!(status, 201, "{body}");
+            self.link_account(site, account, "agency").await;
         }
     }
 
     pub async fn connect(&self, token: &str) -> Value {
-        let (status, body) = self
-            .call(
-                "PUT",
-                "/v1/meta/connections/agency",
-                Some(json!({"accessToken": token})),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-        body
+        self.expect(
+            200,
+            "PUT",
+            "/v1/meta/connections/agency",
+            Some(json!({"accessToken": token})),
+        )
+        .await
     }
 
     /// Ticks (advancing the clock a little between) until every linked
@@ -308,44 +339,32 @@ pub mod capi {
     /// columns and a map: `agendado` → Schedule, `qualificado` →
     /// QualifiedLead.
     pub async fn loja_with_pixel(h: &Harness) {
-        let (s, b) = h
-            .call(
-                "PUT",
-                "/v1/sites/loja-x",
-                Some(json!({"name": "Loja X", "currency": "BRL", "country": "BR"})),
-            )
-            .await;
-        assert_eq!(s, 200, "{b}");
+        h.expect(
+            200,
+            "PUT",
+            "/v1/sites/loja-x",
+            Some(json!({"name": "Loja X", "currency": "BRL", "country": "BR"})),
+        )
+        .await;
         h.connect(TOKEN).await;
-        let (s, b) = h
-            .call(
-                "PUT",
-                "/v1/sites/loja-x/pixel",
-                Some(json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "agency"})),
-            )
-            .await;
-        assert_eq!(s, 200, "{b}");
-        let (s, b) = h
-            .call(
-                "PUT",
+        h.expect(
+            200,
+            "PUT",
+            "/v1/sites/loja-x/pixel",
+            Some(json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "agency"})),
+        )
+        .await;
+        h.expect(200, "PUT",
                 "/v1/sites/loja-x/pipeline",
                 Some(json!({"columns": [
                     {"key": "novo", "name": "Novo lead", "group": "Prospecção"},
                     {"key": "qualificado", "name": "Qualificado"},
                     {"key": "agendado", "name": "Agendado", "group": "Hora do Show", "color": "#f97316"},
                     {"key": "fechado", "name": "Fechado"},
-                ]})),
-            )
-            .await;
-        assert_eq!(s, 200, "{b}");
-        let (s, b) = h
-            .call(
-                "PUT",
+                ]}))).await;
+        h.expect(200, "PUT",
                 "/v1/sites/loja-x/event-map",
-                Some(json!({"columns": {"agendado": "Schedule", "qualificado": "QualifiedLead", "novo": null}, "sendLeadEvent": false})),
-            )
-            .await;
-        assert_eq!(s, 200, "{b}");
+                Some(json!({"columns": {"agendado": "Schedule", "qualificado": "QualifiedLead", "novo": null}, "sendLeadEvent": false}))).await;
     }
 
     /// Records a lead at Loja X; answers the body.

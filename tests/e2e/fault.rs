@@ -58,10 +58,13 @@ async fn ten_thousand_conversions_through_faults() {
         } else {
             json!({"pixelId": pixel, "accessToken": "EAAB-loja-y-pixel-token"})
         };
-        let (s, b) = h
-            .call("PUT", &format!("/v1/sites/{site}/pixel"), Some(pixel_body))
-            .await;
-        assert_eq!(s, 200, "{b}");
+        h.expect(
+            200,
+            "PUT",
+            &format!("/v1/sites/{site}/pixel"),
+            Some(pixel_body),
+        )
+        .await;
     }
 
     // The outbox: four events a lead, written as the API writes them.

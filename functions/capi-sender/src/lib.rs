@@ -15,7 +15,9 @@
 //! batch item failure, so SQS itself is the retry timer. Sent or failed,
 //! the row loses its hashes; a failure is put on the bus without them.
 
+mod isolate;
 mod send;
+mod targets;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

@@ -17,19 +17,21 @@
 //! Costs and returns come from the domain, only on rows the spend bought:
 //! ads, ad sets, campaigns, a paid origin, a site's `paid`.
 
+mod rows;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use adtrail_domain::SiteId;
 use adtrail_domain::catalog::CatalogEntry;
 use adtrail_domain::leads::is_paid;
-use adtrail_domain::metrics::{Counters, ReturnBand, derive, return_band};
+use adtrail_domain::metrics::Counters;
 use adtrail_domain::spend::SpendFigures;
 use adtrail_domain::spend::{SpendBasis, spend_basis};
 use adtrail_store::keys::RollupDim;
 use lambda_http::{Body, Request, Response};
-use serde_json::{Map, Value, json};
 
+use self::rows::{AdRow, AdView, Counts, Figures, LeadsReport, OriginRow, Paid, SiteRow, tree};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::input::day_range;
@@ -41,78 +43,6 @@ use crate::{Api, json};
 pub const MAX_REPORT_DAYS: i64 = 366;
 /// How long a thumbnail URL works.
 pub const THUMBNAIL_URL_LIFETIME: Duration = Duration::from_secs(15 * 60);
-
-/// Spend, impressions and clicks of a row, each `None` when unknown.
-#[derive(Debug, Clone, Copy, Default)]
-struct Paid {
-    spend_cents: Option<i64>,
-    impressions: Option<i64>,
-    clicks: Option<i64>,
-}
-
-impl Paid {
-    fn known(f: SpendFigures, money: bool) -> Self {
-        Self {
-            spend_cents: money.then_some(f.spend_cents),
-            impressions: Some(f.impressions),
-            clicks: Some(f.clicks),
-        }
-    }
-    /// The sum of rows: unknown as soon as one part is.
-    fn sum<'a>(parts: impl IntoIterator<Item = &'a Paid>) -> Self {
-        let mut total = Self {
-            spend_cents: Some(0),
-            impressions: Some(0),
-            clicks: Some(0),
-        };
-        for p in parts {
-            total.spend_cents = total.spend_cents.zip(p.spend_cents).map(|(a, b)| a + b);
-            total.impressions = total.impressions.zip(p.impressions).map(|(a, b)| a + b);
-            total.clicks = total.clicks.zip(p.clicks).map(|(a, b)| a + b);
-        }
-        total
-    }
-}
-
-/// A row's counters, its spend and, where the spend bought its leads, the
-/// derived metrics.
-fn figures(c: &Counters, paid: Paid, bought: bool) -> Map<String, Value> {
-    let derived = derive(paid.spend_cents.filter(|_| bought), c);
-    let v = json!({
-        "leads": c.leads,
-        "qualified": c.qualified,
-        "won": c.won,
-        "revenueCents": c.revenue_cents,
-        "spendCents": paid.spend_cents,
-        "impressions": paid.impressions,
-        "clicks": paid.clicks,
-        "costPerLeadCents": derived.cost_per_lead_cents,
-        "costPerQualifiedCents": derived.cost_per_qualified_cents,
-        "costPerSaleCents": derived.cost_per_sale_cents,
-        "returnOnSpend": derived.return_on_spend,
-        "returnBand": return_band(derived.return_on_spend).map(ReturnBand::as_str),
-    });
-    match v {
-        Value::Object(m) => m,
-        _ => unreachable!("json! of an object"),
-    }
-}
-
-/// Counters and spend alone, for rows that include organic leads (the
-/// totals, a site's own): a cost from them would flatter the ads.
-fn counts(c: &Counters, paid: Paid) -> Map<String, Value> {
-    let mut v = figures(c, paid, false);
-    for k in [
-        "costPerLeadCents",
-        "costPerQualifiedCents",
-        "costPerSaleCents",
-        "returnOnSpend",
-        "returnBand",
-    ] {
-        v.remove(k);
-    }
-    v
-}
 
 /// What one site brings to the report.
 struct SiteRead {
@@ -180,16 +110,8 @@ pub(crate) async fn leads(
     for id in ids {
         sites.push(read_site(api, id, from, to, &mut budgets).await?);
     }
-    let report = assemble(api, &sites, &budgets).await?;
-    let mut body = json!({
-        "siteIds": sites.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
-        "from": from,
-        "to": to,
-    });
-    for (k, v) in report {
-        body[k] = v;
-    }
-    json(200, &body)
+    let report = assemble(api, &sites, &budgets, from, to).await?;
+    json(200, &report)
 }
 
 async fn read_site(
@@ -291,20 +213,13 @@ async fn read_site(
     Ok(read)
 }
 
-/// One ad of the tree, before it is grouped.
-struct AdRow {
-    campaign: (Option<String>, Option<String>),
-    adset: (Option<String>, Option<String>),
-    view: Map<String, Value>,
-    counters: Counters,
-    paid: Paid,
-}
-
 async fn assemble(
     api: &Api,
     sites: &[SiteRead],
     budgets: &Budgets,
-) -> Result<Map<String, Value>, ApiError> {
+    from: i64,
+    to: i64,
+) -> Result<LeadsReport, ApiError> {
     let basis = spend_basis(
         sites
             .iter()
@@ -336,7 +251,7 @@ async fn assemble(
     // Meta's spend does not say which paid origin it bought: it is the paid
     // origin's when the report has one, unknown when it has two.
     let paid_origins = origins.keys().filter(|o| is_paid(o)).count();
-    let origins: Vec<Value> = origins
+    let origins: Vec<OriginRow> = origins
         .iter()
         .map(|(o, c)| {
             let paid = if is_paid(o) && paid_origins == 1 {
@@ -344,9 +259,10 @@ async fn assemble(
             } else {
                 Paid::default()
             };
-            let mut v = figures(c, paid, is_paid(o));
-            v.insert("origin".into(), json!(o));
-            Value::Object(v)
+            OriginRow {
+                origin: (*o).to_owned(),
+                figures: Figures::of(c, paid, is_paid(o)),
+            }
         })
         .collect();
 
@@ -363,7 +279,7 @@ async fn assemble(
     }
     let campaigns = tree(ads);
 
-    let by_site: Vec<Value> = sites
+    let by_site: Vec<SiteRow> = sites
         .iter()
         .map(|s| {
             let own_mismatch = s.mismatch();
@@ -371,13 +287,14 @@ async fn assemble(
                 Some(f) if !budgets.days_cut => Paid::known(f, !own_mismatch),
                 _ => Paid::default(),
             };
-            let mut v = counts(&s.all, paid);
-            v.insert("siteId".into(), json!(s.id.as_str()));
-            v.insert("currency".into(), json!(s.currency));
-            v.insert("spendCurrency".into(), json!(s.basis().spend_currency));
-            v.insert("currencyMismatch".into(), json!(own_mismatch));
-            v.insert("paid".into(), Value::Object(figures(&s.paid, paid, true)));
-            Value::Object(v)
+            SiteRow {
+                site_id: s.id.as_str().to_owned(),
+                currency: s.currency.clone(),
+                spend_currency: s.basis().spend_currency,
+                currency_mismatch: own_mismatch,
+                counts: Counts::of(&s.all, paid),
+                paid: Figures::of(&s.paid, paid, true),
+            }
         })
         .collect();
 
@@ -385,26 +302,21 @@ async fn assemble(
     let spend_currency = basis
         .spend_currency
         .filter(|_| !mismatch && total_paid.spend_cents.is_some());
-    let mut out = Map::new();
-    out.insert(
-        "currency".into(),
-        json!(
-            (site_currencies.len() == 1)
-                .then(|| site_currencies.first())
-                .flatten()
-        ),
-    );
-    out.insert("spendCurrency".into(), json!(spend_currency));
-    out.insert("currencyMismatch".into(), json!(mismatch));
-    out.insert(
-        "spendIncomplete".into(),
-        json!(budgets.days_cut || budgets.ad_rows_cut),
-    );
-    out.insert("totals".into(), Value::Object(counts(&totals, total_paid)));
-    out.insert("origins".into(), json!(origins));
-    out.insert("campaigns".into(), json!(campaigns));
-    out.insert("bySite".into(), json!(by_site));
-    Ok(out)
+    Ok(LeadsReport {
+        site_ids: sites.iter().map(|s| s.id.as_str().to_owned()).collect(),
+        from,
+        to,
+        currency: (site_currencies.len() == 1)
+            .then(|| site_currencies.first().map(|c| (*c).clone()))
+            .flatten(),
+        spend_currency,
+        currency_mismatch: mismatch,
+        spend_incomplete: budgets.days_cut || budgets.ad_rows_cut,
+        totals: Counts::of(&totals, total_paid),
+        origins,
+        campaigns,
+        by_site,
+    })
 }
 
 /// One ad's row: its leads, its spend (known when a synced account of its
@@ -431,22 +343,16 @@ async fn ad_row(
         Some(key) => Some(api.aws.thumbnail_url(key, THUMBNAIL_URL_LIFETIME).await?),
         None => None,
     };
-    let mut view = figures(&counters, paid, true);
-    view.insert("adId".into(), json!(ad));
-    view.insert(
-        "adName".into(),
-        json!(entry.and_then(|e| e.ad_name.as_ref())),
-    );
-    view.insert("siteId".into(), json!(s.id.as_str()));
-    view.insert(
-        "creativeType".into(),
-        json!(entry.and_then(|e| e.creative_type.as_ref())),
-    );
-    view.insert(
-        "adStatus".into(),
-        json!(entry.and_then(|e| e.ad_status.as_ref())),
-    );
-    view.insert("thumbnailUrl".into(), json!(thumbnail_url));
+    let field = |pick: fn(&CatalogEntry) -> &Option<String>| entry.and_then(|e| pick(e).clone());
+    let view = AdView {
+        ad_id: ad.to_owned(),
+        ad_name: field(|e| &e.ad_name),
+        site_id: s.id.as_str().to_owned(),
+        creative_type: field(|e| &e.creative_type),
+        ad_status: field(|e| &e.ad_status),
+        thumbnail_url,
+        figures: Figures::of(&counters, paid, true),
+    };
     Ok(AdRow {
         campaign: (
             entry.and_then(|e| e.campaign_id.clone()),
@@ -460,66 +366,4 @@ async fn ad_row(
         counters,
         paid,
     })
-}
-
-/// Groups ads into ad sets and campaigns (ads the catalog does not know yet
-/// sit under a `null` campaign and ad set), each level summing its children;
-/// most spend first, then most leads.
-fn tree(ads: Vec<AdRow>) -> Vec<Value> {
-    /// An ad set's name and ads, by id.
-    type AdSets = BTreeMap<Option<String>, (Option<String>, Vec<AdRow>)>;
-    let mut campaigns: BTreeMap<Option<String>, (Option<String>, AdSets)> = BTreeMap::new();
-    for ad in ads {
-        let (cid, cname) = ad.campaign.clone();
-        let (aid, aname) = ad.adset.clone();
-        let c = campaigns
-            .entry(cid)
-            .or_insert_with(|| (cname, BTreeMap::new()));
-        c.1.entry(aid).or_insert_with(|| (aname, vec![])).1.push(ad);
-    }
-    let mut out: Vec<(Paid, Counters, Value)> = vec![];
-    for (cid, (cname, adsets)) in campaigns {
-        let mut sets: Vec<(Paid, Counters, Value)> = vec![];
-        for (aid, (aname, mut rows)) in adsets {
-            rows.sort_by(|a, b| order(&(b.paid, b.counters), &(a.paid, a.counters)));
-            let paid = Paid::sum(rows.iter().map(|r| &r.paid));
-            let mut counters = Counters::default();
-            for r in &rows {
-                counters.add(&r.counters);
-            }
-            let mut v = figures(&counters, paid, true);
-            v.insert("adsetId".into(), json!(aid));
-            v.insert("adsetName".into(), json!(aname));
-            v.insert(
-                "ads".into(),
-                json!(
-                    rows.into_iter()
-                        .map(|r| Value::Object(r.view))
-                        .collect::<Vec<_>>()
-                ),
-            );
-            sets.push((paid, counters, Value::Object(v)));
-        }
-        sets.sort_by(|a, b| order(&(b.0, b.1), &(a.0, a.1)));
-        let paid = Paid::sum(sets.iter().map(|s| &s.0));
-        let mut counters = Counters::default();
-        for s in &sets {
-            counters.add(&s.1);
-        }
-        let mut v = figures(&counters, paid, true);
-        v.insert("campaignId".into(), json!(cid));
-        v.insert("campaignName".into(), json!(cname));
-        v.insert(
-            "adsets".into(),
-            json!(sets.into_iter().map(|s| s.2).collect::<Vec<_>>()),
-        );
-        out.push((paid, counters, Value::Object(v)));
-    }
-    out.sort_by(|a, b| order(&(b.0, b.1), &(a.0, a.1)));
-    out.into_iter().map(|r| r.2).collect()
-}
-
-/// Ascending by spend (unknown lowest), then leads.
-fn order(a: &(Paid, Counters), b: &(Paid, Counters)) -> std::cmp::Ordering {
-    (a.0.spend_cents, a.1.leads).cmp(&(b.0.spend_cents, b.1.leads))
 }

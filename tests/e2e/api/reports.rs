@@ -1,0 +1,532 @@
+//! The daily and leads reports: leads by cohort next to the spend, null-safe
+//! across currencies, within their budgets.
+
+use adtrail_tests::*;
+use serde_json::{Value, json};
+
+use super::code;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daily_report_counts_by_cohort_next_to_the_spend() {
+    let started = Harness::start().await;
+    let h = &started;
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    let ad = adtrail_fake_meta::sample_accounts()
+        .into_iter()
+        .find(|a| a.id == LOJA_PRINCIPAL)
+        .unwrap()
+        .ads[0]
+        .id
+        .clone();
+    let now = h.now();
+    let today = now - now.rem_euclid(86_400_000);
+    let yesterday = today - 86_400_000;
+    let lead = |key: &str, at: i64, origin: &str| {
+        let mut b = json!({"leadKey": key, "changeId": format!("{key}-new"), "occurredAt": at, "origin": origin});
+        if origin == "ctwa_ad" {
+            b["adId"] = json!(ad);
+        }
+        b
+    };
+    for (key, at, origin) in [
+        ("carl", now - 86_400_000, "organic"),
+        ("ana", now, "ctwa_ad"),
+        ("bia", now, "organic"),
+    ] {
+        h.expect(
+            201,
+            "POST",
+            "/v1/sites/loja-x/leads",
+            Some(lead(key, at, origin)),
+        )
+        .await;
+    }
+    for (key, body) in [
+        ("ana", json!({"stage": "won", "revenueCents": 45_990})),
+        ("bia", json!({"stage": "qualified"})),
+        // Carl arrived yesterday: his sale today lands on yesterday.
+        ("carl", json!({"stage": "won", "revenueCents": 1_000})),
+    ] {
+        let mut body = body;
+        body["changeId"] = json!(format!("{key}-move"));
+        body["occurredAt"] = json!(now);
+        h.expect(
+            200,
+            "POST",
+            &format!("/v1/sites/loja-x/leads/{key}/stage"),
+            Some(body),
+        )
+        .await;
+    }
+    let report = |q: String| {
+        let path = format!("/v1/reports/daily?siteIds=loja-x&from={yesterday}&to={today}{q}");
+        async move { h.call("GET", &path, None).await }
+    };
+    let site_spend = |day: i64| async move {
+        let mut total = 0;
+        for acct in [LOJA_PRINCIPAL, LOJA_MANAUS] {
+            total += h
+                .aws()
+                .day_sums("loja-x", acct, day, day)
+                .await
+                .unwrap()
+                .values()
+                .map(|f| f.spend_cents)
+                .sum::<i64>();
+        }
+        total
+    };
+    let (s, r) = report(String::new()).await;
+    assert_eq!(s, 200, "{r}");
+    let days = r["days"].as_array().unwrap();
+    assert_eq!(days.len(), 2);
+    assert_eq!(
+        (
+            days[0]["leads"].clone(),
+            days[0]["qualified"].clone(),
+            days[0]["won"].clone(),
+            days[0]["revenueCents"].clone()
+        ),
+        (json!(1), json!(1), json!(1), json!(1_000)),
+        "{r}"
+    );
+    assert_eq!(
+        (
+            days[1]["leads"].clone(),
+            days[1]["qualified"].clone(),
+            days[1]["won"].clone(),
+            days[1]["revenueCents"].clone()
+        ),
+        (json!(2), json!(2), json!(1), json!(45_990)),
+        "{r}"
+    );
+    assert_eq!(days[0]["spendCents"], site_spend(yesterday).await);
+    assert_eq!(days[1]["spendCents"], site_spend(today).await);
+    assert_eq!(
+        (r["spendCurrency"].clone(), r["currencyMismatch"].clone()),
+        (json!("BRL"), json!(false))
+    );
+    // Organic leads bought nothing: no spend.
+    let (_, r) = report("&origin=organic".into()).await;
+    assert_eq!(
+        (
+            r["days"][1]["leads"].clone(),
+            r["days"][1]["spendCents"].clone()
+        ),
+        (json!(1), Value::Null),
+        "{r}"
+    );
+    let (_, r) = report("&origin=paid".into()).await;
+    assert_eq!(
+        (r["days"][1]["won"].clone(), r["days"][0]["leads"].clone()),
+        (json!(1), json!(0)),
+        "{r}"
+    );
+    // Paid leads: the costs and the return the spend bought; the totals
+    // (organic included) carry none.
+    let (_, r) = report("&origin=paid".into()).await;
+    let spend_today = site_spend(today).await;
+    let paid = &r["days"][1];
+    assert_eq!(
+        paid["costPerLeadCents"], spend_today,
+        "one paid lead today: {r}"
+    );
+    assert_eq!(paid["costPerSaleCents"], spend_today);
+    let ros = 45_990.0 / spend_today as f64;
+    assert!(
+        (paid["returnOnSpend"].as_f64().unwrap() - ros).abs() < 1e-9,
+        "{r}"
+    );
+    let (_, all) = report(String::new()).await;
+    assert!(all["days"][1]["costPerLeadCents"].is_null(), "{all}");
+    // One ad: its leads and its own spend.
+    let (_, r) = report(format!("&adId={ad}")).await;
+    let rows = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
+    let ad_today: i64 = rows
+        .iter()
+        .filter(|x| x.ad_id == ad && x.day_start == today)
+        .map(|x| x.figures.spend_cents)
+        .sum();
+    assert_eq!(
+        (
+            r["days"][1]["leads"].clone(),
+            r["days"][1]["spendCents"].clone()
+        ),
+        (json!(1), json!(ad_today)),
+        "{r}"
+    );
+    // Both filters, or a range past 92 days: 400.
+    let (s, e) = report(format!("&adId={ad}&origin=paid")).await;
+    assert_eq!((s, code(&e)), (400, "INVALID_ARGUMENT"));
+    let (s, _) = h
+        .call(
+            "GET",
+            &format!(
+                "/v1/reports/daily?siteIds=loja-x&from={}&to={today}",
+                today - 92 * 86_400_000
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(s, 400);
+    // Two currencies never sum.
+    let (_, r) = h
+        .call(
+            "GET",
+            &format!("/v1/reports/daily?siteIds=loja-x,pet-mania&from={yesterday}&to={today}"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (
+            r["currencyMismatch"].clone(),
+            r["days"][1]["spendCents"].clone()
+        ),
+        (json!(true), Value::Null),
+        "{r}"
+    );
+    // A removed lead leaves its cohort.
+    let (s, _) = h.call("DELETE", "/v1/sites/loja-x/leads/ana", None).await;
+    assert_eq!(s, 200);
+    let (_, r) = report(String::new()).await;
+    assert_eq!(
+        (
+            r["days"][1]["leads"].clone(),
+            r["days"][1]["won"].clone(),
+            r["days"][1]["revenueCents"].clone()
+        ),
+        (json!(1), json!(0), json!(0)),
+        "{r}"
+    );
+}
+
+/// The ad rows of a leads report, flattened from its campaign tree.
+fn report_ads(r: &Value) -> Vec<Value> {
+    r["campaigns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["adsets"].as_array().unwrap().clone())
+        .flat_map(|s| s["ads"].as_array().unwrap().clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leads_report_puts_spend_next_to_leads() {
+    let started = Harness::start().await;
+    let h = &started;
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    h.expect(
+        200,
+        "PUT",
+        "/v1/sites/loja-z",
+        Some(json!({"name": "Loja Z", "currency": "BRL"})),
+    )
+    .await;
+    let ad = adtrail_fake_meta::sample_accounts()
+        .into_iter()
+        .find(|a| a.id == LOJA_PRINCIPAL)
+        .unwrap()
+        .ads[0]
+        .id
+        .clone();
+    let now = h.now();
+    let today = now - now.rem_euclid(86_400_000);
+    let from = today - 6 * 86_400_000;
+    for (site, key, at, origin) in [
+        ("loja-x", "ana", now, "ctwa_ad"),
+        ("loja-x", "carl", now - 86_400_000, "ctwa_ad"),
+        ("loja-x", "bia", now, "organic"),
+        ("loja-z", "zeca", now, "organic"),
+    ] {
+        let mut body = json!({"leadKey": key, "changeId": format!("{key}-new"), "occurredAt": at, "origin": origin});
+        if origin == "ctwa_ad" {
+            body["adId"] = json!(ad);
+        }
+        h.expect(201, "POST", &format!("/v1/sites/{site}/leads"), Some(body))
+            .await;
+    }
+    h.expect(200, "POST",
+            "/v1/sites/loja-x/leads/ana/stage",
+            Some(json!({"changeId": "ana-won", "occurredAt": now, "stage": "won", "revenueCents": 45_990}))).await;
+
+    // What the stored rows say, to compare with.
+    let mut site_spend = (0, 0, 0);
+    let mut by_ad: std::collections::BTreeMap<String, i64> = Default::default();
+    for acct in [LOJA_PRINCIPAL, LOJA_MANAUS] {
+        for (_, f) in h.aws().day_sums("loja-x", acct, from, today).await.unwrap() {
+            site_spend.0 += f.spend_cents;
+            site_spend.1 += f.impressions;
+            site_spend.2 += f.clicks;
+        }
+        for r in h.all_rows("loja-x", acct).await {
+            if (from..=today).contains(&r.day_start) {
+                *by_ad.entry(r.ad_id).or_default() += r.figures.spend_cents;
+            }
+        }
+    }
+    assert!(site_spend.0 > 0, "the sample spends in the last week");
+    let path = |sites: &str| format!("/v1/reports/leads?siteIds={sites}&from={from}&to={today}");
+
+    let (s, r) = h.call("GET", &path("loja-x"), None).await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(
+        (
+            r["totals"]["leads"].clone(),
+            r["totals"]["won"].clone(),
+            r["totals"]["revenueCents"].clone(),
+            r["totals"]["spendCents"].clone(),
+            r["totals"]["impressions"].clone(),
+            r["totals"]["clicks"].clone(),
+        ),
+        (
+            json!(3),
+            json!(1),
+            json!(45_990),
+            json!(site_spend.0),
+            json!(site_spend.1),
+            json!(site_spend.2)
+        ),
+        "{r}"
+    );
+    assert_eq!(
+        (
+            r["spendCurrency"].clone(),
+            r["currencyMismatch"].clone(),
+            r["spendIncomplete"].clone()
+        ),
+        (json!("BRL"), json!(false), json!(false))
+    );
+    assert!(
+        r["totals"].get("costPerLeadCents").is_none(),
+        "totals include organic leads: {r}"
+    );
+    let origin = |name: &str| {
+        r["origins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["origin"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let paid = origin("ctwa_ad");
+    assert_eq!(
+        (
+            paid["leads"].clone(),
+            paid["spendCents"].clone(),
+            paid["costPerLeadCents"].clone()
+        ),
+        (json!(2), json!(site_spend.0), json!((site_spend.0 + 1) / 2)),
+        "{r}"
+    );
+    let organic = origin("organic");
+    assert_eq!(
+        (
+            organic["leads"].clone(),
+            organic["spendCents"].clone(),
+            organic["costPerLeadCents"].clone()
+        ),
+        (json!(1), Value::Null, Value::Null),
+        "{r}"
+    );
+    // Every ad that spent is listed, with or without leads; the tree sums
+    // to the site's spend.
+    let ads = report_ads(&r);
+    let listed: std::collections::BTreeSet<String> = ads
+        .iter()
+        .map(|a| a["adId"].as_str().unwrap().to_owned())
+        .collect();
+    let mut expected: std::collections::BTreeSet<String> = by_ad.keys().cloned().collect();
+    expected.insert(ad.clone());
+    assert_eq!(listed, expected);
+    let tree_spend: i64 = r["campaigns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["spendCents"].as_i64().unwrap())
+        .sum();
+    assert_eq!(tree_spend, site_spend.0);
+    let burner = ads
+        .iter()
+        .find(|a| a["leads"] == 0 && a["spendCents"].as_i64().unwrap_or(0) > 0)
+        .expect("an ad that spent without bringing a lead");
+    assert!(burner["costPerLeadCents"].is_null(), "{burner}");
+    let row = ads.iter().find(|a| a["adId"] == ad.as_str()).unwrap();
+    let ad_spend = by_ad.get(&ad).copied().unwrap_or(0);
+    assert_eq!(
+        (
+            row["siteId"].clone(),
+            row["leads"].clone(),
+            row["won"].clone(),
+            row["spendCents"].clone()
+        ),
+        (json!("loja-x"), json!(2), json!(1), json!(ad_spend)),
+        "{row}"
+    );
+    assert!(
+        row["adStatus"].is_string() && row["creativeType"].is_string(),
+        "{row}"
+    );
+    if ad_spend > 0 {
+        assert_eq!(
+            row["returnOnSpend"].as_f64().unwrap(),
+            45_990.0 / ad_spend as f64
+        );
+    }
+    // The thumbnail comes from the private bucket through a signed URL.
+    let url = row["thumbnailUrl"].as_str().expect("a thumbnail URL");
+    assert!(url.contains("X-Amz-Signature="), "{url}");
+    let got = reqwest::get(url).await.unwrap();
+    assert_eq!(got.status(), 200);
+    let key = adtrail_store::blobs::thumbnail_key("loja-x", &ad);
+    assert_eq!(
+        got.bytes().await.unwrap().to_vec(),
+        h.aws().get_thumbnail(&key).await.unwrap()
+    );
+    let site = &r["bySite"][0];
+    assert_eq!(
+        (
+            site["siteId"].clone(),
+            site["leads"].clone(),
+            site["paid"]["leads"].clone(),
+            site["spendCents"].clone(),
+            site["paid"]["costPerSaleCents"].clone(),
+        ),
+        (
+            json!("loja-x"),
+            json!(3),
+            json!(2),
+            json!(site_spend.0),
+            json!(site_spend.0)
+        ),
+        "{site}"
+    );
+
+    // Two currencies: no spend is summed, each site keeps its own; a site
+    // with no account is unknown, not zero; request order is kept.
+    let (s, r) = h.call("GET", &path("pet-mania,loja-x,loja-z"), None).await;
+    assert_eq!(s, 200, "{r}");
+    let sites: Vec<&str> = r["bySite"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["siteId"].as_str().unwrap())
+        .collect();
+    assert_eq!(sites, ["pet-mania", "loja-x", "loja-z"]);
+    assert_eq!(
+        (
+            r["currencyMismatch"].clone(),
+            r["spendCurrency"].clone(),
+            r["totals"]["spendCents"].clone(),
+            r["totals"]["leads"].clone()
+        ),
+        (json!(true), Value::Null, Value::Null, json!(4)),
+        "{r}"
+    );
+    assert_eq!(r["bySite"][0]["spendCurrency"], "USD");
+    assert!(r["bySite"][0]["spendCents"].as_i64().unwrap() > 0);
+    assert_eq!(r["bySite"][1]["spendCents"], json!(site_spend.0));
+    assert_eq!(
+        (
+            r["bySite"][2]["spendCents"].clone(),
+            r["bySite"][2]["spendCurrency"].clone(),
+            r["bySite"][2]["currencyMismatch"].clone(),
+            r["bySite"][2]["leads"].clone()
+        ),
+        (Value::Null, Value::Null, json!(false), json!(1))
+    );
+    let ads = report_ads(&r);
+    assert!(
+        ads.iter()
+            .all(|a| a["spendCents"].is_null() && a["costPerLeadCents"].is_null())
+    );
+    assert!(
+        ads.iter()
+            .any(|a| a["impressions"].as_i64().unwrap_or(0) > 0)
+    );
+    // A site with no account alone: spend unknown everywhere.
+    let (_, r) = h.call("GET", &path("loja-z"), None).await;
+    assert_eq!(
+        (
+            r["totals"]["spendCents"].clone(),
+            r["spendCurrency"].clone(),
+            r["campaigns"].clone()
+        ),
+        (Value::Null, Value::Null, json!([])),
+        "{r}"
+    );
+
+    // Past the per-ad budget the tree's spend is unknown and the totals stay
+    // exact; past the day budget, every spend; past the rollup budget the
+    // report fails rather than count short.
+    let limits = |rollup_rows, day_rows, ad_rows| adtrail_api::ReportLimits {
+        rollup_rows,
+        day_rows,
+        ad_rows,
+    };
+    let (s, r) = h
+        .call_with_limits(limits(12_000, 12_000, 5), "GET", &path("loja-x"))
+        .await;
+    assert_eq!(s, 200, "{r}");
+    assert_eq!(
+        (
+            r["spendIncomplete"].clone(),
+            r["totals"]["spendCents"].clone()
+        ),
+        (json!(true), json!(site_spend.0))
+    );
+    assert!(
+        report_ads(&r).iter().all(|a| a["spendCents"].is_null()),
+        "{r}"
+    );
+    let (_, r) = h
+        .call_with_limits(limits(12_000, 3, 12_000), "GET", &path("loja-x"))
+        .await;
+    assert_eq!(
+        (
+            r["spendIncomplete"].clone(),
+            r["totals"]["spendCents"].clone(),
+            r["bySite"][0]["spendCents"].clone(),
+            r["totals"]["leads"].clone()
+        ),
+        (json!(true), Value::Null, Value::Null, json!(3)),
+        "{r}"
+    );
+    let (s, e) = h
+        .call_with_limits(limits(2, 12_000, 12_000), "GET", &path("loja-x"))
+        .await;
+    assert_eq!((s, code(&e)), (422, "REPORT_INCOMPLETE"), "{e}");
+
+    // Bad ranges and lists name the field.
+    for (q, field) in [
+        (
+            format!(
+                "siteIds=loja-x&from={}&to={today}",
+                today - 366 * 86_400_000
+            ),
+            "to",
+        ),
+        (
+            format!("siteIds=loja-x,loja-x&from={from}&to={today}"),
+            "siteIds",
+        ),
+        (
+            format!("siteIds=loja-x&from={}&to={today}", from + 1),
+            "from",
+        ),
+        (
+            format!("siteIds=loja-x&from={from}&to={today}&adId=1"),
+            "adId",
+        ),
+    ] {
+        let (s, e) = h.call("GET", &format!("/v1/reports/leads?{q}"), None).await;
+        assert_eq!((s, code(&e)), (400, "INVALID_ARGUMENT"), "{q}: {e}");
+        assert!(
+            e["error"]["message"].as_str().unwrap().starts_with(field),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! Sites and reads: bad input is a 400 naming the field and writes nothing;
+//! reads check their ranges and site lists.
+
+use adtrail_tests::*;
+use serde_json::json;
+
+use super::{code, message};
+
+#[tokio::test]
+async fn bad_site_input_is_a_400_naming_the_field_and_writes_nothing() {
+    let h = Harness::start().await;
+    let token = h.app.host_token();
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("/v1/sites/s1", "{not json".into(), "body"),
+        ("/v1/sites/s1", "".into(), "body"),
+        (
+            "/v1/sites/s1",
+            r#"{"name":"A","currency":"BRL","colour":"red"}"#.into(),
+            "colour",
+        ),
+        (
+            "/v1/sites/s1",
+            r#"{"name":5,"currency":"BRL"}"#.into(),
+            "name",
+        ),
+        ("/v1/sites/s1", r#"{"currency":"BRL"}"#.into(), "name"),
+        (
+            "/v1/sites/s1",
+            r#"{"name":"A","currency":"brl"}"#.into(),
+            "currency",
+        ),
+        (
+            "/v1/sites/s1",
+            r#"{"name":"A","currency":"BRL","country":"BRA"}"#.into(),
+            "country",
+        ),
+        (
+            "/v1/sites/s1",
+            r#"{"name":"A\u0000","currency":"BRL"}"#.into(),
+            "name",
+        ),
+        (
+            "/v1/sites/s1",
+            format!(r#"{{"name":"{}","currency":"BRL"}}"#, "x".repeat(70_000)),
+            "body",
+        ),
+        (
+            "/v1/sites/bad%20id",
+            r#"{"name":"A","currency":"BRL"}"#.into(),
+            "siteId",
+        ),
+        (
+            &*Box::leak(format!("/v1/sites/{}", "x".repeat(129)).into_boxed_str()),
+            r#"{"name":"A","currency":"BRL"}"#.into(),
+            "siteId",
+        ),
+    ];
+    for (path, body, field) in cases {
+        let (status, answer) = h
+            .call_as(Some(&token), "PUT", path, Some(body.clone()))
+            .await;
+        assert_eq!(status, 400, "{path} {body:.80}: {answer}");
+        assert_eq!(code(&answer), "INVALID_ARGUMENT");
+        assert!(message(&answer).contains(field), "{field} in {answer}");
+    }
+    assert!(
+        h.aws().get_site("s1").await.unwrap().is_none(),
+        "nothing was written"
+    );
+}
+
+#[tokio::test]
+async fn reads_check_their_ranges_and_site_lists() {
+    let h = Harness::start().await;
+    h.call(
+        "PUT",
+        "/v1/sites/s1",
+        Some(json!({"name": "S", "currency": "USD"})),
+    )
+    .await;
+    let day = 86_400_000i64;
+    let cases = [
+        (
+            format!("/v1/sites/s1/spend?from={}&to={}", 0, 366 * day),
+            "to",
+        ),
+        (format!("/v1/sites/s1/spend?from={}&to={}", 5, day), "from"),
+        (
+            format!("/v1/sites/s1/spend?from={}&to={}", 2 * day, day),
+            "to",
+        ),
+        ("/v1/sites/s1/spend?from=0".to_owned(), "to"),
+        ("/v1/sites/s1/spend?from=0&to=0&x=1".to_owned(), "x"),
+        ("/v1/meta/status".to_owned(), "siteIds"),
+        ("/v1/meta/status?siteIds=s1,s1".to_owned(), "siteIds"),
+        (
+            format!(
+                "/v1/meta/status?siteIds={}",
+                (0..11)
+                    .map(|i| format!("s{i}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            "siteIds",
+        ),
+    ];
+    for (path, field) in cases {
+        let (status, body) = h.call("GET", &path, None).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(message(&body).contains(field), "{field} in {body}");
+    }
+    let (status, body) = h
+        .call(
+            "GET",
+            &format!("/v1/sites/s1/spend?from=0&to={}", 365 * day),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "366 days is allowed: {body}");
+    assert_eq!(body["days"].as_array().unwrap().len(), 366);
+}
