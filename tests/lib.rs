@@ -10,7 +10,7 @@ use adtrail_domain::time::VirtualClock;
 use adtrail_fake_meta::FakeMeta;
 use adtrail_local::Runner;
 use adtrail_local::app::{App, start};
-use adtrail_store::Aws;
+use adtrail_store::Store;
 use serde_json::{Value, json};
 
 /// 2026-06-30T12:00:00Z: the tests' "now", a Tuesday.
@@ -55,8 +55,8 @@ impl Harness {
     pub fn runner(&self) -> &Runner {
         self.app.runner()
     }
-    pub fn aws(&self) -> &Aws {
-        &self.app.runner().stack.aws
+    pub fn store(&self) -> &Store {
+        &self.app.runner().stack.store
     }
     pub fn fake(&self) -> &FakeMeta {
         self.app.fake.as_ref().expect("the fake Meta")
@@ -180,7 +180,7 @@ impl Harness {
             self.runner().tick().await.expect("tick");
             let mut all_live = true;
             for site in ["loja-x", "pet-mania"] {
-                for link in self.aws().site_links(site).await.expect("links") {
+                for link in self.store().links().site_links(site).await.expect("links") {
                     all_live &= link.last_sync_at.is_some();
                 }
             }
@@ -192,7 +192,8 @@ impl Harness {
     }
 
     pub async fn link(&self, site: &str, account: &str) -> SiteAdAccount {
-        self.aws()
+        self.store()
+            .links()
             .get_link(site, account)
             .await
             .expect("read")
@@ -239,7 +240,8 @@ impl Harness {
         site: &str,
         account: &str,
     ) -> Vec<adtrail_domain::spend::SpendRow> {
-        self.aws()
+        self.store()
+            .spend()
             .spend_rows(site, account, 0, i64::MAX / 2, usize::MAX)
             .await
             .expect("rows")
@@ -249,12 +251,14 @@ impl Harness {
     /// Asserts that every site-day sum equals the rows it sums.
     pub async fn assert_sums_match_rows(&self, site: &str, account: &str) {
         let (rows, _) = self
-            .aws()
+            .store()
+            .spend()
             .spend_rows(site, account, 0, 9_999_999_999_999, usize::MAX)
             .await
             .expect("rows");
         let sums = self
-            .aws()
+            .store()
+            .spend()
             .day_sums(site, account, 0, 9_999_999_999_999)
             .await
             .expect("sums");
@@ -396,7 +400,8 @@ pub mod capi {
         let mut before: Option<(i64, String)> = None;
         loop {
             let page = h
-                .aws()
+                .store()
+                .conversions()
                 .list_conversions(
                     site,
                     100,

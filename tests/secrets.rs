@@ -52,17 +52,17 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
 
     let h = Harness::start().await;
     // Tap the bus: a rule sends every adtrail event to a queue we read.
-    let aws = h.aws();
-    let tap = aws
+    let store = h.store();
+    let tap = store
         .sqs
         .create_queue()
-        .queue_name(format!("{}-tap", aws.names.bus))
+        .queue_name(format!("{}-tap", store.names.bus))
         .send()
         .await
         .unwrap()
         .queue_url
         .unwrap();
-    let tap_arn = aws
+    let tap_arn = store
         .sqs
         .get_queue_attributes()
         .queue_url(&tap)
@@ -73,18 +73,20 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         .attributes
         .unwrap()[&aws_sdk_sqs::types::QueueAttributeName::QueueArn]
         .clone();
-    aws.events
+    store
+        .events
         .put_rule()
         .name("tap")
-        .event_bus_name(&aws.names.bus)
+        .event_bus_name(&store.names.bus)
         .event_pattern(r#"{"source":["adtrail"]}"#)
         .send()
         .await
         .unwrap();
-    aws.events
+    store
+        .events
         .put_targets()
         .rule("tap")
-        .event_bus_name(&aws.names.bus)
+        .event_bus_name(&store.names.bus)
         .targets(
             aws_sdk_eventbridge::types::Target::builder()
                 .id("q")
@@ -234,7 +236,7 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
 
     let mut events = vec![];
     loop {
-        let out = aws
+        let out = store
             .sqs
             .receive_message()
             .queue_url(&tap)
@@ -248,7 +250,8 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         }
         for m in batch {
             events.push(m.body.unwrap_or_default());
-            aws.sqs
+            store
+                .sqs
                 .delete_message()
                 .queue_url(&tap)
                 .receipt_handle(m.receipt_handle.unwrap())

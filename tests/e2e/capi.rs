@@ -600,7 +600,13 @@ async fn a_refused_token_stops_its_owner_until_a_new_one() {
             .unwrap()
             .starts_with("META_TOKEN_INVALID")
     );
-    let conn = h.aws().get_connection("agency").await.unwrap().unwrap();
+    let conn = h
+        .store()
+        .connections()
+        .get_connection("agency")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(conn.status.as_str(), "invalid");
     // The connection's pixel stops: nothing more is queued.
     let (_, b) = record(
@@ -625,14 +631,16 @@ async fn a_refused_token_stops_its_owner_until_a_new_one() {
     assert_eq!(h.fake().accepted_events().len(), 1);
     // An old token refused after a new one was stored stops nothing.
     let version = h
-        .aws()
+        .store()
+        .connections()
         .get_connection("agency")
         .await
         .unwrap()
         .unwrap()
         .token_version;
     assert!(
-        !h.aws()
+        !h.store()
+            .connections()
             .stop_connection(
                 "agency",
                 "an-older-version",
@@ -642,7 +650,13 @@ async fn a_refused_token_stops_its_owner_until_a_new_one() {
             .await
             .unwrap()
     );
-    let conn = h.aws().get_connection("agency").await.unwrap().unwrap();
+    let conn = h
+        .store()
+        .connections()
+        .get_connection("agency")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (conn.status.as_str(), conn.token_version),
         ("active", version)
@@ -666,7 +680,13 @@ async fn a_refused_token_stops_its_owner_until_a_new_one() {
     )
     .await;
     drain(&h).await;
-    let pixel = h.aws().get_pixel("loja-x").await.unwrap().unwrap();
+    let pixel = h
+        .store()
+        .pixels()
+        .get_pixel("loja-x")
+        .await
+        .unwrap()
+        .unwrap();
     assert!(pixel.stopped);
     assert!(
         pixel
@@ -718,13 +738,15 @@ async fn duplicate_deliveries_send_once_and_lost_sends_are_recovered() {
     // SQS hands the message three times: in one batch and in a later one.
     let row = &rows(&h, "loja-x").await[0];
     let body = json!({"siteId": "loja-x", "key": row.sk}).to_string();
-    let url = h.aws().names.send_queue_url.clone();
-    h.aws()
+    let url = h.store().names.send_queue_url.clone();
+    h.store()
+        .queues()
         .send_batch(&url, &[body.clone(), body.clone()])
         .await
         .unwrap();
     drain(&h).await;
-    h.aws()
+    h.store()
+        .queues()
         .send_batch(&url, std::slice::from_ref(&body))
         .await
         .unwrap();
@@ -742,7 +764,7 @@ async fn duplicate_deliveries_send_once_and_lost_sends_are_recovered() {
         json!({"column": "agendado", "meta": meta_for("bia")}),
     )
     .await;
-    h.aws()
+    h.store()
         .sqs
         .purge_queue()
         .queue_url(&url)
@@ -782,7 +804,8 @@ async fn live_runs_name_the_ads_that_brought_leads() {
     h.link_agency().await;
     h.sync_until_live(10).await;
     assert!(
-        h.aws()
+        h.store()
+            .catalog()
             .catalog_entries("loja-x", std::slice::from_ref(&archived.id))
             .await
             .unwrap()
@@ -802,7 +825,8 @@ async fn live_runs_name_the_ads_that_brought_leads() {
     h.runner().advance(45 * MINUTE_MS).await.unwrap();
     h.runner().tick().await.unwrap();
     let entries = h
-        .aws()
+        .store()
+        .catalog()
         .catalog_entries("loja-x", &[archived.id.clone(), elsewhere.id.clone()])
         .await
         .unwrap();

@@ -73,11 +73,11 @@ async fn ten_thousand_conversions_through_faults() {
         let site = SITES[i % SITES.len()];
         sample::lead_write(site, "BRL", i, (total - i * 4).min(4), now)
     });
-    let aws = h.aws();
+    let store = h.store();
     let written: Vec<LeadWrite> = futures::stream::iter(writes)
         .map(|w| async move {
             assert_eq!(
-                aws.write_lead_change(&w).await.expect("write"),
+                store.leads().write_lead_change(&w).await.expect("write"),
                 LeadWritten::Written
             );
             w
@@ -102,7 +102,11 @@ async fn ten_thousand_conversions_through_faults() {
             }
         }
     }
-    aws.enqueue_sends(&messages).await.expect("queue");
+    store
+        .queues()
+        .enqueue_sends(&messages)
+        .await
+        .expect("queue");
     let setup = started.elapsed();
 
     h.fake().tune(|k| {
@@ -123,7 +127,9 @@ async fn ten_thousand_conversions_through_faults() {
         );
         if !late_duplicates {
             // SQS hands some messages again after they were worked.
-            aws.enqueue_sends(&all[..all.len().min(500)])
+            store
+                .queues()
+                .enqueue_sends(&all[..all.len().min(500)])
                 .await
                 .expect("queue");
             late_duplicates = true;
@@ -242,7 +248,8 @@ async fn pending_count(h: &Harness) -> i64 {
     let mut pending = 0;
     for site in SITES {
         pending += h
-            .aws()
+            .store()
+            .conversions()
             .conversion_counts(site, None)
             .await
             .expect("counts")

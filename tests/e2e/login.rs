@@ -164,7 +164,14 @@ async fn a_login_trades_the_code_and_records_the_tokens_life() {
     // A refused code: 422, nothing stored.
     let (s, e) = login(h, "nobody", "an-invalid-code").await;
     assert_eq!((s, code(&e)), (422, "META_TOKEN_INVALID"), "{e}");
-    assert!(h.aws().get_connection("nobody").await.unwrap().is_none());
+    assert!(
+        h.store()
+            .connections()
+            .get_connection("nobody")
+            .await
+            .unwrap()
+            .is_none()
+    );
     answers.push(e);
 
     // Bad input names the field and calls nobody.
@@ -231,10 +238,10 @@ async fn without_the_app_the_login_is_unavailable_and_a_pasted_token_still_works
     let started = Harness::start().await;
     let h = &started;
     // No secret named: the login is off.
-    let mut names = h.aws().names.clone();
+    let mut names = h.store().names.clone();
     names.meta_app_secret = None;
     let api = adtrail_api::Api {
-        aws: h.aws().with_names(names),
+        store: h.store().with_names(names),
         ..h.runner().api.clone()
     };
     let body = json!({"code": "c-1", "redirectUri": REDIRECT}).to_string();
@@ -249,8 +256,8 @@ async fn without_the_app_the_login_is_unavailable_and_a_pasted_token_still_works
     assert!(h.fake().requests().is_empty(), "Meta was not called");
 
     // Meta refuses the app's secret: unavailable too, and never echoed.
-    let secret_id = h.aws().names.meta_app_secret.clone().unwrap();
-    h.aws()
+    let secret_id = h.store().names.meta_app_secret.clone().unwrap();
+    h.store()
         .secrets
         .put_secret_value()
         .secret_id(&secret_id)
@@ -265,7 +272,7 @@ async fn without_the_app_the_login_is_unavailable_and_a_pasted_token_still_works
     assert_eq!((s, code(&e)), (422, "META_LOGIN_UNAVAILABLE"), "{e}");
     assert!(!e.to_string().contains("wrong-secret-42"));
     // A secret of another shape: the same.
-    h.aws()
+    h.store()
         .secrets
         .put_secret_value()
         .secret_id(&secret_id)
@@ -275,7 +282,14 @@ async fn without_the_app_the_login_is_unavailable_and_a_pasted_token_still_works
         .unwrap();
     let (s, e) = login(h, "agency", "c-3").await;
     assert_eq!((s, code(&e)), (422, "META_LOGIN_UNAVAILABLE"), "{e}");
-    assert!(h.aws().get_connection("agency").await.unwrap().is_none());
+    assert!(
+        h.store()
+            .connections()
+            .get_connection("agency")
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     // The pasted token still connects, with no known end.
     let c = h.connect(TOKEN).await;

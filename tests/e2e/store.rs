@@ -31,38 +31,65 @@ fn row(day: i64, ad: &str, cents: i64) -> SpendRow {
 }
 
 async fn linked(h: &Harness) -> String {
-    let aws = h.aws();
-    aws.put_site("s1", "S", "USD", None, T0).await.unwrap();
-    aws.put_connection("o1", vec![0], "v1", &[account("act_1")], &[], T0)
+    let store = h.store();
+    store
+        .sites()
+        .put_site("s1", "S", "USD", None, T0)
         .await
         .unwrap();
-    aws.link_account("s1", "o1", &account("act_1"), T0)
+    store
+        .connections()
+        .put_connection("o1", vec![0], "v1", &[account("act_1")], &[], T0)
         .await
         .unwrap();
-    assert!(aws.lease_link("s1", "act_1", "run-1", T0).await.unwrap());
+    store
+        .links()
+        .link_account("s1", "o1", &account("act_1"), T0)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .links()
+            .lease_link("s1", "act_1", "run-1", T0)
+            .await
+            .unwrap()
+    );
     "run-1".into()
 }
 
 #[tokio::test]
 async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
     let h = Harness::start().await;
-    let aws = h.aws();
+    let store = h.store();
     linked(&h).await;
     assert!(
-        !aws.lease_link("s1", "act_1", "run-2", T0).await.unwrap(),
+        !store
+            .links()
+            .lease_link("s1", "act_1", "run-2", T0)
+            .await
+            .unwrap(),
         "leased already"
     );
     assert!(
-        !aws.lease_link("s1", "act_1", "run-2", T0 + 14 * 60_000)
+        !store
+            .links()
+            .lease_link("s1", "act_1", "run-2", T0 + 14 * 60_000)
             .await
             .unwrap()
     );
     assert!(
-        aws.lease_link("s1", "act_1", "run-2", T0 + 15 * 60_000)
+        store
+            .links()
+            .lease_link("s1", "act_1", "run-2", T0 + 15 * 60_000)
             .await
             .unwrap()
     );
-    let link = aws.get_link("s1", "act_1").await.unwrap().unwrap();
+    let link = store
+        .links()
+        .get_link("s1", "act_1")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(link.run_id.as_deref(), Some("run-2"));
     assert!(link.last_error.unwrap().starts_with("RUN_TIMEOUT"));
     // The old run's ending is not recorded.
@@ -77,12 +104,16 @@ async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
         last_full_resync_at: None,
     };
     assert!(
-        !aws.finish_run("s1", "act_1", "run-1", &update)
+        !store
+            .links()
+            .finish_run("s1", "act_1", "run-1", &update)
             .await
             .unwrap()
     );
     assert!(
-        aws.finish_run("s1", "act_1", "run-2", &update)
+        store
+            .links()
+            .finish_run("s1", "act_1", "run-2", &update)
             .await
             .unwrap()
     );
@@ -91,7 +122,7 @@ async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
 #[tokio::test]
 async fn spend_writes_keep_the_sums_in_step_and_stop_without_the_lease() {
     let h = Harness::start().await;
-    let aws = h.aws();
+    let store = h.store();
     let run = linked(&h).await;
     let held = LeaseCondition::Run {
         site_id: "s1".into(),
@@ -105,7 +136,7 @@ async fn spend_writes_keep_the_sums_in_step_and_stop_without_the_lease() {
             old: None,
         })
         .collect();
-    assert!(aws.write_spend(&held, &puts).await.unwrap());
+    assert!(store.spend().write_spend(&held, &puts).await.unwrap());
     h.assert_sums_match_rows("s1", "act_1").await;
     // Change one, delete one.
     let changed = vec![
@@ -117,26 +148,30 @@ async fn spend_writes_keep_the_sums_in_step_and_stop_without_the_lease() {
             row: row(20_001, "1", 101),
         },
     ];
-    assert!(aws.write_spend(&held, &changed).await.unwrap());
+    assert!(store.spend().write_spend(&held, &changed).await.unwrap());
     h.assert_sums_match_rows("s1", "act_1").await;
     let rows = h.all_rows("s1", "act_1").await;
     assert_eq!(rows.len(), 149);
     // Another run takes the lease: the old one writes nothing.
     assert!(
-        aws.lease_link("s1", "act_1", "run-2", T0 + 16 * 60_000)
+        store
+            .links()
+            .lease_link("s1", "act_1", "run-2", T0 + 16 * 60_000)
             .await
             .unwrap()
     );
     assert!(
-        !aws.write_spend(
-            &held,
-            &[RowChange::Put {
-                row: row(20_005, "9", 1),
-                old: None
-            }]
-        )
-        .await
-        .unwrap()
+        !store
+            .spend()
+            .write_spend(
+                &held,
+                &[RowChange::Put {
+                    row: row(20_005, "9", 1),
+                    old: None
+                }]
+            )
+            .await
+            .unwrap()
     );
     let after = h.all_rows("s1", "act_1").await;
     assert_eq!(after.len(), 149);
@@ -146,7 +181,7 @@ async fn spend_writes_keep_the_sums_in_step_and_stop_without_the_lease() {
 #[tokio::test]
 async fn a_purge_runs_in_steps_and_stops_on_a_relink() {
     let h = Harness::start().await;
-    let aws = h.aws();
+    let store = h.store();
     let run = linked(&h).await;
     let held = LeaseCondition::Run {
         site_id: "s1".into(),
@@ -159,58 +194,84 @@ async fn a_purge_runs_in_steps_and_stops_on_a_relink() {
             old: None,
         })
         .collect();
-    aws.write_spend(&held, &puts).await.unwrap();
-    assert!(aws.unlink_account("s1", "act_1", T0).await.unwrap());
+    store.spend().write_spend(&held, &puts).await.unwrap();
     assert!(
-        !aws.unlink_account("s1", "act_1", T0).await.unwrap(),
+        store
+            .links()
+            .unlink_account("s1", "act_1", T0)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .links()
+            .unlink_account("s1", "act_1", T0)
+            .await
+            .unwrap(),
         "unlinking twice finds nothing"
     );
     assert_eq!(
-        aws.pending_purges(10).await.unwrap(),
+        store.spend().pending_purges(10).await.unwrap(),
         vec![("s1".to_owned(), "act_1".to_owned())]
     );
     assert_eq!(
-        aws.purge_step("s1", "act_1", 50).await.unwrap(),
+        store.spend().purge_step("s1", "act_1", 50).await.unwrap(),
         PurgeStep::More
     );
     h.assert_sums_match_rows("s1", "act_1").await;
     assert_eq!(
-        aws.purge_step("s1", "act_1", 100).await.unwrap(),
+        store.spend().purge_step("s1", "act_1", 100).await.unwrap(),
         PurgeStep::More
     );
     assert_eq!(
-        aws.purge_step("s1", "act_1", 100).await.unwrap(),
+        store.spend().purge_step("s1", "act_1", 100).await.unwrap(),
         PurgeStep::Done
     );
     assert!(
-        aws.day_sums("s1", "act_1", 0, i64::MAX / 2)
+        store
+            .spend()
+            .day_sums("s1", "act_1", 0, i64::MAX / 2)
             .await
             .unwrap()
             .is_empty()
     );
-    assert!(aws.pending_purges(10).await.unwrap().is_empty());
+    assert!(store.spend().pending_purges(10).await.unwrap().is_empty());
     // A relink while a purge is pending stops it.
-    aws.link_account("s1", "o1", &account("act_1"), T0)
+    store
+        .links()
+        .link_account("s1", "o1", &account("act_1"), T0)
         .await
         .unwrap();
-    assert!(aws.lease_link("s1", "act_1", "run-3", T0).await.unwrap());
+    assert!(
+        store
+            .links()
+            .lease_link("s1", "act_1", "run-3", T0)
+            .await
+            .unwrap()
+    );
     let held = LeaseCondition::Run {
         site_id: "s1".into(),
         ad_account_id: "act_1".into(),
         run_id: "run-3".into(),
     };
-    aws.write_spend(&held, &puts[..10]).await.unwrap();
-    aws.unlink_account("s1", "act_1", T0).await.unwrap();
-    aws.link_account("s1", "o1", &account("act_1"), T0)
+    store.spend().write_spend(&held, &puts[..10]).await.unwrap();
+    store
+        .links()
+        .unlink_account("s1", "act_1", T0)
+        .await
+        .unwrap();
+    store
+        .links()
+        .link_account("s1", "o1", &account("act_1"), T0)
         .await
         .unwrap();
     assert!(
-        aws.pending_purges(10).await.unwrap().is_empty(),
+        store.spend().pending_purges(10).await.unwrap().is_empty(),
         "the relink removed the purge"
     );
-    aws.mark_purge("s1", "act_1", T0).await.unwrap();
+    store.spend().mark_purge("s1", "act_1", T0).await.unwrap();
     assert_eq!(
-        aws.purge_step("s1", "act_1", 100).await.unwrap(),
+        store.spend().purge_step("s1", "act_1", 100).await.unwrap(),
         PurgeStep::Relinked
     );
     let rows = h.all_rows("s1", "act_1").await;
@@ -220,23 +281,36 @@ async fn a_purge_runs_in_steps_and_stops_on_a_relink() {
 #[tokio::test]
 async fn claims_are_read_in_batches_and_one_account_feeds_one_site() {
     let h = Harness::start().await;
-    let aws = h.aws();
-    aws.put_site("s1", "S", "USD", None, T0).await.unwrap();
-    aws.put_site("s2", "S", "USD", None, T0).await.unwrap();
+    let store = h.store();
+    store
+        .sites()
+        .put_site("s1", "S", "USD", None, T0)
+        .await
+        .unwrap();
+    store
+        .sites()
+        .put_site("s2", "S", "USD", None, T0)
+        .await
+        .unwrap();
     let listing: Vec<ListedAccount> = (0..15).map(|i| account(&format!("act_{i}"))).collect();
-    aws.put_connection("o1", vec![0], "v1", &listing, &[], T0)
+    store
+        .connections()
+        .put_connection("o1", vec![0], "v1", &listing, &[], T0)
         .await
         .unwrap();
     for a in &listing[..12] {
-        aws.link_account("s1", "o1", a, T0).await.unwrap();
+        store.links().link_account("s1", "o1", a, T0).await.unwrap();
     }
     assert!(matches!(
-        aws.link_account("s2", "o1", &listing[0], T0).await,
+        store
+            .links()
+            .link_account("s2", "o1", &listing[0], T0)
+            .await,
         Err(adtrail_store::linking::LinkError::Claimed)
     ));
     let ids: Vec<String> = (0..150).map(|i| format!("act_{i}")).collect();
-    let claims = aws.account_claims(&ids).await.unwrap();
+    let claims = store.links().account_claims(&ids).await.unwrap();
     assert_eq!(claims.len(), 12);
     assert!(claims.values().all(|s| s == "s1"));
-    assert_eq!(aws.owner_links("o1").await.unwrap().len(), 12);
+    assert_eq!(store.links().owner_links("o1").await.unwrap().len(), 12);
 }

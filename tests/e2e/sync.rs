@@ -31,7 +31,7 @@ async fn a_backfill_reads_90_days_in_three_blocks_then_goes_live() {
         "live: every 45 minutes"
     );
     // The last block read the catalog, thumbnails included.
-    let catalog = h.aws().site_catalog("loja-x").await.unwrap();
+    let catalog = h.store().catalog().site_catalog("loja-x").await.unwrap();
     assert_eq!(catalog.len(), 48);
     let ad = catalog
         .values()
@@ -39,7 +39,10 @@ async fn a_backfill_reads_90_days_in_three_blocks_then_goes_live() {
         .unwrap();
     assert!(ad.ad_name.is_some() && ad.ad_status.is_some() && ad.creative_type.is_some());
     let key = ad.thumbnail_key.clone().expect("a thumbnail copied");
-    assert_eq!(&h.aws().get_thumbnail(&key).await.unwrap()[..4], b"\x89PNG");
+    assert_eq!(
+        &h.store().blobs().get_thumbnail(&key).await.unwrap()[..4],
+        b"\x89PNG"
+    );
     for (site, account) in [
         ("loja-x", LOJA_PRINCIPAL),
         ("loja-x", LOJA_MANAUS),
@@ -426,13 +429,15 @@ async fn a_duplicate_delivery_changes_nothing_and_reads_meta_once() {
     })
     .unwrap();
     // SQS delivers the message a second time, in the same batch or a later one.
-    h.aws()
-        .send_batch(&h.aws().names.sync_queue_url, std::slice::from_ref(&body))
+    h.store()
+        .queues()
+        .send_batch(&h.store().names.sync_queue_url, std::slice::from_ref(&body))
         .await
         .unwrap();
     h.runner().drain().await.unwrap();
-    h.aws()
-        .send_batch(&h.aws().names.sync_queue_url, &[body])
+    h.store()
+        .queues()
+        .send_batch(&h.store().names.sync_queue_url, &[body])
         .await
         .unwrap();
     let late = h.runner().drain().await.unwrap();
@@ -507,7 +512,8 @@ async fn an_unlink_mid_run_stops_its_writes_and_the_sweeper_purges_the_spend() {
     let rows = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
     assert!(rows.is_empty());
     assert!(
-        h.aws()
+        h.store()
+            .spend()
             .day_sums("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2)
             .await
             .unwrap()
@@ -534,7 +540,8 @@ async fn a_relink_during_the_purge_stops_it_and_the_backfill_rewrites() {
     )
     .await;
     // One purge step takes part of the rows, sums in step.
-    h.aws()
+    h.store()
+        .spend()
         .purge_step("loja-x", LOJA_PRINCIPAL, 100)
         .await
         .unwrap();
@@ -563,7 +570,8 @@ async fn a_relink_during_the_purge_stops_it_and_the_backfill_rewrites() {
 async fn a_poison_message_reaches_the_dead_letter_queue_after_the_receive_limit() {
     let h = Harness::start().await;
     let queue = h.runner().stack.queue("SyncQueue").unwrap().clone();
-    h.aws()
+    h.store()
+        .queues()
         .send_batch(&queue.url, &["{not a sync message".to_owned()])
         .await
         .unwrap();
@@ -579,7 +587,7 @@ async fn a_poison_message_reaches_the_dead_letter_queue_after_the_receive_limit(
     assert_eq!(failures, 5, "maxReceiveCount deliveries, then redrive");
     let dlq = queue.dead_letter_url.unwrap();
     let out = h
-        .aws()
+        .store()
         .sqs
         .receive_message()
         .queue_url(&dlq)
@@ -621,15 +629,15 @@ async fn a_sealing_key_kms_refuses_only_delays_the_sync() {
     let h = Harness::start().await;
     h.link_agency().await;
     // KMS unreachable: the same clients, KMS pointed at a closed port.
-    let mut aws = h.aws().clone();
+    let mut store = h.store().clone();
     let kms_config = aws_sdk_kms::config::Builder::from(
         &adtrail_local::moto::sdk_config("http://127.0.0.1:9").await,
     )
     .retry_config(aws_config::retry::RetryConfig::disabled())
     .build();
-    aws.kms = aws_sdk_kms::Client::from_conf(kms_config);
+    store.kms = aws_sdk_kms::Client::from_conf(kms_config);
     let worker = adtrail_sync_worker::Worker {
-        aws: aws.clone(),
+        store: store.clone(),
         ..h.runner().worker.clone()
     };
     h.runner().dispatch().await.unwrap();
@@ -666,7 +674,7 @@ async fn a_sealing_key_kms_refuses_only_delays_the_sync() {
     );
     // Connecting needs the key too: 503, nothing stored.
     let api = adtrail_api::Api {
-        aws,
+        store,
         ..h.runner().api.clone()
     };
     let (status, _) = call_handler(
@@ -677,7 +685,14 @@ async fn a_sealing_key_kms_refuses_only_delays_the_sync() {
     )
     .await;
     assert_eq!(status, 503);
-    assert!(h.aws().get_connection("other").await.unwrap().is_none());
+    assert!(
+        h.store()
+            .connections()
+            .get_connection("other")
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test]

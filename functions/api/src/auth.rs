@@ -168,7 +168,8 @@ pub(crate) async fn require_whole_owner(
         return Ok(());
     }
     let mut outside: Vec<String> = api
-        .aws
+        .store
+        .links()
         .owner_links(owner)
         .await?
         .into_iter()

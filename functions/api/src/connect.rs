@@ -35,18 +35,24 @@ pub(crate) async fn store_connection(
         })
         .collect();
     let known = api
-        .aws
+        .store
+        .connections()
         .get_connection(owner)
         .await?
         .map(|c| c.pixels)
         .unwrap_or_default();
     let pixels = list_pixels(api, &token, &accounts, known).await;
-    let sealed = api.aws.seal(owner, Purpose::MetaConnection, &token).await?;
+    let sealed = api
+        .store
+        .sealer()
+        .seal(owner, Purpose::MetaConnection, &token)
+        .await?;
     drop(token);
     let now = api.clock.now_ms();
     let version = uuid::Uuid::new_v4().to_string();
     let stored = api
-        .aws
+        .store
+        .connections()
         .put_connection(owner, sealed, &version, &accounts, &pixels, now)
         .await?;
     align_links(api, owner, &stored.accounts, now).await?;
@@ -58,8 +64,8 @@ pub(crate) async fn store_connection(
 /// token lists: one it no longer lists shows `PIXEL_NOT_GRANTED` and sends
 /// nothing; listed again, it sends again.
 async fn align_pixels(api: &Api, owner: &str, listed: &[ListedPixel]) -> Result<(), ApiError> {
-    for site in api.aws.owner_pixels(owner).await? {
-        let Some(pixel) = api.aws.get_pixel(&site).await? else {
+    for site in api.store.pixels().owner_pixels(owner).await? {
+        let Some(pixel) = api.store.pixels().get_pixel(&site).await? else {
             continue;
         };
         if !matches!(&pixel.source, adtrail_domain::pixels::PixelSource::Connection { owner_key } if owner_key == owner)
@@ -77,7 +83,8 @@ async fn align_pixels(api: &Api, owner: &str, listed: &[ListedPixel]) -> Result<
                 "the connection's token no longer lists this pixel",
             )
         });
-        api.aws
+        api.store
+            .pixels()
             .set_pixel_grant(&site, owner, granted, error.as_deref())
             .await?;
     }
@@ -131,20 +138,23 @@ async fn align_links(
     listed: &[ListedAccount],
     now: i64,
 ) -> Result<(), ApiError> {
-    for (site, account) in api.aws.owner_links(owner).await? {
-        let Some(link) = api.aws.get_link(&site, &account).await? else {
+    for (site, account) in api.store.links().owner_links(owner).await? {
+        let Some(link) = api.store.links().get_link(&site, &account).await? else {
             continue;
         };
         if listed.iter().any(|a| a.ad_account_id == account) {
             if link.next_sync_at.is_none() {
-                api.aws.resume_link(&link, now).await?;
+                api.store.links().resume_link(&link, now).await?;
             }
         } else {
             let error = last_error(
                 LastErrorCode::AdAccountNotGranted,
                 "the connection's token no longer lists this ad account",
             );
-            api.aws.pause_link(&site, &account, &error).await?;
+            api.store
+                .links()
+                .pause_link(&site, &account, &error)
+                .await?;
         }
     }
     Ok(())

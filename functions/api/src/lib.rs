@@ -18,7 +18,7 @@ pub use routes::{ROUTES, Route};
 
 use adtrail_domain::time::SharedClock;
 use adtrail_meta::GraphClient;
-use adtrail_store::Aws;
+use adtrail_store::Store;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Serialize;
 use tracing::Instrument;
@@ -29,7 +29,7 @@ use crate::error::ApiError;
 /// What every request needs, built once per process.
 #[derive(Debug, Clone)]
 pub struct Api {
-    pub aws: Aws,
+    pub store: Store,
     pub graph: GraphClient,
     pub clock: SharedClock,
     pub limits: ReportLimits,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use adtrail_api::{Api, handle};
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
-use adtrail_store::{Aws, Names};
+use adtrail_store::{Names, Store};
 use lambda_http::{Error, Request, run, service_fn};
 
 #[tokio::main]
@@ -13,7 +13,7 @@ async fn main() -> Result<(), Error> {
     adtrail_store::logging::init();
     let config = aws_config::load_from_env().await;
     let api = Api {
-        aws: Aws::new(&config, Names::from_env()?),
+        store: Store::new(&config, Names::from_env()?),
         graph: GraphClient::new(GraphConfig::from_env()?)?,
         clock: Arc::new(SystemClock),
         limits: Default::default(),

@@ -26,7 +26,7 @@ use adtrail_domain::capi::MAX_EVENTS_PER_REQUEST;
 use adtrail_domain::time::SharedClock;
 use adtrail_meta::GraphClient;
 use adtrail_store::queue::SendMessage;
-use adtrail_store::{Aws, StoreError};
+use adtrail_store::{Store, StoreError};
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 
@@ -45,10 +45,13 @@ pub enum Visibility {
 
 impl Visibility {
     /// Keeps the message invisible for `delay_ms`.
-    async fn hold(&self, aws: &Aws, receipt: &str, delay_ms: i64) -> Result<(), StoreError> {
+    async fn hold(&self, store: &Store, receipt: &str, delay_ms: i64) -> Result<(), StoreError> {
         match self {
             Visibility::Sqs { queue_url } => {
-                aws.delay_message(queue_url, receipt, delay_ms).await?
+                store
+                    .queues()
+                    .delay_message(queue_url, receipt, delay_ms)
+                    .await?
             }
             Visibility::Recorded(delays) => {
                 delays
@@ -64,7 +67,7 @@ impl Visibility {
 /// What every batch needs, built once per process.
 #[derive(Debug, Clone)]
 pub struct Sender {
-    pub aws: Aws,
+    pub store: Store,
     pub graph: GraphClient,
     pub clock: SharedClock,
     pub visibility: Visibility,
@@ -140,7 +143,7 @@ pub async fn handle(
         match disposition {
             Disposition::Done => {}
             Disposition::Later(ms) => {
-                if let Err(error) = sender.visibility.hold(&sender.aws, &d.receipt, ms).await {
+                if let Err(error) = sender.visibility.hold(&sender.store, &d.receipt, ms).await {
                     tracing::warn!(error = %error, "could not delay the message; it returns after the queue's timeout");
                 }
                 response

@@ -6,19 +6,19 @@ use std::sync::Arc;
 use adtrail_capi_sender::{Sender, Visibility, events_per_request_from_env, handle};
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
-use adtrail_store::{Aws, Names};
+use adtrail_store::{Names, Store};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     adtrail_store::logging::init();
     let config = aws_config::load_from_env().await;
-    let aws = Aws::new(&config, Names::from_env()?);
+    let store = Store::new(&config, Names::from_env()?);
     let sender = Sender {
         visibility: Visibility::Sqs {
-            queue_url: aws.names.send_queue_url.clone(),
+            queue_url: store.names.send_queue_url.clone(),
         },
-        aws,
+        store,
         graph: GraphClient::new(GraphConfig::from_env()?)?,
         clock: Arc::new(SystemClock),
         events_per_request: events_per_request_from_env()?,

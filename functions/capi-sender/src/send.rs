@@ -90,7 +90,8 @@ impl Sender {
         let keys: Vec<(String, String)> = rows.keys().cloned().collect();
         let firsts: Vec<usize> = rows.values().map(|idx| idx[0]).collect();
         let claims = match self
-            .aws
+            .store
+            .conversions()
             .claim_sends(&keys, lease_id, SEND_LEASE_MS, now)
             .await
         {
@@ -234,7 +235,12 @@ impl Sender {
                 }
             })
             .collect();
-        let applied = match self.aws.finish_sends(lease_id, &finishes, now).await {
+        let applied = match self
+            .store
+            .conversions()
+            .finish_sends(lease_id, &finishes, now)
+            .await
+        {
             Ok(a) => a,
             Err(error) => {
                 // Nothing recorded: the leases expire and the messages come
@@ -281,7 +287,12 @@ impl Sender {
         if failures.is_empty() {
             return;
         }
-        match self.aws.put_events("ConversionFailed", &failures).await {
+        match self
+            .store
+            .bus()
+            .put_events("ConversionFailed", &failures)
+            .await
+        {
             Ok(0) => {}
             Ok(n) => tracing::warn!(refused = n, "EventBridge refused some events"),
             Err(error) => tracing::warn!(error = %error, "could not put the failures on the bus"),

@@ -37,7 +37,7 @@ impl Sender {
             tracing::warn!(error = %e, "could not read the site's pixel and token");
             Verdict::unexpected("the store could not be read")
         };
-        let site_row = match self.aws.get_site(site).await {
+        let site_row = match self.store.sites().get_site(site).await {
             Ok(Some(s)) => s,
             Ok(None) => {
                 return Err(Verdict::Failed(last_error(
@@ -47,9 +47,19 @@ impl Sender {
             }
             Err(e) => return Err(store_failed(e)),
         };
-        let pixel = self.aws.get_pixel(site).await.map_err(store_failed)?;
+        let pixel = self
+            .store
+            .pixels()
+            .get_pixel(site)
+            .await
+            .map_err(store_failed)?;
         let connection = match pixel.as_ref().and_then(|p| p.connection_owner()) {
-            Some(owner) => self.aws.get_connection(owner).await.map_err(store_failed)?,
+            Some(owner) => self
+                .store
+                .connections()
+                .get_connection(owner)
+                .await
+                .map_err(store_failed)?,
             None => None,
         };
         pixel_ready(pixel.as_ref(), connection.as_ref().map(|c| c.status))
@@ -68,7 +78,8 @@ impl Sender {
                     return Err(Verdict::unexpected("the connection is gone"));
                 };
                 let token = self
-                    .aws
+                    .store
+                    .sealer()
                     .unseal(owner_key, Purpose::MetaConnection, &connection.sealed_token)
                     .await
                     .map_err(unseal_failed)?;
@@ -86,7 +97,8 @@ impl Sender {
                 ..
             } => {
                 let token = self
-                    .aws
+                    .store
+                    .sealer()
                     .unseal(&format!("pixel:{site}"), Purpose::PixelToken, sealed_token)
                     .await
                     .map_err(unseal_failed)?;
@@ -116,10 +128,16 @@ impl Sender {
         );
         let result = match owner {
             TokenOwner::Connection { owner, version } => {
-                match self.aws.stop_connection(owner, version, &error, now).await {
+                match self
+                    .store
+                    .connections()
+                    .stop_connection(owner, version, &error, now)
+                    .await
+                {
                     Ok(true) => {
                         if let Err(e) = self
-                            .aws
+                            .store
+                            .bus()
                             .put_event(
                                 "ConnectionTokenInvalid",
                                 &json!({"ownerKey": owner, "lastError": error}),
@@ -135,7 +153,8 @@ impl Sender {
                 }
             }
             TokenOwner::Pixel { site, version } => self
-                .aws
+                .store
+                .pixels()
                 .stop_pixel(site, version, &error, now)
                 .await
                 .map(|_| ()),

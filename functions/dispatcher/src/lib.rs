@@ -9,7 +9,7 @@
 
 use adtrail_domain::time::SharedClock;
 use adtrail_store::queue::SyncMessage;
-use adtrail_store::{Aws, StoreError};
+use adtrail_store::{Store, StoreError};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use lambda_runtime::LambdaEvent;
 use serde::Serialize;
@@ -21,7 +21,7 @@ const MAX_ROUNDS: usize = 8;
 
 #[derive(Debug, Clone)]
 pub struct Dispatcher {
-    pub aws: Aws,
+    pub store: Store,
     pub clock: SharedClock,
 }
 
@@ -44,12 +44,13 @@ impl Dispatcher {
         let mut report = DispatchReport::default();
         for _ in 0..MAX_ROUNDS {
             let now = self.clock.now_ms();
-            let (due, more) = self.aws.due_links(now, PER_SHARD).await?;
+            let (due, more) = self.store.links().due_links(now, PER_SHARD).await?;
             let mut messages = vec![];
             for (site_id, ad_account_id) in due {
                 let run_id = uuid::Uuid::new_v4().to_string();
                 if self
-                    .aws
+                    .store
+                    .links()
                     .lease_link(&site_id, &ad_account_id, &run_id, now)
                     .await?
                 {
@@ -62,7 +63,7 @@ impl Dispatcher {
                 }
             }
             report.leased += messages.len();
-            let refused = self.aws.enqueue_syncs(&messages).await?;
+            let refused = self.store.queues().enqueue_syncs(&messages).await?;
             if refused > 0 {
                 tracing::warn!(
                     refused,

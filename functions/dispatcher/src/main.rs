@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use adtrail_dispatcher::{Dispatcher, handle};
 use adtrail_domain::time::SystemClock;
-use adtrail_store::{Aws, Names};
+use adtrail_store::{Names, Store};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
 #[tokio::main]
@@ -12,7 +12,7 @@ async fn main() -> Result<(), Error> {
     adtrail_store::logging::init();
     let config = aws_config::load_from_env().await;
     let dispatcher = Dispatcher {
-        aws: Aws::new(&config, Names::from_env()?),
+        store: Store::new(&config, Names::from_env()?),
         clock: Arc::new(SystemClock),
     };
     run(service_fn(|event: LambdaEvent<_>| {

@@ -14,7 +14,7 @@ use adtrail_store::keys::WORK_SHARDS;
 use adtrail_store::purge::PurgeStep;
 use adtrail_store::queue::SendMessage;
 use adtrail_store::recovery::Lost;
-use adtrail_store::{Aws, StoreError};
+use adtrail_store::{Store, StoreError};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use lambda_runtime::LambdaEvent;
 use serde::Serialize;
@@ -34,7 +34,7 @@ const MAX_LATE_PAGES: usize = 8;
 
 #[derive(Debug, Clone)]
 pub struct Sweeper {
-    pub aws: Aws,
+    pub store: Store,
     pub clock: SharedClock,
 }
 
@@ -56,14 +56,19 @@ impl Sweeper {
     /// [`StoreError`] when DynamoDB fails; the next sweep goes on.
     pub async fn sweep(&self) -> Result<SweepReport, StoreError> {
         let mut report = SweepReport::default();
-        let purges = self.aws.pending_purges(PURGES_PER_SHARD).await?;
+        let purges = self.store.spend().pending_purges(PURGES_PER_SHARD).await?;
         'purges: for (site, account) in purges {
             loop {
                 if report.purge_steps >= MAX_STEPS {
                     break 'purges;
                 }
                 report.purge_steps += 1;
-                match self.aws.purge_step(&site, &account, ROWS_PER_STEP).await? {
+                match self
+                    .store
+                    .spend()
+                    .purge_step(&site, &account, ROWS_PER_STEP)
+                    .await?
+                {
                     PurgeStep::More => continue,
                     PurgeStep::Done => report.purges_done += 1,
                     PurgeStep::Relinked => report.purges_stopped_by_relink += 1,
@@ -74,7 +79,8 @@ impl Sweeper {
         }
         self.recover_lost_sends(&mut report).await?;
         report.tokens_expiring = self
-            .aws
+            .store
+            .connections()
             .flag_expiring(self.clock.now_ms() + EXPIRING_SOON_MS, EXPIRING_PER_SWEEP)
             .await?;
         Ok(report)
@@ -87,12 +93,18 @@ impl Sweeper {
         for shard in 0..WORK_SHARDS {
             for _ in 0..MAX_LATE_PAGES {
                 let late = self
-                    .aws
+                    .store
+                    .conversions()
                     .late_sends(shard, now - LOST_AFTER_MS, LATE_PAGE)
                     .await?;
                 let mut again = vec![];
                 for (site, key) in &late {
-                    match self.aws.recover_lost(site, key, LOST_AFTER_MS, now).await? {
+                    match self
+                        .store
+                        .conversions()
+                        .recover_lost(site, key, LOST_AFTER_MS, now)
+                        .await?
+                    {
                         Lost::Requeued => again.push(SendMessage {
                             site_id: site.clone(),
                             key: key.clone(),
@@ -103,7 +115,7 @@ impl Sweeper {
                 }
                 report.sends_requeued += again.len();
                 if !again.is_empty() {
-                    let refused = self.aws.enqueue_sends(&again).await?;
+                    let refused = self.store.queues().enqueue_sends(&again).await?;
                     if refused > 0 {
                         // Still pending: the next sweep finds them again.
                         tracing::warn!(refused, "SQS refused some sends");

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use adtrail_domain::time::SystemClock;
-use adtrail_store::{Aws, Names};
+use adtrail_store::{Names, Store};
 use adtrail_sweeper::{Sweeper, handle};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
@@ -12,7 +12,7 @@ async fn main() -> Result<(), Error> {
     adtrail_store::logging::init();
     let config = aws_config::load_from_env().await;
     let sweeper = Sweeper {
-        aws: Aws::new(&config, Names::from_env()?),
+        store: Store::new(&config, Names::from_env()?),
         clock: Arc::new(SystemClock),
     };
     run(service_fn(|event: LambdaEvent<_>| handle(&sweeper, event))).await

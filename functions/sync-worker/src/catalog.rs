@@ -57,7 +57,7 @@ impl Worker {
         now: i64,
         report: &mut RunReport,
     ) -> Result<(), Stop> {
-        let stored = self.aws.site_catalog(cond.site_id()).await?;
+        let stored = self.store.catalog().site_catalog(cond.site_id()).await?;
         let mut changed = vec![];
         let mut need_thumbnail = vec![];
         for (ad, entry) in learnt {
@@ -78,7 +78,12 @@ impl Worker {
                 need_thumbnail.push((ad, url.clone()));
             }
         }
-        if !self.aws.upsert_catalog(cond, &changed, now).await? {
+        if !self
+            .store
+            .catalog()
+            .upsert_catalog(cond, &changed, now)
+            .await?
+        {
             return Err(Stop::LostLease);
         }
         need_thumbnail.truncate(MAX_THUMBNAILS_PER_RUN);
@@ -88,7 +93,8 @@ impl Worker {
                     return Ok(None);
                 };
                 let key = thumbnail_key(cond.site_id(), &ad);
-                self.aws
+                self.store
+                    .blobs()
                     .put_thumbnail(&key, thumb.bytes, &thumb.content_type)
                     .await?;
                 Ok::<_, adtrail_store::StoreError>(Some((ad, key)))
@@ -101,7 +107,7 @@ impl Worker {
             stored.extend(copy?);
         }
         // The catalog learns them all at once: one transaction per 99.
-        if !self.aws.set_thumbnails(cond, &stored).await? {
+        if !self.store.catalog().set_thumbnails(cond, &stored).await? {
             return Err(Stop::LostLease);
         }
         report.thumbnails += stored.len();
@@ -123,14 +129,16 @@ impl Worker {
     ) -> Result<(), Stop> {
         let site = cond.site_id();
         let ads = self
-            .aws
+            .store
+            .leads()
             .recent_lead_ads(site, now - LEAD_ADS_WINDOW_MS, 1_000)
             .await?;
         if ads.is_empty() {
             return Ok(());
         }
         let known: HashMap<String, CatalogEntry> = self
-            .aws
+            .store
+            .catalog()
             .catalog_entries(site, &ads)
             .await?
             .into_iter()
@@ -172,7 +180,12 @@ impl Worker {
         if entries.is_empty() {
             return Ok(());
         }
-        if !self.aws.upsert_catalog(cond, &entries, now).await? {
+        if !self
+            .store
+            .catalog()
+            .upsert_catalog(cond, &entries, now)
+            .await?
+        {
             return Err(Stop::LostLease);
         }
         report.ads_named += entries.len();

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use adtrail_domain::time::SharedClock;
 use adtrail_meta::GraphClient;
-use adtrail_store::Aws;
+use adtrail_store::Store;
 use adtrail_store::queue::SyncMessage;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
@@ -32,7 +32,7 @@ pub const DEADLINE_MARGIN: Duration = Duration::from_secs(60);
 /// What every run needs, built once per process.
 #[derive(Debug, Clone)]
 pub struct Worker {
-    pub aws: Aws,
+    pub store: Store,
     pub graph: GraphClient,
     pub clock: SharedClock,
 }

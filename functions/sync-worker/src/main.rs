@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
-use adtrail_store::{Aws, Names};
+use adtrail_store::{Names, Store};
 use adtrail_sync_worker::{Worker, handle};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
@@ -13,7 +13,7 @@ async fn main() -> Result<(), Error> {
     adtrail_store::logging::init();
     let config = aws_config::load_from_env().await;
     let worker = Worker {
-        aws: Aws::new(&config, Names::from_env()?),
+        store: Store::new(&config, Names::from_env()?),
         graph: GraphClient::new(GraphConfig::from_env()?)?,
         clock: Arc::new(SystemClock),
     };

@@ -85,7 +85,8 @@ impl Worker {
         report: &mut RunReport,
     ) -> Result<(), Stop> {
         let (stored, _) = self
-            .aws
+            .store
+            .spend()
             .spend_rows(
                 cond.site_id(),
                 cond.ad_account_id(),
@@ -109,7 +110,7 @@ impl Worker {
                 RowChange::Delete { .. } => report.rows_dropped += 1,
             }
         }
-        if !self.aws.write_spend(cond, &changes).await? {
+        if !self.store.spend().write_spend(cond, &changes).await? {
             return Err(Stop::LostLease);
         }
         Ok(())

@@ -65,7 +65,12 @@ impl Worker {
     ) -> Result<RunReport, WorkerError> {
         let started_at = self.clock.now_ms();
         let mut report = RunReport::default();
-        let Some(link) = self.aws.get_link(&msg.site_id, &msg.ad_account_id).await? else {
+        let Some(link) = self
+            .store
+            .links()
+            .get_link(&msg.site_id, &msg.ad_account_id)
+            .await?
+        else {
             report.stale = true;
             return Ok(report);
         };
@@ -73,7 +78,11 @@ impl Worker {
             report.stale = true;
             return Ok(report);
         }
-        let connection = self.aws.get_connection(&link.owner_key).await?;
+        let connection = self
+            .store
+            .connections()
+            .get_connection(&link.owner_key)
+            .await?;
         let token_version = connection
             .as_ref()
             .map(|c| c.token_version.clone())
@@ -129,7 +138,8 @@ impl Worker {
             });
         };
         let token = match self
-            .aws
+            .store
+            .sealer()
             .unseal(
                 &connection.owner_key,
                 Purpose::MetaConnection,
@@ -253,11 +263,16 @@ impl Worker {
         started_at: i64,
     ) -> Result<(), WorkerError> {
         let now = self.clock.now_ms();
-        let current = self.aws.get_link(&msg.site_id, &msg.ad_account_id).await?;
+        let current = self
+            .store
+            .links()
+            .get_link(&msg.site_id, &msg.ad_account_id)
+            .await?;
         let Some(current) = current else {
             // Unlinked while the run wrote: take back whatever it wrote
             // after the unlink's own purge ran.
-            self.aws
+            self.store
+                .spend()
                 .mark_purge(&msg.site_id, &msg.ad_account_id, now)
                 .await?;
             return Ok(());
@@ -266,7 +281,11 @@ impl Worker {
             // A newer run holds the account: this one's ending is not the account's.
             return Ok(());
         }
-        let connection = self.aws.get_connection(&link.owner_key).await?;
+        let connection = self
+            .store
+            .connections()
+            .get_connection(&link.owner_key)
+            .await?;
         let progress = LinkProgress {
             sync_state: current.sync_state,
             failures: current.failures,
@@ -278,7 +297,8 @@ impl Worker {
         match finish(progress, outcome, started_at, now) {
             Finish::Update(update) => {
                 if self
-                    .aws
+                    .store
+                    .links()
                     .finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, &update)
                     .await?
                     && let (RunOutcome::Failed { .. }, Some(error)) = (outcome, &update.last_error)
@@ -292,7 +312,8 @@ impl Worker {
             }
             Finish::PauseConnection { last_error } => {
                 if self
-                    .aws
+                    .store
+                    .connections()
                     .stop_connection(&link.owner_key, token_version, &last_error, now)
                     .await?
                 {
@@ -313,7 +334,8 @@ impl Worker {
                         now,
                     );
                     if let Finish::Update(update) = retry {
-                        self.aws
+                        self.store
+                            .links()
                             .finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, &update)
                             .await?;
                     }
@@ -326,7 +348,7 @@ impl Worker {
     /// Puts an event on the bus; a bus failure is logged, never fails a run
     /// whose outcome is already stored.
     async fn put_event(&self, detail_type: &str, detail: serde_json::Value) {
-        if let Err(error) = self.aws.put_event(detail_type, &detail).await {
+        if let Err(error) = self.store.bus().put_event(detail_type, &detail).await {
             tracing::warn!(detail_type, error = %error, "could not put the event on the bus");
         }
     }

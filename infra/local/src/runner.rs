@@ -132,12 +132,12 @@ pub struct Runner {
 
 impl Runner {
     pub fn new(stack: LocalStack, graph: GraphClient, clock: Arc<dyn MovableClock>) -> Self {
-        let aws = stack.aws.clone();
+        let store = stack.store.clone();
         let shared: adtrail_domain::time::SharedClock = Arc::new(ClockRef(clock.clone()));
         let delays = Arc::new(Mutex::new(HashMap::new()));
         Self {
             sender: Sender {
-                aws: aws.clone(),
+                store: store.clone(),
                 graph: graph.clone(),
                 clock: shared.clone(),
                 visibility: Visibility::Recorded(delays.clone()),
@@ -146,22 +146,22 @@ impl Runner {
             },
             delays,
             api: Api {
-                aws: aws.clone(),
+                store: store.clone(),
                 graph: graph.clone(),
                 clock: shared.clone(),
                 limits: Default::default(),
             },
             dispatcher: Dispatcher {
-                aws: aws.clone(),
+                store: store.clone(),
                 clock: shared.clone(),
             },
             worker: Worker {
-                aws: aws.clone(),
+                store: store.clone(),
                 graph,
                 clock: shared.clone(),
             },
             sweeper: Sweeper {
-                aws,
+                store,
                 clock: shared.clone(),
             },
             stack,
@@ -275,7 +275,7 @@ impl Runner {
             let want = (batch_size - messages.len()).clamp(1, 10);
             let out = self
                 .stack
-                .aws
+                .store
                 .sqs
                 .receive_message()
                 .queue_url(&queue.url)
@@ -379,7 +379,7 @@ impl Runner {
         }
         if !deletes.is_empty() {
             self.stack
-                .aws
+                .store
                 .sqs
                 .delete_message_batch()
                 .queue_url(&queue.url)
@@ -419,7 +419,7 @@ impl Runner {
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 self.stack
-                    .aws
+                    .store
                     .sqs
                     .change_message_visibility_batch()
                     .queue_url(&queue_url)

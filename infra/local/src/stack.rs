@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use adtrail_store::{Aws, Names};
+use adtrail_store::{Names, Store};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType,
@@ -44,7 +44,7 @@ pub struct LocalQueue {
 /// The resources of one local stack.
 #[derive(Debug, Clone)]
 pub struct LocalStack {
-    pub aws: Aws,
+    pub store: Store,
     pub queues: Vec<LocalQueue>,
     pub template: Template,
 }
@@ -71,7 +71,7 @@ impl LocalStack {
         template: Template,
         prefix: &str,
     ) -> Result<Self, StackError> {
-        let bootstrap = Aws::new(
+        let bootstrap = Store::new(
             config,
             Names {
                 table: String::new(),
@@ -235,7 +235,7 @@ impl LocalStack {
                 name
             }
         };
-        let aws = bootstrap.with_names(Names {
+        let store = bootstrap.with_names(Names {
             table,
             sync_queue_url,
             send_queue_url,
@@ -245,7 +245,7 @@ impl LocalStack {
             meta_app_secret: Some(meta_app_secret),
         });
         Ok(Self {
-            aws,
+            store,
             queues,
             template,
         })

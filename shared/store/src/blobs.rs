@@ -6,14 +6,14 @@ use std::time::Duration;
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 
-use crate::{Aws, StoreError};
+use crate::{Blobs, StoreError};
 
 /// The object key of an ad's thumbnail.
 pub fn thumbnail_key(site: &str, ad: &str) -> String {
     format!("thumbnails/{site}/{ad}")
 }
 
-impl Aws {
+impl Blobs<'_> {
     /// Stores a thumbnail's bytes.
     ///
     /// # Errors

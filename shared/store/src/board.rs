@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use crate::attr::{FromItem, Item, get_bool, get_n, get_s, n, s};
 use crate::keys::{BOARD_SK, PK, SK, site_pk};
 use crate::write::applied;
-use crate::{Aws, StoreError};
+use crate::{Boards, StoreError};
 
 impl FromItem for Board {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
@@ -42,7 +42,7 @@ impl FromItem for Board {
     }
 }
 
-impl Aws {
+impl Boards<'_> {
     /// The site's board (empty when never written).
     ///
     /// # Errors

@@ -2,12 +2,12 @@
 
 use serde_json::Value;
 
-use crate::{Aws, StoreError};
+use crate::{Bus, StoreError};
 
 /// The `source` of every event adtrail puts.
 pub const SOURCE: &str = "adtrail";
 
-impl Aws {
+impl Bus<'_> {
     /// Puts one event of `detail_type` with `detail` on the bus.
     ///
     /// # Errors

@@ -11,7 +11,7 @@ use adtrail_domain::catalog::CatalogEntry;
 use crate::attr::{Item, get_s, n, s};
 use crate::keys::{PK, SK, catalog_pk};
 use crate::lease::LeaseCondition;
-use crate::{Aws, StoreError};
+use crate::{Catalog, StoreError};
 
 /// The most catalog entries a site read returns.
 pub const MAX_CATALOG: usize = 20_000;
@@ -55,7 +55,7 @@ fn fields(entry: &CatalogEntry) -> [(&'static str, Option<&String>); 7] {
     ]
 }
 
-impl Aws {
+impl Catalog<'_> {
     /// A site's catalog by ad id (paged, at most [`MAX_CATALOG`]).
     ///
     /// # Errors

@@ -14,7 +14,7 @@ use crate::keys::{
     CONNECTION_SK, EXPIRY_PK, GSI1, GSI1_SK, PK, SK, expiry_sk, owner_pk, parse_expiry_sk,
 };
 use crate::write::applied;
-use crate::{Aws, StoreError};
+use crate::{Connections, StoreError};
 
 /// The most ad accounts one connection keeps in its listing.
 pub const MAX_LISTED_ACCOUNTS: usize = 1_000;
@@ -37,7 +37,7 @@ pub struct ListedPixel {
     pub name: String,
 }
 
-/// How a stored token was authorized (see [`Aws::set_authorization`]).
+/// How a stored token was authorized (see [`Connections::set_authorization`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Authorization<'a> {
     /// `/me`'s id and name.
@@ -132,7 +132,7 @@ impl Connection {
     }
 }
 
-impl Aws {
+impl Connections<'_> {
     /// Stores a newly validated token (sealed) and its listing, replacing
     /// the owner's previous token; the connection becomes active again.
     ///
@@ -240,8 +240,8 @@ impl Aws {
         {
             return Ok(false);
         }
-        for (site, account) in self.owner_links(owner).await? {
-            self.pause_link(&site, &account, last_error).await?;
+        for (site, account) in self.links().owner_links(owner).await? {
+            self.links().pause_link(&site, &account, last_error).await?;
         }
         Ok(true)
     }

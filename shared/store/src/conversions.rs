@@ -18,7 +18,7 @@ use crate::keys::{
     COUNT_SHARDS, COUNT_TOTAL_SK, PK, SK, WORK_AT, conv_pk, count_day_sk, count_pk,
     parse_count_day_sk,
 };
-use crate::{Aws, StoreError};
+use crate::{Conversions, StoreError};
 
 impl FromItem for Conversion {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
@@ -99,7 +99,7 @@ pub struct Counts {
     pub days: BTreeMap<i64, BTreeMap<EventName, i64>>,
 }
 
-impl Aws {
+impl Conversions<'_> {
     /// Rows by sort key, strongly read.
     ///
     /// # Errors

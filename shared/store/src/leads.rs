@@ -12,7 +12,7 @@ use adtrail_domain::leads::{Lead, Stage};
 
 use crate::attr::{FromItem, Item, get_n, get_s, n, need_s, s};
 use crate::keys::{PK, SK, change_pk, lead_pk};
-use crate::{Aws, StoreError};
+use crate::{Leads, StoreError};
 
 impl FromItem for Lead {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
@@ -93,7 +93,7 @@ pub(crate) fn to_json(v: &impl serde::Serialize) -> Result<String, StoreError> {
     serde_json::to_string(v).map_err(|e| StoreError::Malformed(e.to_string()))
 }
 
-impl Aws {
+impl Leads<'_> {
     /// The lead, if recorded.
     ///
     /// # Errors

@@ -13,7 +13,7 @@ use crate::attr::{get_s, n, s};
 use crate::keys::*;
 use crate::links::key;
 use crate::write::applied;
-use crate::{Aws, StoreError};
+use crate::{Links, StoreError};
 
 /// The condition every write of a sync run (or of a purge) carries.
 #[derive(Debug, Clone)]
@@ -61,7 +61,7 @@ impl LeaseCondition {
     }
 }
 
-impl Aws {
+impl Links<'_> {
     /// Links whose next sync has come, `per_shard` at most from each shard
     /// of the `due` index. Answers `(siteId, adAccountId)` pairs, and whether
     /// a shard may hold more.

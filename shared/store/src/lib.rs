@@ -78,7 +78,7 @@ impl Names {
 
 /// The SDK clients and the names they act on, built once per process.
 #[derive(Debug, Clone)]
-pub struct Aws {
+pub struct Store {
     pub ddb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
     pub kms: aws_sdk_kms::Client,
@@ -90,7 +90,70 @@ pub struct Aws {
     pub counter: RequestCounter,
 }
 
-impl Aws {
+/// Declares the store's handles: each borrows the clients and names the
+/// part of the system a call site uses (`store.links().lease_link(..)`),
+/// which is also what its IAM policy must grant.
+macro_rules! handles {
+    ($($(#[$doc:meta])* $handle:ident => $accessor:ident;)*) => {
+        $(
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy)]
+            pub struct $handle<'a>(&'a Store);
+
+            impl std::ops::Deref for $handle<'_> {
+                type Target = Store;
+                fn deref(&self) -> &Store {
+                    self.0
+                }
+            }
+        )*
+
+        impl Store {
+            $(
+                $(#[$doc])*
+                pub fn $accessor(&self) -> $handle<'_> {
+                    $handle(self)
+                }
+            )*
+        }
+    };
+}
+
+handles! {
+    /// Sites (`sites.rs`).
+    Sites => sites;
+    /// Links between sites and ad accounts: reads (`links.rs`), linking and
+    /// unlinking (`linking.rs`), and the sync runs' leases (`lease.rs`).
+    Links => links;
+    /// Spend rows and site-day sums (`spend.rs`), and purges (`purge.rs`).
+    Spend => spend;
+    /// The ad catalog (`catalog.rs`).
+    Catalog => catalog;
+    /// Owners' Meta connections (`connections.rs`).
+    Connections => connections;
+    /// Sites' pixels (`pixels.rs`).
+    Pixels => pixels;
+    /// Boards and event maps (`board.rs`).
+    Boards => boards;
+    /// Leads (`leads.rs`), the outbox (`outbox.rs`) and the rollups
+    /// (`rollups.rs`).
+    Leads => leads;
+    /// Conversions: reads and counters (`conversions.rs`), send attempts
+    /// (`sending.rs`), lost sends (`recovery.rs`).
+    Conversions => conversions;
+    /// The SQS queues (`queue.rs`).
+    Queues => queues;
+    /// The EventBridge bus (`bus.rs`).
+    Bus => bus;
+    /// The KMS key that seals tokens (`seal.rs`).
+    Sealer => sealer;
+    /// The S3 thumbnail bucket (`blobs.rs`).
+    Blobs => blobs;
+    /// The Meta app's secret in Secrets Manager (`meta_app.rs`).
+    AppSecrets => app_secrets;
+}
+
+impl Store {
     /// Builds every client from one SDK configuration. S3 uses path-style
     /// addresses when an endpoint is overridden (moto locally).
     pub fn new(config: &aws_config::SdkConfig, names: Names) -> Self {

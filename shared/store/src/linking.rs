@@ -13,7 +13,7 @@ use crate::connections::ListedAccount;
 use crate::keys::*;
 use crate::links::key;
 use crate::write::transaction_failed_at;
-use crate::{Aws, StoreError};
+use crate::{Links, StoreError};
 
 /// Why a link could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -30,7 +30,7 @@ pub enum LinkError {
     Store(#[from] StoreError),
 }
 
-impl Aws {
+impl Links<'_> {
     /// Links `account` (from the owner's listing) to `site`: the account is
     /// claimed for this site, counted against both limits, and due at once
     /// for its backfill. A purge still running for the pair stops.
@@ -203,7 +203,12 @@ impl Aws {
                     .build(),
             )
             .transact_items(TransactWriteItem::builder().put(purge).build());
-        if self.get_connection(&link.owner_key).await?.is_some() {
+        if self
+            .connections()
+            .get_connection(&link.owner_key)
+            .await?
+            .is_some()
+        {
             tx = tx.transact_items(
                 TransactWriteItem::builder()
                     .update(uncount(owner_pk(&link.owner_key), CONNECTION_SK)?)

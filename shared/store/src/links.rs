@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::attr::{FromItem, Item, get_bool, get_n, get_s, need_s, s};
 use crate::keys::*;
-use crate::{Aws, StoreError};
+use crate::{Links, StoreError};
 
 impl FromItem for SiteAdAccount {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
@@ -47,7 +47,7 @@ pub(crate) fn key(site: &str, account: &str) -> [(String, AttributeValue); 2] {
     ]
 }
 
-impl Aws {
+impl Links<'_> {
     /// Which site an ad account feeds, if any.
     ///
     /// # Errors
@@ -140,7 +140,7 @@ impl Aws {
     }
 }
 
-impl Aws {
+impl Links<'_> {
     /// Which site each of `accounts` feeds, if any (one batch read).
     ///
     /// # Errors

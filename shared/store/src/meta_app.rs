@@ -5,7 +5,7 @@
 //! Read at each login, not cached: logins are rare, and a rotated secret
 //! then applies at once.
 
-use crate::{Aws, StoreError};
+use crate::{AppSecrets, StoreError};
 
 /// The app's credentials. `Debug` never shows the secret.
 #[derive(Clone, PartialEq, Eq)]
@@ -63,7 +63,7 @@ impl MetaApp {
     }
 }
 
-impl Aws {
+impl AppSecrets<'_> {
     /// The Meta app's credentials.
     ///
     /// # Errors

@@ -24,7 +24,7 @@ use crate::keys::{
     lead_ad_pk, lead_pk, rollup_pk, rollup_sk, send_shard, shard_of,
 };
 use crate::write::transaction_failed_at;
-use crate::{Aws, StoreError};
+use crate::{Leads, StoreError};
 
 use crate::leads::lead_item;
 
@@ -101,7 +101,7 @@ fn tx_put(
         .build())
 }
 
-impl Aws {
+impl Leads<'_> {
     /// Writes a lead change with its outbox rows, all or nothing.
     ///
     /// # Errors
@@ -260,7 +260,7 @@ impl Aws {
         let t = &self.names.table;
         let site = &lead.site_id;
         let sks: Vec<String> = lead.conversions.values().cloned().collect();
-        let conversions = self.get_conversions(site, &sks).await?;
+        let conversions = self.conversions().get_conversions(site, &sks).await?;
         let mut items = vec![
             TransactWriteItem::builder()
                 .delete(

@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use crate::attr::{FromItem, Item, get_bool, get_n, get_s, n, need_s, s};
 use crate::keys::{GSI1_PK, GSI1_SK, PK, SK, owner_pk, site_pk};
 use crate::write::applied;
-use crate::{Aws, StoreError};
+use crate::{Pixels, StoreError};
 
 const PIXEL_SK: &str = "pixel";
 const PIXEL_GSI_PREFIX: &str = "pixel#";
@@ -105,7 +105,7 @@ fn pixel_item(pixel: &SitePixel) -> Item {
     item
 }
 
-impl Aws {
+impl Pixels<'_> {
     /// Stores a site's pixel, replacing the one before.
     ///
     /// # Errors
@@ -137,6 +137,7 @@ impl Aws {
     pub async fn owner_pixels(&self, owner: &str) -> Result<Vec<String>, StoreError> {
         // Bounded: an owner sets at most one pixel a site.
         Ok(self
+            .links()
             .owner_index(owner, PIXEL_GSI_PREFIX, 50)
             .await?
             .iter()

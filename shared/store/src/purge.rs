@@ -9,7 +9,7 @@ use adtrail_domain::spend::RowChange;
 use crate::attr::{get_s, n, s};
 use crate::keys::*;
 use crate::lease::LeaseCondition;
-use crate::{Aws, StoreError};
+use crate::{Spend, StoreError};
 
 /// DynamoDB's cap on the items of one transaction.
 use crate::spend::MAX_TRANSACTION_ITEMS;
@@ -25,7 +25,7 @@ pub enum PurgeStep {
     Relinked,
 }
 
-impl Aws {
+impl Spend<'_> {
     /// Purges up to `max_rows` spend rows of an unlinked account at a site
     /// (sums in step), then, when none remain, its sums and the purge marker.
     ///

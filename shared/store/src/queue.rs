@@ -6,7 +6,7 @@
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use serde::{Deserialize, Serialize};
 
-use crate::{Aws, StoreError};
+use crate::{Queues, StoreError};
 
 /// One run of one ad account, leased by the dispatcher under `runId`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,7 +36,7 @@ fn bodies<T: Serialize>(messages: &[T]) -> Result<Vec<String>, StoreError> {
         .collect()
 }
 
-impl Aws {
+impl Queues<'_> {
     /// Puts sync runs on the sync queue. Answers how many SQS refused.
     ///
     /// # Errors

@@ -1,6 +1,6 @@
 //! The two ways the store reads many items, each written once: a query
-//! paged to its end or to a cap ([`Aws::query_pages`]), and items by key in
-//! batches ([`Aws::batch_read`]), whose unprocessed keys are asked again
+//! paged to its end or to a cap ([`Store::query_pages`]), and items by key in
+//! batches ([`Store::batch_read`]), whose unprocessed keys are asked again
 //! with jittered back-off and, if DynamoDB still leaves some, fail the read
 //! loudly ([`StoreError::Incomplete`]) rather than drop them.
 
@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::KeysAndAttributes;
 
 use crate::attr::{Item, s};
 use crate::keys::{PK, SK};
-use crate::{Aws, StoreError};
+use crate::{Store, StoreError};
 
 /// Keys one `BatchGetItem` takes.
 const BATCH_KEYS: usize = 100;
@@ -32,7 +32,7 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
     ceiling.mul_f64(fastrand::f64())
 }
 
-impl Aws {
+impl Store {
     /// Runs `query` page by page, at most `max_pages`, handing each page's
     /// items to `visit`, which answers whether to go on (a visitor that
     /// stops at a cap records that itself).
@@ -127,7 +127,7 @@ pub(crate) mod tests {
 
     /// The store with a DynamoDB client that answers from `rules` (the
     /// other clients are real but never called).
-    pub(crate) fn store_with(ddb: Client) -> Aws {
+    pub(crate) fn store_with(ddb: Client) -> Store {
         let config = aws_config::SdkConfig::builder()
             .behavior_version(aws_config::BehaviorVersion::latest())
             .region(aws_config::Region::new("us-east-1"))
@@ -141,9 +141,9 @@ pub(crate) mod tests {
             bucket: String::new(),
             meta_app_secret: None,
         };
-        Aws {
+        Store {
             ddb,
-            ..Aws::new(&config, names)
+            ..Store::new(&config, names)
         }
     }
 

@@ -10,7 +10,7 @@ use crate::keys::{
     COUNT_SHARDS, PK, SK, WORK_INDEX, conv_pk, parse_conv_pk, send_shard_n, shard_of,
 };
 use crate::write::transaction_failed_at;
-use crate::{Aws, StoreError};
+use crate::{Conversions, StoreError};
 
 use crate::conversions::counter_update;
 
@@ -25,7 +25,7 @@ pub enum Lost {
     Skipped,
 }
 
-impl Aws {
+impl Conversions<'_> {
     /// Pending rows of one shard whose attempt was due before `before`,
     /// oldest first, at most `limit`.
     ///

@@ -8,7 +8,7 @@ use adtrail_domain::metrics::Counters;
 
 use crate::attr::{get_n, get_s, n, s};
 use crate::keys::{RollupDim, SK, day_sk, entry_pk, lead_ad_pk, rollup_pk};
-use crate::{Aws, StoreError};
+use crate::{Leads, StoreError};
 
 /// One rollup row: a site's cohort counters of one UTC day and one
 /// dimension (`o#<origin>` or `a#<adId>`).
@@ -19,7 +19,7 @@ pub struct RollupRow {
     pub counters: Counters,
 }
 
-impl Aws {
+impl Leads<'_> {
     /// The rollup rows (one per day and dimension) of the site's days
     /// `from_day..=to_day`, at most `cap`; answers whether the cap cut them.
     ///

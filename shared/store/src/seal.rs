@@ -4,7 +4,7 @@
 
 use aws_sdk_kms::primitives::Blob;
 
-use crate::{Aws, StoreError};
+use crate::{Sealer, StoreError};
 
 /// What a sealed secret is for: part of its encryption context.
 #[derive(Debug, Clone, Copy)]
@@ -24,7 +24,7 @@ impl Purpose {
     }
 }
 
-impl Aws {
+impl Sealer<'_> {
     /// Encrypts `secret` under the stack's key, bound to `owner` and `purpose`.
     ///
     /// # Errors
@@ -50,7 +50,7 @@ impl Aws {
             .ok_or_else(|| StoreError::Malformed("KMS answered no ciphertext".into()))
     }
 
-    /// Decrypts what [`Aws::seal`] sealed for the same owner and purpose.
+    /// Decrypts what [`Sealer::seal`] sealed for the same owner and purpose.
     ///
     /// # Errors
     /// [`StoreError::SealingKey`] when KMS refuses (a wrong context, a

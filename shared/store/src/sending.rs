@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
 use crate::attr::{FromItem, n, s};
 use crate::keys::{COUNT_SHARDS, PK, SK, conv_pk, shard_of};
 use crate::write::{applied, transaction_failed_at};
-use crate::{Aws, StoreError};
+use crate::{Conversions, StoreError};
 
 use crate::conversions::counter_update;
 
@@ -28,7 +28,7 @@ pub enum Claim {
     Gone,
 }
 
-/// An attempt's end, for [`Aws::finish_sends`].
+/// An attempt's end, for [`Conversions::finish_sends`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finish {
     pub site_id: String,
@@ -42,7 +42,7 @@ pub struct Finish {
 /// items fit beside them in DynamoDB's 100).
 const FINISH_CHUNK: usize = 48;
 
-impl Aws {
+impl Conversions<'_> {
     /// Takes the attempt of a due, pending conversion for `lease_ms`,
     /// counting it.
     ///

@@ -2,7 +2,7 @@
 
 use crate::attr::{Item, get_n, get_s, n, need_s, s};
 use crate::keys::{PK, SITE_SK, SK, site_pk};
-use crate::{Aws, StoreError};
+use crate::{Sites, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Site {
@@ -27,7 +27,7 @@ impl Site {
     }
 }
 
-impl Aws {
+impl Sites<'_> {
     /// Registers a site or updates its name, currency and country; keeps its
     /// creation time and link count. Answers the stored site.
     ///

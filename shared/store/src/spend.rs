@@ -1,7 +1,7 @@
 //! Spend per ad and account-local day, and the site-day sums kept in step
 //! with it.
 //!
-//! Every change to spend rows goes through [`Aws::write_spend`]: one
+//! Every change to spend rows goes through [`Spend::write_spend`]: one
 //! transaction holds the lease check, the row puts and deletes, and an `ADD`
 //! of the difference to each day's sum, so the sums always equal the rows
 //! they sum, whatever fails in between.
@@ -15,7 +15,7 @@ use adtrail_domain::spend::{RowChange, SpendFigures, SpendRow};
 use crate::attr::{Item, get_n, get_s, n, s};
 use crate::keys::*;
 use crate::lease::LeaseCondition;
-use crate::{Aws, StoreError};
+use crate::{Spend, StoreError};
 
 /// DynamoDB's cap on the items of one transaction.
 pub(crate) const MAX_TRANSACTION_ITEMS: usize = 100;
@@ -29,7 +29,7 @@ pub(crate) fn figures_of(item: &Item) -> SpendFigures {
     }
 }
 
-impl Aws {
+impl Spend<'_> {
     /// The stored rows of an account at a site between two day starts
     /// (inclusive), at most `cap` (paged). Answers the rows and whether the
     /// cap cut them short.
@@ -95,7 +95,7 @@ impl Aws {
             .0)
     }
 
-    /// [`Aws::day_sums`], at most `cap` days; answers whether the cap cut
+    /// [`Spend::day_sums`], at most `cap` days; answers whether the cap cut
     /// them short.
     ///
     /// # Errors

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{CancellationReason, TransactWriteItem};
 
 use crate::attr::{Item, s};
 use crate::keys::{PK, SK};
-use crate::{Aws, StoreError};
+use crate::{Store, StoreError};
 
 fn cancelled_at(reasons: &[CancellationReason]) -> Option<usize> {
     reasons
@@ -50,7 +50,7 @@ where
     }
 }
 
-impl Aws {
+impl Store {
     /// One item by its keys, read strongly.
     ///
     /// # Errors

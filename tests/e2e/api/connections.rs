@@ -49,7 +49,13 @@ async fn the_connection_lists_accounts_and_never_its_token() {
     let (_, conn) = h.call("GET", "/v1/meta/connections/agency", None).await;
     assert_eq!(conn["status"], "active");
     assert!(!conn.to_string().contains(TOKEN));
-    let stored = h.aws().get_connection("agency").await.unwrap().unwrap();
+    let stored = h
+        .store()
+        .connections()
+        .get_connection("agency")
+        .await
+        .unwrap()
+        .unwrap();
     assert!(
         !stored
             .sealed_token
@@ -87,7 +93,8 @@ async fn refresh_preview_and_forgetting_an_owner() {
     let (s, preview) = h.call("GET", &path, None).await;
     assert_eq!(s, 200, "{preview}");
     let sums = h
-        .aws()
+        .store()
+        .spend()
         .day_sums("loja-x", LOJA_PRINCIPAL, 0, 9_999_999_999_999)
         .await
         .unwrap();
@@ -140,9 +147,30 @@ async fn refresh_preview_and_forgetting_an_owner() {
         ),
         (json!(true), json!(4), json!(1))
     );
-    assert!(h.aws().get_connection("agency").await.unwrap().is_none());
-    assert!(h.aws().get_pixel("pet-mania").await.unwrap().is_none());
-    assert!(h.aws().site_links("loja-x").await.unwrap().is_empty());
+    assert!(
+        h.store()
+            .connections()
+            .get_connection("agency")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        h.store()
+            .pixels()
+            .get_pixel("pet-mania")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        h.store()
+            .links()
+            .site_links("loja-x")
+            .await
+            .unwrap()
+            .is_empty()
+    );
     h.runner().tick().await.unwrap();
     assert!(
         h.all_rows("loja-x", LOJA_PRINCIPAL).await.is_empty(),

@@ -76,7 +76,8 @@ async fn a_site_links_at_most_20_accounts() {
             timezone: "UTC".into(),
         })
         .collect();
-    h.aws()
+    h.store()
+        .connections()
         .put_connection("many", vec![1, 2, 3], "v1", &listing, &[], T0)
         .await
         .unwrap();
@@ -99,14 +100,16 @@ async fn a_site_links_at_most_20_accounts() {
         .await;
     assert_eq!((status, code(&body)), (409, "LIMIT_EXCEEDED"));
     assert!(
-        h.aws()
+        h.store()
+            .links()
             .get_link("big", "act_9000020")
             .await
             .unwrap()
             .is_none()
     );
     assert!(
-        h.aws()
+        h.store()
+            .links()
             .account_claim("act_9000020")
             .await
             .unwrap()

@@ -107,7 +107,13 @@ async fn a_pixel_sends_with_the_connections_token_or_its_own_sealed_one() {
         (Some("token"), Some(false))
     );
     assert!(!body.to_string().contains(own));
-    let stored = h.aws().get_pixel("pet-mania").await.unwrap().unwrap();
+    let stored = h
+        .store()
+        .pixels()
+        .get_pixel("pet-mania")
+        .await
+        .unwrap()
+        .unwrap();
     match &stored.source {
         adtrail_domain::pixels::PixelSource::Token { sealed_token, .. } => {
             assert!(!sealed_token.windows(own.len()).any(|w| w == own.as_bytes()))
@@ -154,7 +160,8 @@ async fn a_pixel_sends_with_the_connections_token_or_its_own_sealed_one() {
         assert_eq!((s, code(&b)), (status, want), "{body}: {b}");
     }
     assert_eq!(
-        h.aws()
+        h.store()
+            .pixels()
             .get_pixel("pet-mania")
             .await
             .unwrap()
@@ -194,7 +201,8 @@ async fn a_dashboard_never_takes_or_undoes_what_another_owner_made() {
     let (s, b) = h.call_as(Some(&dash), "DELETE", &path, None).await;
     assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
     assert!(
-        h.aws()
+        h.store()
+            .links()
             .get_link("loja-x", LOJA_PRINCIPAL)
             .await
             .unwrap()

@@ -67,7 +67,8 @@ async fn the_daily_report_counts_by_cohort_next_to_the_spend() {
         let mut total = 0;
         for acct in [LOJA_PRINCIPAL, LOJA_MANAUS] {
             total += h
-                .aws()
+                .store()
+                .spend()
                 .day_sums("loja-x", acct, day, day)
                 .await
                 .unwrap()
@@ -256,7 +257,13 @@ async fn the_leads_report_puts_spend_next_to_leads() {
     let mut site_spend = (0, 0, 0);
     let mut by_ad: std::collections::BTreeMap<String, i64> = Default::default();
     for acct in [LOJA_PRINCIPAL, LOJA_MANAUS] {
-        for (_, f) in h.aws().day_sums("loja-x", acct, from, today).await.unwrap() {
+        for (_, f) in h
+            .store()
+            .spend()
+            .day_sums("loja-x", acct, from, today)
+            .await
+            .unwrap()
+        {
             site_spend.0 += f.spend_cents;
             site_spend.1 += f.impressions;
             site_spend.2 += f.clicks;
@@ -384,7 +391,7 @@ async fn the_leads_report_puts_spend_next_to_leads() {
     let key = adtrail_store::blobs::thumbnail_key("loja-x", &ad);
     assert_eq!(
         got.bytes().await.unwrap().to_vec(),
-        h.aws().get_thumbnail(&key).await.unwrap()
+        h.store().blobs().get_thumbnail(&key).await.unwrap()
     );
     let site = &r["bySite"][0];
     assert_eq!(

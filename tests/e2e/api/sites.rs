@@ -64,7 +64,7 @@ async fn bad_site_input_is_a_400_naming_the_field_and_writes_nothing() {
         assert!(message(&answer).contains(field), "{field} in {answer}");
     }
     assert!(
-        h.aws().get_site("s1").await.unwrap().is_none(),
+        h.store().sites().get_site("s1").await.unwrap().is_none(),
         "nothing was written"
     );
 }

@@ -59,7 +59,7 @@ fn board_conflict(e: StoreError) -> ApiError {
 }
 
 async fn require_site(api: &Api, site: &SiteId) -> Result<(), ApiError> {
-    match api.aws.get_site(site.as_str()).await? {
+    match api.store.sites().get_site(site.as_str()).await? {
         Some(_) => Ok(()),
         None => Err(ApiError::no_site()),
     }
@@ -89,10 +89,11 @@ pub(crate) async fn put_pipeline(
         BoardError::Invalid(m) => ApiError::invalid(m),
     })?;
     require_site(api, &site).await?;
-    let mut board = api.aws.get_board(site.as_str()).await?;
+    let mut board = api.store.boards().get_board(site.as_str()).await?;
     board.map = keep_mapped(&board.map, &columns);
     board.columns = Some(columns);
-    api.aws
+    api.store
+        .boards()
         .put_board(site.as_str(), &board, api.clock.now_ms())
         .await
         .map_err(board_conflict)?;
@@ -110,7 +111,7 @@ pub(crate) async fn put_event_map(
     caller.may_configure(site.as_str())?;
     let acting = crate::auth::acting_owner(caller, body.owner_key.as_ref())?;
     require_site(api, &site).await?;
-    let mut board = api.aws.get_board(site.as_str()).await?;
+    let mut board = api.store.boards().get_board(site.as_str()).await?;
     let mut map = BTreeMap::new();
     for (key, event) in &body.columns {
         if !board.declares(key) {
@@ -128,7 +129,7 @@ pub(crate) async fn put_event_map(
             map.insert(key.clone(), event);
         }
     }
-    let pixel = api.aws.get_pixel(site.as_str()).await?;
+    let pixel = api.store.pixels().get_pixel(site.as_str()).await?;
     // Whoever set the pixel decides which columns reach it.
     if let (Some(owner), Some(p)) = (&acting, &pixel)
         && p.owner() != Some(owner.as_str())
@@ -142,13 +143,15 @@ pub(crate) async fn put_event_map(
     if let Some(on) = body.send_lead_event {
         board.send_lead_event = on;
     }
-    api.aws
+    api.store
+        .boards()
         .put_board(site.as_str(), &board, api.clock.now_ms())
         .await
         .map_err(board_conflict)?;
     if pixel.is_some() {
         // `sendLeadEvent` is kept on the pixel too: that is what sends.
-        api.aws
+        api.store
+            .pixels()
             .set_pixel_send_lead_event(site.as_str(), board.send_lead_event)
             .await?;
     }
@@ -169,14 +172,15 @@ pub(crate) async fn get_event_map(
     let now = millis(&params, "now")?;
     caller.may_read(site.as_str())?;
     require_site(api, &site).await?;
-    let board = api.aws.get_board(site.as_str()).await?;
-    let pixel = api.aws.get_pixel(site.as_str()).await?;
+    let board = api.store.boards().get_board(site.as_str()).await?;
+    let pixel = api.store.pixels().get_pixel(site.as_str()).await?;
     let counts = match (now, &board.columns) {
         (Some(now), Some(columns)) => {
             let keys: Vec<String> = columns.iter().map(|c| c.key.clone()).collect();
             let to = utc_day(now);
             Some(
-                api.aws
+                api.store
+                    .leads()
                     .column_counts(site.as_str(), &keys, to - 29 * DAY_MS, to)
                     .await?,
             )

@@ -34,7 +34,8 @@ pub(crate) async fn put_connection(
     let (stored, me) = store_connection(api, &owner, body.access_token).await?;
     // A new token is a new authorization; a refresh keeps the one before.
     // A pasted token's end is not asked.
-    api.aws
+    api.store
+        .connections()
         .set_authorization(
             &owner,
             &Authorization {
@@ -58,13 +59,14 @@ pub(crate) async fn refresh_connection(
 ) -> Result<Response<Body>, ApiError> {
     let owner = resolve_owner(caller, owner, true)?;
     require_whole_owner(api, caller, &owner).await?;
-    let Some(connection) = api.aws.get_connection(&owner).await? else {
+    let Some(connection) = api.store.connections().get_connection(&owner).await? else {
         return Err(ApiError::not_found(
             "ownerKey: no Meta connection is stored for this owner",
         ));
     };
     let token = api
-        .aws
+        .store
+        .sealer()
         .unseal(&owner, Purpose::MetaConnection, &connection.sealed_token)
         .await?;
     let (stored, _) = store_connection(api, &owner, token).await?;
@@ -83,21 +85,26 @@ pub(crate) async fn delete_connection(
     require_whole_owner(api, caller, &owner).await?;
     let now = api.clock.now_ms();
     let mut unlinked = 0;
-    for (site, account) in api.aws.owner_links(&owner).await? {
-        if api.aws.unlink_account(&site, &account, now).await? {
+    for (site, account) in api.store.links().owner_links(&owner).await? {
+        if api
+            .store
+            .links()
+            .unlink_account(&site, &account, now)
+            .await?
+        {
             unlinked += 1;
         }
     }
     let mut pixels_removed = 0;
-    for site in api.aws.owner_pixels(&owner).await? {
-        if let Some(p) = api.aws.get_pixel(&site).await?
+    for site in api.store.pixels().owner_pixels(&owner).await? {
+        if let Some(p) = api.store.pixels().get_pixel(&site).await?
             && p.owner() == Some(owner.as_str())
-            && api.aws.delete_pixel(&site).await?
+            && api.store.pixels().delete_pixel(&site).await?
         {
             pixels_removed += 1;
         }
     }
-    let connection = api.aws.delete_connection(&owner).await?;
+    let connection = api.store.connections().delete_connection(&owner).await?;
     json(
         200,
         &serde_json::json!({
@@ -115,13 +122,13 @@ pub(crate) async fn get_connection(
     owner: &str,
 ) -> Result<Response<Body>, ApiError> {
     let owner = resolve_owner(caller, owner, false)?;
-    let Some(c) = api.aws.get_connection(&owner).await? else {
+    let Some(c) = api.store.connections().get_connection(&owner).await? else {
         return Err(ApiError::not_found(
             "ownerKey: no Meta connection is stored for this owner",
         ));
     };
     let ids: Vec<String> = c.accounts.iter().map(|a| a.ad_account_id.clone()).collect();
-    let claims = api.aws.account_claims(&ids).await?;
+    let claims = api.store.links().account_claims(&ids).await?;
     let accounts: Vec<AccountView> = c
         .accounts
         .iter()

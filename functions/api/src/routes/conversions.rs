@@ -42,11 +42,12 @@ pub(crate) async fn list(
         }
     }
     caller.may_read(site.as_str())?;
-    if api.aws.get_site(site.as_str()).await?.is_none() {
+    if api.store.sites().get_site(site.as_str()).await?.is_none() {
         return Err(ApiError::no_site());
     }
     let rows = api
-        .aws
+        .store
+        .conversions()
         .list_conversions(
             site.as_str(),
             limit,
@@ -58,7 +59,8 @@ pub(crate) async fn list(
     lead_keys.sort();
     lead_keys.dedup();
     let leads: HashMap<String, _> = api
-        .aws
+        .store
+        .leads()
         .get_leads(site.as_str(), &lead_keys)
         .await?
         .into_iter()
@@ -68,7 +70,8 @@ pub(crate) async fn list(
     ads.sort();
     ads.dedup();
     let names: HashMap<String, Option<String>> = api
-        .aws
+        .store
+        .catalog()
         .catalog_entries(site.as_str(), &ads)
         .await?
         .into_iter()

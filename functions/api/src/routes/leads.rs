@@ -216,10 +216,10 @@ pub(crate) async fn delete_lead(
     let site = SiteId::parse("siteId", site)?;
     check_opaque("leadKey", lead_key)?;
     for _ in 0..MAX_TRIES {
-        let Some(lead) = api.aws.get_lead(site.as_str(), lead_key).await? else {
+        let Some(lead) = api.store.leads().get_lead(site.as_str(), lead_key).await? else {
             return Err(ApiError::not_found("leadKey: no such lead"));
         };
-        match api.aws.delete_lead(&lead).await? {
+        match api.store.leads().delete_lead(&lead).await? {
             LeadWritten::Written => {
                 return json(
                     200,
@@ -242,9 +242,14 @@ fn busy() -> ApiError {
 /// Whether the site can queue now, and whether new leads send `Lead`
 /// (the domain's one rule; the sender asks it again before sending).
 async fn pixel_ready_now(api: &Api, site: &str) -> Result<Option<PixelReady>, ApiError> {
-    let pixel = api.aws.get_pixel(site).await?;
+    let pixel = api.store.pixels().get_pixel(site).await?;
     let connection = match pixel.as_ref().and_then(|p| p.connection_owner()) {
-        Some(owner) => api.aws.get_connection(owner).await?.map(|c| c.status),
+        Some(owner) => api
+            .store
+            .connections()
+            .get_connection(owner)
+            .await?
+            .map(|c| c.status),
         None => None,
     };
     Ok(pixel_ready(pixel.as_ref(), connection).ok())
@@ -260,13 +265,13 @@ async fn apply(
     change: &Change,
     new: Option<&NewLead>,
 ) -> Result<Response<Body>, ApiError> {
-    let Some(site_row) = api.aws.get_site(site.as_str()).await? else {
+    let Some(site_row) = api.store.sites().get_site(site.as_str()).await? else {
         return Err(ApiError::no_site());
     };
     let update = &change.update;
     for _ in 0..MAX_TRIES {
         let now = api.clock.now_ms();
-        let lead = api.aws.get_lead(site.as_str(), lead_key).await?;
+        let lead = api.store.leads().get_lead(site.as_str(), lead_key).await?;
         let current = lead.clone();
         let input = match (lead, new) {
             (Some(lead), recorded) => LeadInput::Known {
@@ -280,7 +285,7 @@ async fn apply(
             },
             (None, None) => return Err(ApiError::not_found("leadKey: no such lead")),
         };
-        let board = api.aws.get_board(site.as_str()).await?;
+        let board = api.store.boards().get_board(site.as_str()).await?;
         let pixel = if update.hashes.is_some() {
             pixel_ready_now(api, site.as_str()).await?
         } else {
@@ -304,7 +309,8 @@ async fn apply(
                 change,
             );
             if api
-                .aws
+                .store
+                .leads()
                 .change_seen(site.as_str(), &update.change_id)
                 .await?
             {
@@ -316,10 +322,13 @@ async fn apply(
         let existing = if known.is_empty() {
             vec![]
         } else {
-            api.aws.get_conversions(site.as_str(), &known).await?
+            api.store
+                .conversions()
+                .get_conversions(site.as_str(), &known)
+                .await?
         };
         once_per_lead(&mut plan, &existing);
-        match api.aws.write_lead_change(&plan).await? {
+        match api.store.leads().write_lead_change(&plan).await? {
             LeadWritten::Written => {
                 let queued: Vec<&str> = plan
                     .conversions
@@ -340,7 +349,7 @@ async fn apply(
                 );
             }
             LeadWritten::ChangeSeen => {
-                let lead = api.aws.get_lead(site.as_str(), lead_key).await?;
+                let lead = api.store.leads().get_lead(site.as_str(), lead_key).await?;
                 let mut body = answer(site.as_str(), lead_key, lead.as_ref(), false, &[], change);
                 body["duplicate"] = json!(true);
                 return json(200, &body);
@@ -364,7 +373,7 @@ async fn enqueue(api: &Api, site: &str, conversions: &[NewConversion]) {
             key: c.sk.clone(),
         })
         .collect();
-    match api.aws.enqueue_sends(&messages).await {
+    match api.store.queues().enqueue_sends(&messages).await {
         Ok(0) => {}
         Ok(refused) => tracing::warn!(refused, "SQS refused sends; the sweeper will send them"),
         Err(error) => {

@@ -35,10 +35,10 @@ pub(crate) async fn link(
     let body: LinkBody = json_body(req)?;
     caller.may_configure(site.as_str())?;
     let owner = resolve_owner(caller, &body.owner_key, true)?;
-    if api.aws.get_site(site.as_str()).await?.is_none() {
+    if api.store.sites().get_site(site.as_str()).await?.is_none() {
         return Err(ApiError::no_site());
     }
-    let Some(connection) = api.aws.get_connection(&owner).await? else {
+    let Some(connection) = api.store.connections().get_connection(&owner).await? else {
         return Err(ApiError::not_found(
             "ownerKey: no Meta connection is stored for this owner",
         ));
@@ -48,7 +48,12 @@ pub(crate) async fn link(
             "adAccountId: the connection's token does not list this ad account",
         ));
     };
-    if let Some(existing) = api.aws.get_link(site.as_str(), account.as_str()).await? {
+    if let Some(existing) = api
+        .store
+        .links()
+        .get_link(site.as_str(), account.as_str())
+        .await?
+    {
         if existing.owner_key != owner && guards_ownership(caller, body.only_own) {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
@@ -59,7 +64,8 @@ pub(crate) async fn link(
         return json(200, &account_view(&existing, None));
     }
     match api
-        .aws
+        .store
+        .links()
         .link_account(site.as_str(), &owner, &listed, api.clock.now_ms())
         .await
     {
@@ -102,7 +108,10 @@ pub(crate) async fn unlink(
     let acting = acting_owner(caller, params.get("ownerKey"))?;
     if let (Some(owner), Some(existing)) = (
         &acting,
-        api.aws.get_link(site.as_str(), account.as_str()).await?,
+        api.store
+            .links()
+            .get_link(site.as_str(), account.as_str())
+            .await?,
     ) && &existing.owner_key != owner
     {
         return Err(ApiError::new(
@@ -111,7 +120,8 @@ pub(crate) async fn unlink(
         ));
     }
     if !api
-        .aws
+        .store
+        .links()
         .unlink_account(site.as_str(), account.as_str(), api.clock.now_ms())
         .await?
     {
@@ -139,17 +149,23 @@ pub(crate) async fn unlink_preview(
     let site = SiteId::parse("siteId", site)?;
     let account = AdAccountId::parse("adAccountId", account)?;
     caller.may_read(site.as_str())?;
-    let Some(link) = api.aws.get_link(site.as_str(), account.as_str()).await? else {
+    let Some(link) = api
+        .store
+        .links()
+        .get_link(site.as_str(), account.as_str())
+        .await?
+    else {
         return Err(ApiError::not_found(
             "adAccountId: the ad account is not linked to this site",
         ));
     };
     let sums = api
-        .aws
+        .store
+        .spend()
         .day_sums(site.as_str(), account.as_str(), 0, 9_999_999_999_999)
         .await?;
     let spend: i64 = sums.values().map(|f| f.spend_cents).sum();
-    let catalog = api.aws.site_catalog(site.as_str()).await?;
+    let catalog = api.store.catalog().site_catalog(site.as_str()).await?;
     let mut campaigns: Vec<&str> = catalog
         .values()
         .filter(|e| e.ad_account_id.as_deref() == Some(account.as_str()))
@@ -179,13 +195,14 @@ pub(crate) async fn sync_now(
 ) -> Result<Response<Body>, ApiError> {
     let site = SiteId::parse("siteId", site)?;
     caller.may_configure(site.as_str())?;
-    if api.aws.get_site(site.as_str()).await?.is_none() {
+    if api.store.sites().get_site(site.as_str()).await?.is_none() {
         return Err(ApiError::no_site());
     }
-    let links = api.aws.site_links(site.as_str()).await?;
+    let links = api.store.links().site_links(site.as_str()).await?;
     let now = api.clock.now_ms();
     for link in &links {
-        api.aws
+        api.store
+            .links()
             .request_sync(&link.site_id, &link.ad_account_id, now)
             .await?;
     }
@@ -200,7 +217,8 @@ pub(crate) async fn sync_now(
 /// than at the next minute. Best effort: the schedule runs it anyway.
 async fn request_dispatch(api: &Api, site: &str) {
     if let Err(error) = api
-        .aws
+        .store
+        .bus()
         .put_event("SyncRequested", &json!({"siteId": site}))
         .await
     {

@@ -137,7 +137,12 @@ pub(crate) async fn login(
     check_code(&body.code)?;
     check_redirect(&body.redirect_uri)?;
     require_whole_owner(api, caller, &owner).await?;
-    let app = api.aws.meta_app().await.map_err(unavailable)?;
+    let app = api
+        .store
+        .app_secrets()
+        .meta_app()
+        .await
+        .map_err(unavailable)?;
     let now = api.clock.now_ms();
     let issued = api
         .graph
@@ -170,7 +175,8 @@ pub(crate) async fn login(
     }
     let expiring_soon = expires_at.is_some_and(|at| at - now < EXPIRING_SOON_MS);
     let (stored, me) = store_connection(api, &owner, token).await?;
-    api.aws
+    api.store
+        .connections()
         .set_authorization(
             &owner,
             &Authorization {

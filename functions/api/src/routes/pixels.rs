@@ -51,14 +51,14 @@ pub(crate) async fn put_pixel(
             "testEventCode: must be 1 to 64 letters and digits",
         ));
     }
-    if api.aws.get_site(site.as_str()).await?.is_none() {
+    if api.store.sites().get_site(site.as_str()).await?.is_none() {
         return Err(ApiError::no_site());
     }
     let now = api.clock.now_ms();
     let (source, name) = match (body.owner_key, body.access_token) {
         (Some(owner), None) => {
             let owner = resolve_owner(caller, &owner, true)?;
-            let Some(connection) = api.aws.get_connection(&owner).await? else {
+            let Some(connection) = api.store.connections().get_connection(&owner).await? else {
                 return Err(ApiError::not_found(
                     "ownerKey: no Meta connection is stored for this owner",
                 ));
@@ -98,7 +98,8 @@ pub(crate) async fn put_pixel(
                 Some(caller.owner("me", true)?)
             };
             let sealed_token = api
-                .aws
+                .store
+                .sealer()
                 .seal(&format!("pixel:{site}"), Purpose::PixelToken, &token)
                 .await?;
             let source = PixelSource::Token {
@@ -114,7 +115,7 @@ pub(crate) async fn put_pixel(
             ));
         }
     };
-    let previous = api.aws.get_pixel(site.as_str()).await?;
+    let previous = api.store.pixels().get_pixel(site.as_str()).await?;
     let setter = match &source {
         PixelSource::Connection { owner_key } => Some(owner_key.as_str()),
         PixelSource::Token { set_by, .. } => set_by.as_deref(),
@@ -144,7 +145,7 @@ pub(crate) async fn put_pixel(
         not_granted: false,
         updated_at: now,
     };
-    api.aws.put_pixel(&pixel).await?;
+    api.store.pixels().put_pixel(&pixel).await?;
     json(
         200,
         &json!({"siteId": site.as_str(), "pixel": pixel_view(Some(&pixel))}),
@@ -161,7 +162,7 @@ pub(crate) async fn delete_pixel(
     let params = crate::input::query(req, &["ownerKey"])?;
     caller.may_configure(site.as_str())?;
     let acting = acting_owner(caller, params.get("ownerKey"))?;
-    if let (Some(owner), Some(p)) = (&acting, api.aws.get_pixel(site.as_str()).await?)
+    if let (Some(owner), Some(p)) = (&acting, api.store.pixels().get_pixel(site.as_str()).await?)
         && p.owner() != Some(owner.as_str())
     {
         return Err(ApiError::new(
@@ -169,7 +170,7 @@ pub(crate) async fn delete_pixel(
             "siteId: another owner set the site's pixel; only it may remove it",
         ));
     }
-    if !api.aws.delete_pixel(site.as_str()).await? {
+    if !api.store.pixels().delete_pixel(site.as_str()).await? {
         return Err(ApiError::new(
             ErrorCode::NotFound,
             "siteId: the site has no pixel",

@@ -50,13 +50,13 @@ pub(crate) async fn status(
     }
     let mut sites = vec![];
     for id in &ids {
-        if api.aws.get_site(id.as_str()).await?.is_none() {
+        if api.store.sites().get_site(id.as_str()).await?.is_none() {
             return Err(ApiError::not_found(
                 "siteIds: a requested site is not registered",
             ));
         }
-        let links = api.aws.site_links(id.as_str()).await?;
-        let pixel = api.aws.get_pixel(id.as_str()).await?;
+        let links = api.store.links().site_links(id.as_str()).await?;
+        let pixel = api.store.pixels().get_pixel(id.as_str()).await?;
         let mut pixel_json = crate::views::pixel_view(pixel.as_ref());
         let mut accounts: Vec<_> = links.iter().map(|l| account_view(l, None)).collect();
         if let Some(owner) = &asking {
@@ -90,10 +90,10 @@ pub(crate) async fn spend(
     let params = query(req, &["from", "to"])?;
     let (from, to) = day_range(&params, MAX_SPEND_DAYS)?;
     caller.may_read(site.as_str())?;
-    let Some(site_row) = api.aws.get_site(site.as_str()).await? else {
+    let Some(site_row) = api.store.sites().get_site(site.as_str()).await? else {
         return Err(ApiError::no_site());
     };
-    let links = api.aws.site_links(site.as_str()).await?;
+    let links = api.store.links().site_links(site.as_str()).await?;
     let synced: Vec<&SiteAdAccount> = links.iter().filter(|l| l.synced()).collect();
     let basis = spend_basis([(
         site_row.currency.as_str(),
@@ -108,7 +108,8 @@ pub(crate) async fn spend(
     let mut per_account = BTreeMap::new();
     for link in &synced {
         let sums = api
-            .aws
+            .store
+            .spend()
             .day_sums(site.as_str(), &link.ad_account_id, from, to)
             .await?;
         let mut total = SpendFigures::default();
@@ -137,7 +138,8 @@ pub(crate) async fn spend(
     let mut budget = AD_ROW_BUDGET;
     for link in &synced {
         let (rows, cut) = api
-            .aws
+            .store
+            .spend()
             .spend_rows(site.as_str(), &link.ad_account_id, from, to, budget)
             .await?;
         incomplete |= cut;
@@ -152,7 +154,7 @@ pub(crate) async fn spend(
     let catalog = if ads.is_empty() {
         Default::default()
     } else {
-        api.aws.site_catalog(site.as_str()).await?
+        api.store.catalog().site_catalog(site.as_str()).await?
     };
     let mut ad_rows: Vec<Value> = ads
         .into_iter()
@@ -212,7 +214,11 @@ pub(crate) async fn spend(
 async fn status_block(api: &Api, site: &str, now: Option<i64>) -> Result<Value, ApiError> {
     let today = now.map(utc_day);
     let from = today.map(|t| t - 29 * DAY_MS);
-    let counts = api.aws.conversion_counts(site, from).await?;
+    let counts = api
+        .store
+        .conversions()
+        .conversion_counts(site, from)
+        .await?;
     let (last30d, sent_today) = match today {
         None => (Value::Null, Value::Null),
         Some(today) => {

@@ -113,13 +113,14 @@ pub(crate) async fn daily(
     let mut incomplete = false;
     let mut budget = api.limits;
     for id in &ids {
-        let Some(site) = api.aws.get_site(id.as_str()).await? else {
+        let Some(site) = api.store.sites().get_site(id.as_str()).await? else {
             return Err(ApiError::not_found(
                 "siteIds: a requested site is not registered",
             ));
         };
         let (rows, cut) = api
-            .aws
+            .store
+            .leads()
             .rollup_rows(id.as_str(), from, to, budget.rollup_rows)
             .await?;
         if cut {
@@ -196,7 +197,8 @@ async fn add_spend(
     let mut incomplete = false;
     let mut currencies = BTreeSet::new();
     for link in api
-        .aws
+        .store
+        .links()
         .site_links(site.as_str())
         .await?
         .iter()
@@ -206,7 +208,8 @@ async fn add_spend(
         match scope {
             Scope::Ad(ad) => {
                 let (rows, cut) = api
-                    .aws
+                    .store
+                    .spend()
                     .spend_rows(site.as_str(), &link.ad_account_id, from, to, budget.ad_rows)
                     .await?;
                 budget.ad_rows -= rows.len();
@@ -217,7 +220,8 @@ async fn add_spend(
             }
             _ => {
                 let (sums, cut) = api
-                    .aws
+                    .store
+                    .spend()
                     .day_sums_capped(
                         site.as_str(),
                         &link.ad_account_id,

@@ -67,7 +67,8 @@ pub(crate) async fn put_site(
         })
         .transpose()?;
     let stored = api
-        .aws
+        .store
+        .sites()
         .put_site(
             site.as_str(),
             &name,

@@ -111,10 +111,10 @@ async fn one_run(latency_ms: u64) -> Result<(Figures, Figures, ReportFigures), E
         ..Knobs::default()
     });
     let runner = app.runner();
-    let aws = &runner.stack.aws;
+    let store = &runner.stack.store;
 
     // The backfill.
-    aws.counter.reset();
+    store.counter.reset();
     fake.clear_requests();
     let started = Instant::now();
     for _ in 0..6 {
@@ -124,7 +124,8 @@ async fn one_run(latency_ms: u64) -> Result<(Figures, Figures, ReportFigures), E
     let backfill_ms = started.elapsed().as_millis();
     let mut rows = 0;
     for (site, account) in ACCOUNTS {
-        rows += aws
+        rows += store
+            .spend()
             .spend_rows(site, account, 0, i64::MAX / 2, usize::MAX)
             .await?
             .0
@@ -133,7 +134,7 @@ async fn one_run(latency_ms: u64) -> Result<(Figures, Figures, ReportFigures), E
     let (meta, cdn) = graph_and_cdn(&fake);
     let backfill = Figures {
         rows,
-        ddb: aws.counter.get("dynamodb"),
+        ddb: store.counter.get("dynamodb"),
         meta,
         cdn,
         millis: backfill_ms,
@@ -167,11 +168,11 @@ async fn one_run(latency_ms: u64) -> Result<(Figures, Figures, ReportFigures), E
             .get(format!("{}{path}", app.api_url))
             .bearer_auth(&token);
         async move {
-            aws.counter.reset();
+            store.counter.reset();
             let started = Instant::now();
             let body: serde_json::Value = req.send().await?.error_for_status()?.json().await?;
             Ok::<_, Error>((
-                aws.counter.get("dynamodb"),
+                store.counter.get("dynamodb"),
                 started.elapsed().as_millis(),
                 body,
             ))
@@ -196,14 +197,18 @@ async fn one_run(latency_ms: u64) -> Result<(Figures, Figures, ReportFigures), E
     .await?;
     let started = Instant::now();
     for (site, account) in ACCOUNTS {
-        aws.spend_rows(site, account, today - 89 * DAY_MS, today, 12_000)
+        store
+            .spend()
+            .spend_rows(site, account, today - 89 * DAY_MS, today, 12_000)
             .await?;
     }
     let rows_ms = started.elapsed().as_millis();
     let key = adtrail_store::blobs::thumbnail_key("loja-x", &ads[0]);
     let started = Instant::now();
     for _ in 0..leads_ads {
-        aws.thumbnail_url(&key, std::time::Duration::from_secs(900))
+        store
+            .blobs()
+            .thumbnail_url(&key, std::time::Duration::from_secs(900))
             .await?;
     }
     let presign_ms = started.elapsed().as_millis();
@@ -221,7 +226,7 @@ async fn one_run(latency_ms: u64) -> Result<(Figures, Figures, ReportFigures), E
     runner
         .set_clock(T0 + 7 * DAY_MS - 5 * HOUR_MS + 30 * MINUTE_MS)
         .await?;
-    aws.counter.reset();
+    store.counter.reset();
     fake.clear_requests();
     let started = Instant::now();
     runner.tick().await?;
@@ -230,7 +235,8 @@ async fn one_run(latency_ms: u64) -> Result<(Figures, Figures, ReportFigures), E
     let mut covered = 0;
     for (site, account) in ACCOUNTS {
         let last = runner.now() - runner.now().rem_euclid(DAY_MS);
-        covered += aws
+        covered += store
+            .spend()
             .spend_rows(site, account, last - 27 * DAY_MS, last, usize::MAX)
             .await?
             .0
@@ -239,7 +245,7 @@ async fn one_run(latency_ms: u64) -> Result<(Figures, Figures, ReportFigures), E
     let (meta, cdn) = graph_and_cdn(&fake);
     let resync = Figures {
         rows: covered,
-        ddb: aws.counter.get("dynamodb"),
+        ddb: store.counter.get("dynamodb"),
         meta,
         cdn,
         millis: resync_ms,
@@ -373,17 +379,17 @@ async fn capi_run(per_request: usize, n: usize, latency_ms: u64) -> Result<CapiF
     )
     .await?
     .error_for_status()?;
-    let aws = &app.runner().stack.aws;
+    let store = &app.runner().stack.store;
     let mut messages = vec![];
     for i in 0..n.div_ceil(4) {
         let w = adtrail_local::sample::lead_write("loja-x", "BRL", i, (n - i * 4).min(4), T0);
-        aws.write_lead_change(&w).await?;
+        store.leads().write_lead_change(&w).await?;
         messages.extend(adtrail_local::sample::messages(&w));
     }
-    aws.enqueue_sends(&messages).await?;
+    store.queues().enqueue_sends(&messages).await?;
     fake.tune(|k| k.latency_ms = latency_ms);
     fake.clear_requests();
-    aws.counter.reset();
+    store.counter.reset();
     let started = Instant::now();
     app.runner().drain().await?;
     let millis = started.elapsed().as_secs_f64() * 1_000.0;
@@ -396,7 +402,7 @@ async fn capi_run(per_request: usize, n: usize, latency_ms: u64) -> Result<CapiF
         conversions: n as u64,
         sent: fake.accepted_events().len() as u64,
         meta,
-        ddb: aws.counter.get("dynamodb"),
+        ddb: store.counter.get("dynamodb"),
         millis,
     })
 }

@@ -121,13 +121,14 @@ async fn read_site(
     to: i64,
     budgets: &mut Budgets,
 ) -> Result<SiteRead, ApiError> {
-    let Some(site) = api.aws.get_site(id.as_str()).await? else {
+    let Some(site) = api.store.sites().get_site(id.as_str()).await? else {
         return Err(ApiError::not_found(
             "siteIds: a requested site is not registered",
         ));
     };
     let (rows, cut) = api
-        .aws
+        .store
+        .leads()
         .rollup_rows(id.as_str(), from, to, budgets.rollups)
         .await?;
     if cut {
@@ -164,7 +165,8 @@ async fn read_site(
     }
     let site_id = read.id.as_str().to_owned();
     for link in api
-        .aws
+        .store
+        .links()
         .site_links(&site_id)
         .await?
         .into_iter()
@@ -174,7 +176,8 @@ async fn read_site(
         read.synced.insert(link.ad_account_id.clone());
         let spend = read.spend.get_or_insert_with(SpendFigures::default);
         let (sums, cut) = api
-            .aws
+            .store
+            .spend()
             .day_sums_capped(&site_id, &link.ad_account_id, from, to, budgets.days)
             .await?;
         budgets.days -= sums.len();
@@ -186,7 +189,8 @@ async fn read_site(
             continue;
         }
         let (rows, cut) = api
-            .aws
+            .store
+            .spend()
             .spend_rows(&site_id, &link.ad_account_id, from, to, budgets.ad_rows)
             .await?;
         budgets.ad_rows -= rows.len();
@@ -204,7 +208,8 @@ async fn read_site(
         .into_iter()
         .collect();
     read.catalog = api
-        .aws
+        .store
+        .catalog()
         .catalog_entries(&site_id, &ads)
         .await?
         .into_iter()
@@ -340,7 +345,12 @@ async fn ad_row(
         Paid::default()
     };
     let thumbnail_url = match entry.and_then(|e| e.thumbnail_key.as_deref()) {
-        Some(key) => Some(api.aws.thumbnail_url(key, THUMBNAIL_URL_LIFETIME).await?),
+        Some(key) => Some(
+            api.store
+                .blobs()
+                .thumbnail_url(key, THUMBNAIL_URL_LIFETIME)
+                .await?,
+        ),
         None => None,
     };
     let field = |pick: fn(&CatalogEntry) -> &Option<String>| entry.and_then(|e| pick(e).clone());
