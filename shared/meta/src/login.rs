@@ -88,16 +88,7 @@ impl GraphClient {
             ("redirect_uri", redirect_uri),
             ("code", code),
         ];
-        let (json, _) = self
-            .call(
-                self.http()
-                    .post(self.url("oauth/access_token", &[]))
-                    .form(&form),
-                "",
-            )
-            .await
-            .map_err(|e| scrubbed(e, &[app_secret, code]))?;
-        issued(&json)
+        self.oauth_token(&form, &[app_secret, code]).await
     }
 
     /// Trades a short-lived user token for a long-lived one (about 60 days).
@@ -116,15 +107,25 @@ impl GraphClient {
             ("client_secret", app_secret),
             ("fb_exchange_token", token),
         ];
+        self.oauth_token(&form, &[app_secret, token]).await
+    }
+
+    /// `POST /oauth/access_token` with `form` in the body (never in a
+    /// URL); an error carries none of `secrets`.
+    async fn oauth_token(
+        &self,
+        form: &[(&str, &str)],
+        secrets: &[&str],
+    ) -> Result<IssuedToken, GraphError> {
         let (json, _) = self
             .call(
                 self.http()
                     .post(self.url("oauth/access_token", &[]))
-                    .form(&form),
+                    .form(form),
                 "",
             )
             .await
-            .map_err(|e| scrubbed(e, &[app_secret, token]))?;
+            .map_err(|e| scrubbed(e, secrets))?;
         issued(&json)
     }
 

@@ -3,42 +3,17 @@
 //! with one request. Writes are optimistic: each carries the version it
 //! read, and a concurrent write makes it a [`StoreError::Condition`].
 
-use std::collections::BTreeMap;
-
 use adtrail_domain::board::Board;
-use adtrail_domain::capi::EventName;
-use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::attr::{FromItem, Item, get_bool, get_n, get_s, n, s};
-use crate::keys::{BOARD_SK, PK, SK, site_pk};
+use crate::attr::{FromItem, Item, n};
+use crate::items::{BoardItem, decode, encode};
+use crate::keys::{BOARD_SK, site_pk};
 use crate::write::applied;
 use crate::{Boards, StoreError};
 
 impl FromItem for Board {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
-        let columns = match get_s(item, "columns") {
-            Some(json) => Some(
-                serde_json::from_str(json)
-                    .map_err(|_| StoreError::Malformed("board columns".into()))?,
-            ),
-            None => None,
-        };
-        let raw: BTreeMap<String, String> = match get_s(item, "eventMap") {
-            Some(json) => {
-                serde_json::from_str(json).map_err(|_| StoreError::Malformed("event map".into()))?
-            }
-            None => BTreeMap::new(),
-        };
-        let map = raw
-            .into_iter()
-            .filter_map(|(k, v)| Some((k, EventName::parse_column_event(&v)?)))
-            .collect();
-        Ok(Self {
-            columns,
-            map,
-            send_lead_event: get_bool(item, "sendLeadEvent"),
-            version: get_n(item, "version").unwrap_or(0),
-        })
+        Ok(decode::<BoardItem>(item, "board")?.into())
     }
 }
 
@@ -60,32 +35,12 @@ impl Boards<'_> {
     /// [`StoreError::Condition`] when another write came first;
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn put_board(&self, site: &str, board: &Board, now: i64) -> Result<(), StoreError> {
-        let map: BTreeMap<&str, &str> = board
-            .map
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let mut put =
-            self.ddb
-                .put_item()
-                .table_name(&self.names.table)
-                .item(PK, s(site_pk(site)))
-                .item(SK, s(BOARD_SK))
-                .item(
-                    "eventMap",
-                    s(serde_json::to_string(&map)
-                        .map_err(|e| StoreError::Malformed(e.to_string()))?),
-                )
-                .item("sendLeadEvent", AttributeValue::Bool(board.send_lead_event))
-                .item("version", n(board.version + 1))
-                .item("updatedAt", n(now));
-        if let Some(columns) = &board.columns {
-            put = put.item(
-                "columns",
-                s(serde_json::to_string(columns)
-                    .map_err(|e| StoreError::Malformed(e.to_string()))?),
-            );
-        }
+        let item = BoardItem::of(board, site_pk(site), BOARD_SK.to_owned(), now);
+        let put = self
+            .ddb
+            .put_item()
+            .table_name(&self.names.table)
+            .set_item(Some(encode(&item, "board")?));
         let put = if board.version == 0 {
             put.condition_expression("attribute_not_exists(pk)")
         } else {

@@ -8,7 +8,8 @@ use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use adtrail_domain::catalog::CatalogEntry;
 
-use crate::attr::{Item, get_s, n, s};
+use crate::attr::{Item, n, s};
+use crate::items::{CatalogItem, decode};
 use crate::keys::{PK, SK, catalog_pk};
 use crate::lease::LeaseCondition;
 use crate::{Catalog, StoreError};
@@ -27,20 +28,8 @@ const FIELDS: [&str; 8] = [
     "thumbnailKey",
 ];
 
-fn entry_of(item: &Item) -> Option<CatalogEntry> {
-    let get = |k: &str| get_s(item, k).map(str::to_owned);
-    Some(CatalogEntry {
-        ad_id: get(SK)?,
-        ad_account_id: get("adAccountId"),
-        ad_name: get("adName"),
-        adset_id: get("adsetId"),
-        adset_name: get("adsetName"),
-        campaign_id: get("campaignId"),
-        campaign_name: get("campaignName"),
-        ad_status: get("adStatus"),
-        creative_type: get("creativeType"),
-        thumbnail_key: get("thumbnailKey"),
-    })
+fn entry_of(item: &Item) -> Result<CatalogEntry, StoreError> {
+    Ok(decode::<CatalogItem>(item, "catalog entry")?.into())
 }
 
 fn fields(entry: &CatalogEntry) -> [(&'static str, Option<&String>); 7] {
@@ -72,10 +61,11 @@ impl Catalog<'_> {
             .key_condition_expression("pk = :pk")
             .expression_attribute_values(":pk", s(catalog_pk(site)));
         self.query_pages(query, usize::MAX, |items| {
-            for entry in items.iter().filter_map(entry_of) {
+            for item in items {
+                let entry = entry_of(item)?;
                 entries.insert(entry.ad_id.clone(), entry);
             }
-            entries.len() < MAX_CATALOG
+            Ok(entries.len() < MAX_CATALOG)
         })
         .await?;
         Ok(entries)
@@ -94,12 +84,11 @@ impl Catalog<'_> {
             .iter()
             .map(|a| (catalog_pk(site), a.clone()))
             .collect();
-        Ok(self
-            .batch_read(keys)
+        self.batch_read(keys)
             .await?
             .iter()
-            .filter_map(entry_of)
-            .collect())
+            .map(entry_of)
+            .collect::<Result<_, _>>()
     }
 
     /// Merges entries into the site's catalog under `cond`, filing each ad

@@ -9,10 +9,9 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
-use crate::attr::{FromItem, Item, get_n, get_s, n, need_s, s};
-use crate::keys::{
-    CONNECTION_SK, EXPIRY_PK, GSI1, GSI1_SK, PK, SK, expiry_sk, owner_pk, parse_expiry_sk,
-};
+use crate::attr::{FromItem, Item, get_s, n, s};
+use crate::items::{ConnectionItem, decode};
+use crate::keys::{CONNECTION_SK, EXPIRY_PK, GSI1, GSI1_SK, expiry_sk, owner_pk, parse_expiry_sk};
 use crate::write::applied;
 use crate::{Connections, StoreError};
 
@@ -80,49 +79,7 @@ pub struct Connection {
 
 impl FromItem for Connection {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
-        let accounts = get_s(item, "accounts")
-            .map(serde_json::from_str)
-            .transpose()
-            .map_err(|_| StoreError::Malformed("connection listing".into()))?
-            .unwrap_or_default();
-        Ok(Self {
-            owner_key: need_s(item, "ownerKey")?,
-            status: match get_s(item, "status") {
-                Some("invalid") => ConnectionStatus::Invalid,
-                _ => ConnectionStatus::Active,
-            },
-            sealed_token: item
-                .get("sealedToken")
-                .and_then(|v| v.as_b().ok())
-                .map(|b| b.as_ref().to_vec())
-                .unwrap_or_default(),
-            token_version: need_s(item, "tokenVersion")?,
-            accounts,
-            pixels: get_s(item, "pixels")
-                .map(serde_json::from_str)
-                .transpose()
-                .map_err(|_| StoreError::Malformed("connection pixels".into()))?
-                .unwrap_or_default(),
-            invalid_since: get_n(item, "invalidSince"),
-            last_error: get_s(item, "lastError").map(str::to_owned),
-            link_count: get_n(item, "linkCount").unwrap_or(0),
-            authorized_by: match (
-                get_s(item, "authorizedById"),
-                get_s(item, "authorizedByName"),
-            ) {
-                (Some(id), name) => Some((id.to_owned(), name.unwrap_or_default().to_owned())),
-                _ => None,
-            },
-            authorized_at: get_n(item, "authorizedAt"),
-            expires_at: get_n(item, "expiresAt"),
-            expiring_soon: item
-                .get("expiringSoon")
-                .and_then(|v| v.as_bool().ok())
-                .copied()
-                .unwrap_or(false),
-            created_at: get_n(item, "createdAt").unwrap_or(0),
-            updated_at: get_n(item, "updatedAt").unwrap_or(0),
-        })
+        decode::<ConnectionItem>(item, "connection")?.try_into()
     }
 }
 
@@ -151,12 +108,7 @@ impl Connections<'_> {
             .map_err(|_| StoreError::Malformed("listing".into()))?;
         let pixel_listing = serde_json::to_string(&pixels[..pixels.len().min(MAX_LISTED_PIXELS)])
             .map_err(|_| StoreError::Malformed("pixel listing".into()))?;
-        let out = self
-            .ddb
-            .update_item()
-            .table_name(&self.names.table)
-            .key(PK, s(owner_pk(owner)))
-            .key(SK, s(CONNECTION_SK))
+        let out = self.update_item(owner_pk(owner), CONNECTION_SK)
             .update_expression(
                 "SET ownerKey = :owner, #status = :active, sealedToken = :token, tokenVersion = :version, \
                  accounts = :accounts, pixels = :pixels, updatedAt = :now, createdAt = if_not_exists(createdAt, :now), \
@@ -199,12 +151,7 @@ impl Connections<'_> {
         last_error: &str,
         now: i64,
     ) -> Result<bool, StoreError> {
-        let res = self
-            .ddb
-            .update_item()
-            .table_name(&self.names.table)
-            .key(PK, s(owner_pk(owner)))
-            .key(SK, s(CONNECTION_SK))
+        let res = self.update_item(owner_pk(owner), CONNECTION_SK)
             .condition_expression("tokenVersion = :version")
             .update_expression(
                 "SET #status = :invalid, lastError = :err, updatedAt = :now, invalidSince = if_not_exists(invalidSince, :now)",
@@ -261,11 +208,7 @@ impl Connections<'_> {
         let mut set = vec!["authorizedAt = :at", "expiringSoon = :soon"];
         let mut remove = vec![];
         let mut req = self
-            .ddb
-            .update_item()
-            .table_name(&self.names.table)
-            .key(PK, s(owner_pk(owner)))
-            .key(SK, s(CONNECTION_SK))
+            .update_item(owner_pk(owner), CONNECTION_SK)
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_values(":at", n(a.at))
             .expression_attribute_values(":soon", AttributeValue::Bool(a.expiring_soon));
@@ -331,11 +274,7 @@ impl Connections<'_> {
                 continue;
             };
             let res = self
-                .ddb
-                .update_item()
-                .table_name(&self.names.table)
-                .key(PK, s(owner_pk(owner)))
-                .key(SK, s(CONNECTION_SK))
+                .update_item(owner_pk(owner), CONNECTION_SK)
                 .update_expression("SET expiringSoon = :t REMOVE gsi1pk, gsi1sk")
                 .condition_expression("expiresAt = :exp")
                 .expression_attribute_values(":t", AttributeValue::Bool(true))

@@ -9,51 +9,19 @@
 
 use std::collections::BTreeMap;
 
-use adtrail_domain::capi::{Conversion, ConversionStatus, EventName};
-use adtrail_domain::contact::ContactHashes;
+use adtrail_domain::capi::{Conversion, EventName};
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
-use crate::attr::{FromItem, Item, get_n, get_s, n, need_s, s};
+use crate::attr::{FromItem, Item, get_n, get_s, n, s};
+use crate::items::{ConversionItem, decode};
 use crate::keys::{
-    COUNT_SHARDS, COUNT_TOTAL_SK, PK, SK, WORK_AT, conv_pk, count_day_sk, count_pk,
-    parse_count_day_sk,
+    COUNT_SHARDS, COUNT_TOTAL_SK, PK, SK, conv_pk, count_day_sk, count_pk, parse_count_day_sk,
 };
 use crate::{Conversions, StoreError};
 
 impl FromItem for Conversion {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
-        let ph: Vec<String> = item
-            .get("ph")
-            .and_then(|v| v.as_ss().ok())
-            .cloned()
-            .unwrap_or_default();
-        let external_id = get_s(item, "externalId").map(str::to_owned);
-        let hashes =
-            (!ph.is_empty() || external_id.is_some()).then_some(ContactHashes { ph, external_id });
-        Ok(Self {
-            site_id: need_s(item, "siteId")?,
-            sk: need_s(item, SK)?,
-            event_id: need_s(item, "eventId")?,
-            event_name: get_s(item, "eventName")
-                .and_then(EventName::parse)
-                .ok_or_else(|| StoreError::Malformed("conversion event".into()))?,
-            lead_id: need_s(item, "leadId")?,
-            lead_key: need_s(item, "leadKey")?,
-            event_time: get_n(item, "eventTime").unwrap_or(0),
-            created_at: get_n(item, "createdAt").unwrap_or(0),
-            status: get_s(item, "status")
-                .and_then(ConversionStatus::parse)
-                .ok_or_else(|| StoreError::Malformed("conversion status".into()))?,
-            attempts: get_n(item, "attempts").unwrap_or(0),
-            next_attempt_at: get_n(item, "nextAttemptAt"),
-            lease_until: get_n(item, "leaseUntil"),
-            value_cents: get_n(item, "valueCents"),
-            currency: get_s(item, "currency").map(str::to_owned),
-            sent_at: get_n(item, "sentAt"),
-            last_error: get_s(item, "lastError").map(str::to_owned),
-            hashes,
-            work_at: get_n(item, WORK_AT),
-        })
+        decode::<ConversionItem>(item, "conversion")?.try_into()
     }
 }
 

@@ -15,6 +15,7 @@ pub mod connections;
 pub mod conversions;
 pub mod counter;
 pub mod error;
+mod items;
 pub mod keys;
 pub mod leads;
 pub mod lease;

@@ -7,36 +7,16 @@
 //! its lease takes no write.
 
 use adtrail_domain::links::SiteAdAccount;
-use adtrail_domain::outcome::SyncState;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::attr::{FromItem, Item, get_bool, get_n, get_s, need_s, s};
+use crate::attr::{FromItem, Item, get_s, s};
+use crate::items::{LinkItem, decode};
 use crate::keys::*;
 use crate::{Links, StoreError};
 
 impl FromItem for SiteAdAccount {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
-        Ok(Self {
-            site_id: need_s(item, "siteId")?,
-            ad_account_id: need_s(item, "adAccountId")?,
-            owner_key: need_s(item, "ownerKey")?,
-            name: need_s(item, "name")?,
-            currency: need_s(item, "currency")?,
-            timezone: need_s(item, "timezone")?,
-            sync_state: get_s(item, "syncState")
-                .and_then(SyncState::parse)
-                .unwrap_or(SyncState::Backfill),
-            last_sync_at: get_n(item, "lastSyncAt"),
-            last_daily_resync_at: get_n(item, "lastDailyResyncAt"),
-            last_full_resync_at: get_n(item, "lastFullResyncAt"),
-            backfill_from: get_s(item, "backfillFrom").map(str::to_owned),
-            failures: get_n(item, "failures").unwrap_or(0).clamp(0, 1_000) as u32,
-            last_error: get_s(item, "lastError").map(str::to_owned),
-            run_id: get_s(item, "runId").map(str::to_owned),
-            sync_requested: get_bool(item, "syncRequested"),
-            next_sync_at: get_n(item, NEXT_SYNC_AT),
-            created_at: get_n(item, "createdAt").unwrap_or(0),
-        })
+        decode::<LinkItem>(item, "link")?.try_into()
     }
 }
 
@@ -133,7 +113,7 @@ impl Links<'_> {
             .expression_attribute_values(":prefix", s(prefix));
         self.query_pages(query, max_pages, |page| {
             items.extend_from_slice(page);
-            true
+            Ok(true)
         })
         .await?;
         Ok(items)

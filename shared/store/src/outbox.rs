@@ -14,16 +14,16 @@ use adtrail_domain::metrics::Counters;
 use adtrail_domain::time::DAY_MS;
 use adtrail_domain::time::utc_day;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Delete, DeleteRequest, Put, TransactWriteItem, Update, WriteRequest,
+    Delete, DeleteRequest, Put, TransactWriteItem, Update, WriteRequest,
 };
 
 use crate::attr::{Item, n, s};
 use crate::conversions::counter_update;
+use crate::items::{ConversionItem, encode};
 use crate::keys::{
-    COUNT_SHARDS, PK, RollupDim, SK, WORK_AT, WORK_SHARD, change_pk, conv_pk, entry_pk, entry_sk,
-    lead_ad_pk, lead_pk, rollup_pk, rollup_sk, send_shard, shard_of,
+    COUNT_SHARDS, PK, RollupDim, SK, change_pk, conv_pk, entry_pk, entry_sk, lead_ad_pk, lead_pk,
+    rollup_pk, rollup_sk, send_shard, shard_of,
 };
-use crate::write::transaction_failed_at;
 use crate::{Leads, StoreError};
 
 use crate::leads::lead_item;
@@ -162,40 +162,12 @@ impl Leads<'_> {
         let mut pending = 0;
         let mut failed = 0;
         for c in &w.conversions {
-            let mut item: Item = [
-                (PK, s(conv_pk(site))),
-                (SK, s(&c.sk)),
-                ("siteId", s(site)),
-                ("eventId", s(&c.event_id)),
-                ("eventName", s(c.event_name.as_str())),
-                ("leadId", s(&w.lead.lead_id)),
-                ("leadKey", s(&w.lead.lead_key)),
-                ("eventTime", n(c.event_time)),
-                (
-                    "createdAt",
-                    n(parse_conversion_ref(&c.sk).map_or(w.now, |(at, _)| at)),
-                ),
-                ("status", s(ConversionStatus::Pending.as_str())),
-                ("attempts", n(0)),
-                ("nextAttemptAt", n(w.now)),
-                (WORK_SHARD, s(send_shard(&c.event_id))),
-                (WORK_AT, n(w.now)),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect();
-            if let Some(v) = c.value_cents {
-                item.insert("valueCents".into(), n(v));
-            }
-            if let Some(cur) = &c.currency {
-                item.insert("currency".into(), s(cur));
-            }
-            if !c.hashes.ph.is_empty() {
-                item.insert("ph".into(), AttributeValue::Ss(c.hashes.ph.clone()));
-            }
-            if let Some(x) = &c.hashes.external_id {
-                item.insert("externalId".into(), s(x));
-            }
+            let created_at = parse_conversion_ref(&c.sk).map_or(w.now, |(at, _)| at);
+            let keys = (conv_pk(site), created_at, send_shard(&c.event_id));
+            let item = encode(
+                &ConversionItem::pending(c, &w.lead, keys, w.now),
+                "conversion",
+            )?;
             let condition = match c.reopens {
                 None => {
                     pending += 1;
@@ -233,20 +205,11 @@ impl Leads<'_> {
                 None,
             )?);
         }
-        match self
-            .ddb
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-        {
-            Ok(_) => Ok(LeadWritten::Written),
-            Err(e) => match transaction_failed_at(&e) {
-                Some(0) => Ok(LeadWritten::ChangeSeen),
-                Some(_) => Ok(LeadWritten::Raced),
-                None => Err(StoreError::ddb(e)),
-            },
-        }
+        Ok(match self.transact(items).await? {
+            None => LeadWritten::Written,
+            Some(0) => LeadWritten::ChangeSeen,
+            Some(_) => LeadWritten::Raced,
+        })
     }
 
     /// Removes a lead with its conversions and column entries; their
@@ -313,20 +276,8 @@ impl Leads<'_> {
         for (day, deltas) in days {
             items.push(counter_update(t, site, shard, &deltas, Some(day))?);
         }
-        match self
-            .ddb
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-        {
-            Ok(_) => {}
-            Err(e) => {
-                return match transaction_failed_at(&e) {
-                    Some(_) => Ok(LeadWritten::Raced),
-                    None => Err(StoreError::ddb(e)),
-                };
-            }
+        if self.transact(items).await?.is_some() {
+            return Ok(LeadWritten::Raced);
         }
         // Entries only count inside 30 days: one this cleanup misses (a
         // crash here) ages out of every count by itself.

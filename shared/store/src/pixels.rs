@@ -2,12 +2,12 @@
 //! token — the connection's (`source: connection`) or its own, sealed with
 //! KMS (`source: token`).
 
-use adtrail_domain::pixels::{PixelSource, SitePixel};
-use aws_sdk_dynamodb::primitives::Blob;
+use adtrail_domain::pixels::SitePixel;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::attr::{FromItem, Item, get_bool, get_n, get_s, n, need_s, s};
-use crate::keys::{GSI1_PK, GSI1_SK, PK, SK, owner_pk, site_pk};
+use crate::attr::{FromItem, Item, get_s, n, s};
+use crate::items::{PixelItem, decode, encode};
+use crate::keys::{owner_pk, site_pk};
 use crate::write::applied;
 use crate::{Pixels, StoreError};
 
@@ -16,93 +16,21 @@ const PIXEL_GSI_PREFIX: &str = "pixel#";
 
 impl FromItem for SitePixel {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
-        let source = match get_s(item, "source") {
-            Some("token") => PixelSource::Token {
-                sealed_token: item
-                    .get("sealedToken")
-                    .and_then(|v| v.as_b().ok())
-                    .map(|b| b.as_ref().to_vec())
-                    .unwrap_or_default(),
-                token_version: get_s(item, "tokenVersion").unwrap_or_default().to_owned(),
-                set_by: get_s(item, "setBy").map(str::to_owned),
-            },
-            _ => PixelSource::Connection {
-                owner_key: need_s(item, "ownerKey")?,
-            },
-        };
-        Ok(Self {
-            site_id: need_s(item, "siteId")?,
-            pixel_id: need_s(item, "pixelId")?,
-            name: get_s(item, "name").unwrap_or_default().to_owned(),
-            source,
-            enabled: get_bool(item, "enabled"),
-            send_lead_event: get_bool(item, "sendLeadEvent"),
-            test_event_code: get_s(item, "testEventCode").map(str::to_owned),
-            last_error: get_s(item, "lastError").map(str::to_owned),
-            stopped: get_bool(item, "stopped"),
-            not_granted: get_bool(item, "notGranted"),
-            updated_at: get_n(item, "updatedAt").unwrap_or(0),
-        })
+        decode::<PixelItem>(item, "pixel")?.try_into()
     }
 }
 
-fn pixel_item(pixel: &SitePixel) -> Item {
-    let mut item: Item = [
-        (PK.to_owned(), s(site_pk(&pixel.site_id))),
-        (SK.to_owned(), s(PIXEL_SK)),
-        ("siteId".to_owned(), s(&pixel.site_id)),
-        ("pixelId".to_owned(), s(&pixel.pixel_id)),
-        ("name".to_owned(), s(&pixel.name)),
-        ("source".to_owned(), s(pixel.source_name())),
-        ("enabled".to_owned(), AttributeValue::Bool(pixel.enabled)),
+/// The pixel's item. The `owner` index lists the pixels an owner set, to
+/// forget them with it.
+fn pixel_item(pixel: &SitePixel) -> Result<Item, StoreError> {
+    let gsi = pixel.owner().map(|owner| {
         (
-            "sendLeadEvent".to_owned(),
-            AttributeValue::Bool(pixel.send_lead_event),
-        ),
-        ("updatedAt".to_owned(), n(pixel.updated_at)),
-        ("stopped".to_owned(), AttributeValue::Bool(pixel.stopped)),
-        (
-            "notGranted".to_owned(),
-            AttributeValue::Bool(pixel.not_granted),
-        ),
-    ]
-    .into_iter()
-    .collect();
-    match &pixel.source {
-        PixelSource::Connection { owner_key } => {
-            item.insert("ownerKey".into(), s(owner_key));
-        }
-        PixelSource::Token {
-            sealed_token,
-            token_version,
-            set_by,
-        } => {
-            item.insert(
-                "sealedToken".into(),
-                AttributeValue::B(Blob::new(sealed_token.clone())),
-            );
-            item.insert("tokenVersion".into(), s(token_version));
-            if let Some(owner) = set_by {
-                item.insert("setBy".into(), s(owner));
-            }
-        }
-    }
-    if let Some(code) = &pixel.test_event_code {
-        item.insert("testEventCode".into(), s(code));
-    }
-    // The `owner` index lists the pixels an owner set, to forget them
-    // with it.
-    if let Some(owner) = pixel.owner() {
-        item.insert(GSI1_PK.into(), s(owner_pk(owner)));
-        item.insert(
-            GSI1_SK.into(),
-            s(format!("{PIXEL_GSI_PREFIX}{}", pixel.site_id)),
-        );
-    }
-    if let Some(e) = &pixel.last_error {
-        item.insert("lastError".into(), s(e));
-    }
-    item
+            owner_pk(owner),
+            format!("{PIXEL_GSI_PREFIX}{}", pixel.site_id),
+        )
+    });
+    let item = PixelItem::of(pixel, site_pk(&pixel.site_id), PIXEL_SK.to_owned(), gsi);
+    encode(&item, "pixel")
 }
 
 impl Pixels<'_> {
@@ -114,7 +42,7 @@ impl Pixels<'_> {
         self.ddb
             .put_item()
             .table_name(&self.names.table)
-            .set_item(Some(pixel_item(pixel)))
+            .set_item(Some(pixel_item(pixel)?))
             .send()
             .await
             .map_err(StoreError::ddb)?;
@@ -158,11 +86,7 @@ impl Pixels<'_> {
         now: i64,
     ) -> Result<bool, StoreError> {
         let res = self
-            .ddb
-            .update_item()
-            .table_name(&self.names.table)
-            .key(PK, s(site_pk(site)))
-            .key(SK, s(PIXEL_SK))
+            .update_item(site_pk(site), PIXEL_SK)
             .update_expression("SET stopped = :t, lastError = :e, updatedAt = :now")
             .condition_expression("tokenVersion = :v")
             .expression_attribute_values(":t", AttributeValue::Bool(true))
@@ -187,11 +111,7 @@ impl Pixels<'_> {
         last_error: Option<&str>,
     ) -> Result<(), StoreError> {
         let update = self
-            .ddb
-            .update_item()
-            .table_name(&self.names.table)
-            .key(PK, s(site_pk(site)))
-            .key(SK, s(PIXEL_SK))
+            .update_item(site_pk(site), PIXEL_SK)
             .condition_expression("#source = :connection AND ownerKey = :owner")
             .expression_attribute_names("#source", "source")
             .expression_attribute_values(":connection", s("connection"))
@@ -214,11 +134,7 @@ impl Pixels<'_> {
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn set_pixel_send_lead_event(&self, site: &str, on: bool) -> Result<(), StoreError> {
         let res = self
-            .ddb
-            .update_item()
-            .table_name(&self.names.table)
-            .key(PK, s(site_pk(site)))
-            .key(SK, s(PIXEL_SK))
+            .update_item(site_pk(site), PIXEL_SK)
             .update_expression("SET sendLeadEvent = :on")
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_values(":on", AttributeValue::Bool(on))

@@ -35,7 +35,7 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
 impl Store {
     /// Runs `query` page by page, at most `max_pages`, handing each page's
     /// items to `visit`, which answers whether to go on (a visitor that
-    /// stops at a cap records that itself).
+    /// stops at a cap records that itself) or fails the read.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -43,7 +43,7 @@ impl Store {
         &self,
         query: QueryFluentBuilder,
         max_pages: usize,
-        mut visit: impl FnMut(&[Item]) -> bool,
+        mut visit: impl FnMut(&[Item]) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError> {
         let mut pages = query.into_paginator().send();
         for _ in 0..max_pages {
@@ -52,7 +52,7 @@ impl Store {
             };
             let out = page.map_err(StoreError::ddb)?;
             let more = out.last_evaluated_key.is_some();
-            if !visit(out.items()) || !more {
+            if !visit(out.items())? || !more {
                 break;
             }
         }

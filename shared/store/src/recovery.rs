@@ -9,7 +9,6 @@ use crate::attr::{FromItem, get_s, n, s};
 use crate::keys::{
     COUNT_SHARDS, PK, SK, WORK_INDEX, conv_pk, parse_conv_pk, send_shard_n, shard_of,
 };
-use crate::write::transaction_failed_at;
 use crate::{Conversions, StoreError};
 
 use crate::conversions::counter_update;
@@ -141,16 +140,9 @@ impl Conversions<'_> {
                 Lost::Requeued
             }
         };
-        match self
-            .ddb
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-        {
-            Ok(_) => Ok(outcome),
-            Err(e) if transaction_failed_at(&e).is_some() => Ok(Lost::Skipped),
-            Err(e) => Err(StoreError::ddb(e)),
-        }
+        Ok(match self.transact(items).await? {
+            None => outcome,
+            Some(_) => Lost::Skipped,
+        })
     }
 }

@@ -52,7 +52,7 @@ impl Leads<'_> {
                 };
                 if rows.len() >= cap {
                     capped = true;
-                    return false;
+                    return Ok(false);
                 }
                 rows.push(RollupRow {
                     day_start,
@@ -65,7 +65,7 @@ impl Leads<'_> {
                     },
                 });
             }
-            true
+            Ok(true)
         })
         .await?;
         Ok((rows, capped))
@@ -93,7 +93,7 @@ impl Leads<'_> {
         // Bounded: one site's ads, a few pages at most.
         self.query_pages(query, 10, |items| {
             ads.extend(items.iter().filter_map(|i| get_s(i, SK).map(str::to_owned)));
-            ads.len() < max
+            Ok(ads.len() < max)
         })
         .await?;
         ads.truncate(max);
@@ -130,7 +130,7 @@ impl Leads<'_> {
                         .iter()
                         .filter_map(|i| get_s(i, "leadId").map(str::to_owned)),
                 );
-                true
+                Ok(true)
             })
             .await?;
             Ok::<_, StoreError>((column.clone(), leads.len() as i64))

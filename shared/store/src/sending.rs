@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
 
 use crate::attr::{FromItem, n, s};
 use crate::keys::{COUNT_SHARDS, PK, SK, conv_pk, shard_of};
-use crate::write::{applied, transaction_failed_at};
+use crate::write::applied;
 use crate::{Conversions, StoreError};
 
 use crate::conversions::counter_update;
@@ -57,12 +57,7 @@ impl Conversions<'_> {
         now: i64,
     ) -> Result<Claim, StoreError> {
         let until = now + lease_ms;
-        let res = self
-            .ddb
-            .update_item()
-            .table_name(&self.names.table)
-            .key(PK, s(conv_pk(site)))
-            .key(SK, s(sk))
+        let res = self.update_item(conv_pk(site), sk)
             .update_expression(
                 "SET attempts = attempts + :one, leaseId = :id, leaseUntil = :until, workAt = :until",
             )
@@ -171,14 +166,8 @@ impl Conversions<'_> {
                         .build(),
                 );
             }
-            let result = self
-                .ddb
-                .transact_write_items()
-                .set_transact_items(Some(items))
-                .send()
-                .await;
-            match result {
-                Ok(_) => {
+            match self.transact(items).await? {
+                None => {
                     for i in chunk {
                         let mut c = rows[&keys[*i]].clone();
                         c.attempts += 1;
@@ -187,13 +176,13 @@ impl Conversions<'_> {
                         claims[*i] = Claim::Claimed(Box::new(c));
                     }
                 }
-                Err(e) if transaction_failed_at(&e).is_some() => {
+                // Another writer got in the way: claim row by row.
+                Some(_) => {
                     for i in chunk {
                         let (site, sk) = &keys[*i];
                         claims[*i] = self.claim_send(site, sk, lease_id, lease_ms, now).await?;
                     }
                 }
-                Err(e) => return Err(StoreError::ddb(e)),
             }
         }
         Ok(claims)
@@ -312,16 +301,6 @@ impl Conversions<'_> {
             let deltas: Vec<(&str, i64)> = by_event.iter().map(|(e, k)| (e.as_str(), *k)).collect();
             items.push(counter_update(t, site, shard, &deltas, Some(utc_day(now)))?);
         }
-        match self
-            .ddb
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if transaction_failed_at(&e).is_some() => Ok(false),
-            Err(e) => Err(StoreError::ddb(e)),
-        }
+        Ok(self.transact(items).await?.is_none())
     }
 }

@@ -1,7 +1,8 @@
 //! Sites: a host's business unit, with the currency its revenue is in.
 
-use crate::attr::{Item, get_n, get_s, n, need_s, s};
-use crate::keys::{PK, SITE_SK, SK, site_pk};
+use crate::attr::{Item, n, s};
+use crate::items::{SiteItem, decode};
+use crate::keys::{SITE_SK, site_pk};
 use crate::{Sites, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,14 +17,7 @@ pub struct Site {
 
 impl Site {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
-        Ok(Self {
-            site_id: need_s(item, "siteId")?,
-            name: need_s(item, "name")?,
-            currency: need_s(item, "currency")?,
-            country: get_s(item, "country").map(str::to_owned),
-            created_at: get_n(item, "createdAt").unwrap_or(0),
-            updated_at: get_n(item, "updatedAt").unwrap_or(0),
-        })
+        Ok(decode::<SiteItem>(item, "site")?.into())
     }
 }
 
@@ -42,11 +36,7 @@ impl Sites<'_> {
         now: i64,
     ) -> Result<Site, StoreError> {
         let mut update = self
-            .ddb
-            .update_item()
-            .table_name(&self.names.table)
-            .key(PK, s(site_pk(site_id)))
-            .key(SK, s(SITE_SK))
+            .update_item(site_pk(site_id), SITE_SK)
             .expression_attribute_values(":id", s(site_id))
             .expression_attribute_values(":name", s(name))
             .expression_attribute_values(":cur", s(currency))

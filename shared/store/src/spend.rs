@@ -13,6 +13,7 @@ use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 use adtrail_domain::spend::{RowChange, SpendFigures, SpendRow};
 
 use crate::attr::{Item, get_n, get_s, n, s};
+use crate::items::{FiguresItem, decode};
 use crate::keys::*;
 use crate::lease::LeaseCondition;
 use crate::{Spend, StoreError};
@@ -20,13 +21,9 @@ use crate::{Spend, StoreError};
 /// DynamoDB's cap on the items of one transaction.
 pub(crate) const MAX_TRANSACTION_ITEMS: usize = 100;
 
-/// A stored row's figures.
-pub(crate) fn figures_of(item: &Item) -> SpendFigures {
-    SpendFigures {
-        spend_cents: get_n(item, "spendCents").unwrap_or(0),
-        impressions: get_n(item, "impressions").unwrap_or(0),
-        clicks: get_n(item, "clicks").unwrap_or(0),
-    }
+/// A row's or a sum's figures.
+pub(crate) fn figures_of(item: &Item) -> Result<SpendFigures, StoreError> {
+    Ok(decode::<FiguresItem>(item, "spend figures")?.into())
 }
 
 impl Spend<'_> {
@@ -63,16 +60,16 @@ impl Spend<'_> {
                 };
                 if rows.len() >= cap {
                     capped = true;
-                    return false;
+                    return Ok(false);
                 }
                 rows.push(SpendRow {
                     day_start,
                     ad_id: ad.to_owned(),
-                    figures: figures_of(item),
+                    figures: figures_of(item)?,
                     updated_at: get_n(item, "updatedAt").unwrap_or(0),
                 });
             }
-            true
+            Ok(true)
         })
         .await?;
         Ok((rows, capped))
@@ -123,12 +120,12 @@ impl Spend<'_> {
                 if let Some(day) = get_s(item, SK).and_then(parse_day_sk) {
                     if sums.len() >= cap {
                         capped = true;
-                        return false;
+                        return Ok(false);
                     }
-                    sums.insert(day, figures_of(item));
+                    sums.insert(day, figures_of(item)?);
                 }
             }
-            true
+            Ok(true)
         })
         .await?;
         Ok((sums, capped))

@@ -51,6 +51,19 @@ where
 }
 
 impl Store {
+    /// An update of one item by its keys, on the stack's table.
+    pub(crate) fn update_item(
+        &self,
+        pk: impl Into<String>,
+        sk: impl Into<String>,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        self.ddb
+            .update_item()
+            .table_name(&self.names.table)
+            .key(PK, s(pk))
+            .key(SK, s(sk))
+    }
+
     /// One item by its keys, read strongly.
     ///
     /// # Errors
@@ -86,6 +99,31 @@ impl Store {
         Ok(applied(res)?.is_some())
     }
 
+    /// Runs a transaction: `Ok(None)` when it committed, `Ok(Some(i))` when
+    /// item `i`'s condition failed (nothing was written), an error for any
+    /// other failure. Every transaction of the store goes through here.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] for a failure that is not a condition.
+    pub(crate) async fn transact(
+        &self,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<Option<usize>, StoreError> {
+        match self
+            .ddb
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(None),
+            Err(e) => match transaction_failed_at(&e) {
+                Some(i) => Ok(Some(i)),
+                None => Err(StoreError::ddb(e)),
+            },
+        }
+    }
+
     /// Runs a transaction whose first item is its lease check (a
     /// [`crate::lease::LeaseCondition`]). Answers `false`, having written
     /// nothing, when that check failed.
@@ -96,16 +134,13 @@ impl Store {
         &self,
         items: Vec<TransactWriteItem>,
     ) -> Result<bool, StoreError> {
-        match self
-            .ddb
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if transaction_failed_at(&e) == Some(0) => Ok(false),
-            Err(e) => Err(StoreError::ddb(e)),
+        match self.transact(items).await? {
+            None => Ok(true),
+            Some(0) => Ok(false),
+            // Another item's condition: not a lost lease, and not expected.
+            Some(_) => Err(StoreError::Condition(
+                "a transaction item's condition failed",
+            )),
         }
     }
 }
