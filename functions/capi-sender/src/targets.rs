@@ -10,6 +10,8 @@ use adtrail_domain::pixels::{PixelSource, pixel_ready};
 use adtrail_store::seal::Purpose;
 use serde_json::json;
 
+use adtrail_store::connections::Connection;
+
 use crate::Sender;
 
 /// Where a site's events go and with which token.
@@ -68,11 +70,28 @@ impl Sender {
         let Some(pixel) = pixel else {
             return Err(Verdict::unexpected("the pixel is gone"));
         };
+        let (token, owner) = self.open_token(site, &pixel.source, connection).await?;
+        Ok(Target {
+            pixel_id: pixel.pixel_id,
+            token,
+            test_event_code: pixel.test_event_code,
+            country_hash: site_row.country.map(|c| sha256_hex(&c.to_lowercase())),
+            owner,
+        })
+    }
+
+    /// The token the pixel sends with, unsealed, and who owns it.
+    async fn open_token(
+        &self,
+        site: &str,
+        source: &PixelSource,
+        connection: Option<Connection>,
+    ) -> Result<(String, TokenOwner), Verdict> {
         let unseal_failed = |e: adtrail_store::StoreError| {
             tracing::warn!(error = %e, "could not unseal the token");
             Verdict::unexpected("the sealing key is unavailable")
         };
-        let (token, owner) = match &pixel.source {
+        let opened = match source {
             PixelSource::Connection { owner_key } => {
                 let Some(connection) = connection else {
                     return Err(Verdict::unexpected("the connection is gone"));
@@ -111,13 +130,7 @@ impl Sender {
                 )
             }
         };
-        Ok(Target {
-            pixel_id: pixel.pixel_id,
-            token,
-            test_event_code: pixel.test_event_code,
-            country_hash: site_row.country.map(|c| sha256_hex(&c.to_lowercase())),
-            owner,
-        })
+        Ok(opened)
     }
 
     /// Stops whoever owns a refused token, if it is still the stored one.

@@ -121,6 +121,9 @@ impl Worker {
         Ok(report)
     }
 
+    /// One run: open the token, plan, read and save spend, learn the
+    /// catalog, name the ads that brought leads. A reason the run cannot go
+    /// on is its outcome, not an error.
     async fn sync(
         &self,
         msg: &SyncMessage,
@@ -130,51 +133,15 @@ impl Worker {
         stop_reads_at: Instant,
         report: &mut RunReport,
     ) -> Result<RunOutcome, Stop> {
-        let Some(connection) = connection.filter(|c| c.status == ConnectionStatus::Active) else {
-            return Ok(RunOutcome::Failed {
-                kind: FailureKind::Token,
-                reason: "the connection's token was marked invalid".into(),
-                regain_ms: None,
-            });
-        };
-        let token = match self
-            .store
-            .sealer()
-            .unseal(
-                &connection.owner_key,
-                Purpose::MetaConnection,
-                &connection.sealed_token,
-            )
-            .await
-        {
+        let token = match self.open_token(connection).await {
             Ok(token) => token,
-            Err(_) => {
-                return Ok(RunOutcome::Failed {
-                    kind: FailureKind::SealingKey,
-                    reason: "KMS could not open the connection's token".into(),
-                    regain_ms: None,
-                });
-            }
+            Err(outcome) => return Ok(outcome),
         };
-        let (Some(tz), Ok(currency)) = (
-            Timezone::parse(&link.timezone),
-            Currency::parse(&link.currency),
-        ) else {
-            return Ok(RunOutcome::Failed {
-                kind: FailureKind::Unavailable,
-                reason: "the account's timezone or currency is not known".into(),
-                regain_ms: None,
-            });
-        };
-        let cursor = SyncCursor {
-            timezone: tz,
-            last_sync_at: link.last_sync_at,
-            last_daily_resync_at: link.last_daily_resync_at,
-            last_full_resync_at: link.last_full_resync_at,
-            backfill_from: link
-                .backfill_from
-                .as_deref()
-                .and_then(adtrail_domain::dates::parse_date),
+        let Some((cursor, currency)) = cursor_of(link) else {
+            return Ok(failed(
+                FailureKind::Unavailable,
+                "the account's timezone or currency is not known",
+            ));
         };
         let plan = plan_sync(&cursor, started_at);
         let cond = LeaseCondition::Run {
@@ -194,18 +161,11 @@ impl Worker {
             &mut parts,
         )
         .await?;
-
         let mut catalog: BTreeMap<String, CatalogEntry> = BTreeMap::new();
         for part in &parts {
             self.save_part(&cond, part, report).await?;
             for row in &part.rows {
-                let entry = catalog
-                    .entry(row.ad_id.clone())
-                    .or_insert_with(|| CatalogEntry {
-                        ad_id: row.ad_id.clone(),
-                        ..Default::default()
-                    });
-                entry.merge(&entry_of_row(row));
+                learn(&mut catalog, entry_of_row(row));
             }
         }
         let mut thumbnails = HashMap::new();
@@ -223,14 +183,7 @@ impl Worker {
                 if let Some(url) = ad.thumbnail_url.take() {
                     thumbnails.insert(ad.id.clone(), url);
                 }
-                let learnt = entry_of_ad(ad);
-                catalog
-                    .entry(learnt.ad_id.clone())
-                    .or_insert_with(|| CatalogEntry {
-                        ad_id: learnt.ad_id.clone(),
-                        ..Default::default()
-                    })
-                    .merge(&learnt);
+                learn(&mut catalog, entry_of_ad(ad));
             }
         }
         self.save_catalog(&cond, catalog, thumbnails, started_at, report)
@@ -239,8 +192,6 @@ impl Worker {
             self.name_lead_ads(&token, &cond, started_at, report)
                 .await?;
         }
-
-        let truncated = parts.iter().any(|p| !p.complete);
         Ok(RunOutcome::Ok {
             usage_pct: usage.pct,
             regain_ms: usage.regain_ms,
@@ -248,8 +199,33 @@ impl Worker {
                 SyncPlan::Backfill { next_from, .. } => PlanDone::Backfill { next_from },
                 SyncPlan::Live { daily, weekly, .. } => PlanDone::Live { daily, weekly },
             },
-            truncated,
+            truncated: parts.iter().any(|p| !p.complete),
         })
+    }
+
+    /// The connection's token, or the outcome of a run that cannot have it:
+    /// a token marked invalid, or KMS refusing to open it.
+    async fn open_token(&self, connection: Option<&Connection>) -> Result<String, RunOutcome> {
+        let Some(connection) = connection.filter(|c| c.status == ConnectionStatus::Active) else {
+            return Err(failed(
+                FailureKind::Token,
+                "the connection's token was marked invalid",
+            ));
+        };
+        self.store
+            .sealer()
+            .unseal(
+                &connection.owner_key,
+                Purpose::MetaConnection,
+                &connection.sealed_token,
+            )
+            .await
+            .map_err(|_| {
+                failed(
+                    FailureKind::SealingKey,
+                    "KMS could not open the connection's token",
+                )
+            })
     }
 
     /// Records the outcome on the account (if the run still holds it), and
@@ -374,4 +350,41 @@ fn graph_failure(e: &GraphError) -> RunOutcome {
         reason,
         regain_ms: e.regain_ms,
     }
+}
+
+/// A run that failed before reading Meta.
+fn failed(kind: FailureKind, reason: &str) -> RunOutcome {
+    RunOutcome::Failed {
+        kind,
+        reason: reason.into(),
+        regain_ms: None,
+    }
+}
+
+/// Where the account's sync stands, in its own timezone, and its currency.
+fn cursor_of(link: &SiteAdAccount) -> Option<(SyncCursor, Currency)> {
+    let timezone = Timezone::parse(&link.timezone)?;
+    let currency = Currency::parse(&link.currency).ok()?;
+    let cursor = SyncCursor {
+        timezone,
+        last_sync_at: link.last_sync_at,
+        last_daily_resync_at: link.last_daily_resync_at,
+        last_full_resync_at: link.last_full_resync_at,
+        backfill_from: link
+            .backfill_from
+            .as_deref()
+            .and_then(adtrail_domain::dates::parse_date),
+    };
+    Some((cursor, currency))
+}
+
+/// Merges what the run learnt of an ad into the catalog it builds.
+fn learn(catalog: &mut BTreeMap<String, CatalogEntry>, learnt: CatalogEntry) {
+    catalog
+        .entry(learnt.ad_id.clone())
+        .or_insert_with(|| CatalogEntry {
+            ad_id: learnt.ad_id.clone(),
+            ..Default::default()
+        })
+        .merge(&learnt);
 }

@@ -101,6 +101,46 @@ fn tx_put(
         .build())
 }
 
+/// The conversions a change queues, each a conditional put (a new row, or
+/// a failed one opened again); answers them with how they move the
+/// `pending` and `failed` counters.
+fn conversion_puts(
+    t: &str,
+    w: &LeadWrite,
+) -> Result<(Vec<TransactWriteItem>, i64, i64), StoreError> {
+    let (mut pending, mut failed) = (0, 0);
+    let mut items = vec![];
+    for c in &w.conversions {
+        let created_at = parse_conversion_ref(&c.sk).map_or(w.now, |(at, _)| at);
+        let keys = (
+            conv_pk(&w.lead.site_id),
+            created_at,
+            send_shard(&c.event_id),
+        );
+        let item = encode(
+            &ConversionItem::pending(c, &w.lead, keys, w.now),
+            "conversion",
+        )?;
+        pending += 1;
+        let mut put = Put::builder().table_name(t).set_item(Some(item));
+        put = match c.reopens {
+            None => put.condition_expression("attribute_not_exists(pk)"),
+            Some(_) => {
+                failed -= 1;
+                put.condition_expression("#status = :failed")
+                    .expression_attribute_names("#status", "status")
+                    .expression_attribute_values(":failed", s(ConversionStatus::Failed.as_str()))
+            }
+        };
+        items.push(
+            TransactWriteItem::builder()
+                .put(put.build().map_err(StoreError::ddb)?)
+                .build(),
+        );
+    }
+    Ok((items, pending, failed))
+}
+
 impl Leads<'_> {
     /// Writes a lead change with its outbox rows, all or nothing.
     ///
@@ -159,41 +199,8 @@ impl Leads<'_> {
             .into();
             items.push(tx_put(t, entry, None)?);
         }
-        let mut pending = 0;
-        let mut failed = 0;
-        for c in &w.conversions {
-            let created_at = parse_conversion_ref(&c.sk).map_or(w.now, |(at, _)| at);
-            let keys = (conv_pk(site), created_at, send_shard(&c.event_id));
-            let item = encode(
-                &ConversionItem::pending(c, &w.lead, keys, w.now),
-                "conversion",
-            )?;
-            let condition = match c.reopens {
-                None => {
-                    pending += 1;
-                    "attribute_not_exists(pk)"
-                }
-                Some(_) => {
-                    pending += 1;
-                    failed -= 1;
-                    "#status = :failed"
-                }
-            };
-            let mut put = Put::builder()
-                .table_name(t)
-                .set_item(Some(item))
-                .condition_expression(condition);
-            if c.reopens.is_some() {
-                put = put
-                    .expression_attribute_names("#status", "status")
-                    .expression_attribute_values(":failed", s(ConversionStatus::Failed.as_str()));
-            }
-            items.push(
-                TransactWriteItem::builder()
-                    .put(put.build().map_err(StoreError::ddb)?)
-                    .build(),
-            );
-        }
+        let (puts, pending, failed) = conversion_puts(t, w)?;
+        items.extend(puts);
         items.extend(rollup_updates(t, &w.lead, &w.rollup)?);
         if pending != 0 {
             let shard = shard_of(&w.change_id, COUNT_SHARDS);

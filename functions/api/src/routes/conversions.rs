@@ -54,6 +54,26 @@ pub(crate) async fn list(
             before.map(|b| (b, before_event.map(String::as_str))),
         )
         .await?;
+    let items = history_rows(api, site.as_str(), &rows).await?;
+    let next = (items.len() == limit as usize)
+        .then(|| {
+            rows.last()
+                .map(|r| json!({"before": r.created_at, "beforeEventId": r.event_id}))
+        })
+        .flatten();
+    json(
+        200,
+        &json!({"siteId": site.as_str(), "conversions": items, "next": next}),
+    )
+}
+
+/// The rows as the history shows them: the lead as it is now, and the ad's
+/// name from the catalog; never a hash.
+async fn history_rows(
+    api: &Api,
+    site: &str,
+    rows: &[adtrail_domain::capi::Conversion],
+) -> Result<Vec<Value>, ApiError> {
     // The lead as it is now, and the ad's name from the catalog.
     let mut lead_keys: Vec<String> = rows.iter().map(|r| r.lead_key.clone()).collect();
     lead_keys.sort();
@@ -61,7 +81,7 @@ pub(crate) async fn list(
     let leads: HashMap<String, _> = api
         .store
         .leads()
-        .get_leads(site.as_str(), &lead_keys)
+        .get_leads(site, &lead_keys)
         .await?
         .into_iter()
         .map(|l| (l.lead_id.clone(), l))
@@ -72,7 +92,7 @@ pub(crate) async fn list(
     let names: HashMap<String, Option<String>> = api
         .store
         .catalog()
-        .catalog_entries(site.as_str(), &ads)
+        .catalog_entries(site, &ads)
         .await?
         .into_iter()
         .map(|e| (e.ad_id, e.ad_name))
@@ -98,14 +118,5 @@ pub(crate) async fn list(
             })
         })
         .collect();
-    let next = (items.len() == limit as usize)
-        .then(|| {
-            rows.last()
-                .map(|r| json!({"before": r.created_at, "beforeEventId": r.event_id}))
-        })
-        .flatten();
-    json(
-        200,
-        &json!({"siteId": site.as_str(), "conversions": items, "next": next}),
-    )
+    Ok(items)
 }

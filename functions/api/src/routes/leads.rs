@@ -232,6 +232,27 @@ pub(crate) async fn delete_lead(
     Err(busy())
 }
 
+/// The answer to a change that writes nothing: the lead as it is, and
+/// whether the change was seen before.
+async fn unchanged(
+    api: &Api,
+    site: &str,
+    lead_key: &str,
+    lead: Option<&Lead>,
+    change: &Change,
+) -> Result<Response<Body>, ApiError> {
+    let mut body = answer(site, lead_key, lead, false, &[], change);
+    if api
+        .store
+        .leads()
+        .change_seen(site, &change.update.change_id)
+        .await?
+    {
+        body["duplicate"] = json!(true);
+    }
+    json(200, &body)
+}
+
 fn busy() -> ApiError {
     ApiError::new(
         ErrorCode::Conflict,
@@ -299,35 +320,19 @@ async fn apply(
             now,
         };
         let Some(mut plan) = decide(&ctx, input, update) else {
-            // Nothing to write; say whether it is a change seen before.
-            let mut body = answer(
-                site.as_str(),
-                lead_key,
-                current.as_ref(),
-                false,
-                &[],
-                change,
-            );
-            if api
-                .store
-                .leads()
-                .change_seen(site.as_str(), &update.change_id)
-                .await?
-            {
-                body["duplicate"] = json!(true);
-            }
-            return json(200, &body);
+            return unchanged(api, site.as_str(), lead_key, current.as_ref(), change).await;
         };
         let known = plan.known_refs();
-        let existing = if known.is_empty() {
-            vec![]
-        } else {
-            api.store
+        if !known.is_empty() {
+            let existing = api
+                .store
                 .conversions()
                 .get_conversions(site.as_str(), &known)
-                .await?
-        };
-        once_per_lead(&mut plan, &existing);
+                .await?;
+            once_per_lead(&mut plan, &existing);
+        } else {
+            once_per_lead(&mut plan, &[]);
+        }
         match api.store.leads().write_lead_change(&plan).await? {
             LeadWritten::Written => {
                 let queued: Vec<&str> = plan

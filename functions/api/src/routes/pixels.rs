@@ -55,60 +55,9 @@ pub(crate) async fn put_pixel(
         return Err(ApiError::no_site());
     }
     let now = api.clock.now_ms();
-    let (source, name) = match (body.owner_key, body.access_token) {
-        (Some(owner), None) => {
-            let owner = resolve_owner(caller, &owner, true)?;
-            let Some(connection) = api.store.connections().get_connection(&owner).await? else {
-                return Err(ApiError::not_found(
-                    "ownerKey: no Meta connection is stored for this owner",
-                ));
-            };
-            let Some(listed) = connection
-                .pixels
-                .iter()
-                .find(|p| p.pixel_id == body.pixel_id)
-            else {
-                return Err(ApiError::not_found(
-                    "pixelId: the connection's token does not list this pixel",
-                ));
-            };
-            (
-                PixelSource::Connection { owner_key: owner },
-                listed.name.clone(),
-            )
-        }
-        (None, Some(token)) => {
-            check_token(&token).map_err(|_| {
-                ApiError::invalid(
-                    "accessToken: must be 1 to 4096 printable characters without spaces",
-                )
-            })?;
-            let pixel = match api.graph.pixel(&token, &body.pixel_id).await {
-                Ok(p) => p,
-                Err(e) if e.kind == GraphErrorKind::Other && e.code == Some(100) => {
-                    return Err(ApiError::not_found(
-                        "pixelId: the access token does not reach this pixel",
-                    ));
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let set_by = if caller.is_host() {
-                None
-            } else {
-                Some(caller.owner("me", true)?)
-            };
-            let sealed_token = api
-                .store
-                .sealer()
-                .seal(&format!("pixel:{site}"), Purpose::PixelToken, &token)
-                .await?;
-            let source = PixelSource::Token {
-                sealed_token,
-                token_version: uuid::Uuid::new_v4().to_string(),
-                set_by,
-            };
-            (source, pixel.name)
-        }
+    let (source, name) = match (body.owner_key.as_deref(), body.access_token.as_deref()) {
+        (Some(owner), None) => shared_source(api, caller, owner, &body.pixel_id).await?,
+        (None, Some(token)) => own_source(api, caller, &site, token, &body.pixel_id).await?,
         _ => {
             return Err(ApiError::invalid(
                 "ownerKey: give exactly one of ownerKey and accessToken",
@@ -150,6 +99,68 @@ pub(crate) async fn put_pixel(
         200,
         &json!({"siteId": site.as_str(), "pixel": pixel_view(Some(&pixel))}),
     )
+}
+
+/// A pixel that sends with `owner`'s connection token: the token must list
+/// it. Answers the source and the pixel's name.
+async fn shared_source(
+    api: &Api,
+    caller: &Caller,
+    owner: &str,
+    pixel_id: &str,
+) -> Result<(PixelSource, String), ApiError> {
+    let owner = resolve_owner(caller, owner, true)?;
+    let Some(connection) = api.store.connections().get_connection(&owner).await? else {
+        return Err(ApiError::not_found(
+            "ownerKey: no Meta connection is stored for this owner",
+        ));
+    };
+    let Some(listed) = connection.pixels.iter().find(|p| p.pixel_id == pixel_id) else {
+        return Err(ApiError::not_found(
+            "pixelId: the connection's token does not list this pixel",
+        ));
+    };
+    let name = listed.name.clone();
+    Ok((PixelSource::Connection { owner_key: owner }, name))
+}
+
+/// A pixel with a token of its own: Meta must show the pixel to it; the
+/// token is sealed for this site. Answers the source and the pixel's name.
+async fn own_source(
+    api: &Api,
+    caller: &Caller,
+    site: &SiteId,
+    token: &str,
+    pixel_id: &str,
+) -> Result<(PixelSource, String), ApiError> {
+    check_token(token).map_err(|_| {
+        ApiError::invalid("accessToken: must be 1 to 4096 printable characters without spaces")
+    })?;
+    let pixel = match api.graph.pixel(token, pixel_id).await {
+        Ok(p) => p,
+        Err(e) if e.kind == GraphErrorKind::Other && e.code == Some(100) => {
+            return Err(ApiError::not_found(
+                "pixelId: the access token does not reach this pixel",
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let set_by = if caller.is_host() {
+        None
+    } else {
+        Some(caller.owner("me", true)?)
+    };
+    let sealed_token = api
+        .store
+        .sealer()
+        .seal(&format!("pixel:{site}"), Purpose::PixelToken, token)
+        .await?;
+    let source = PixelSource::Token {
+        sealed_token,
+        token_version: uuid::Uuid::new_v4().to_string(),
+        set_by,
+    };
+    Ok((source, pixel.name))
 }
 
 pub(crate) async fn delete_pixel(

@@ -12,11 +12,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use adtrail_domain::SiteId;
 use adtrail_domain::capi::EventName;
+use adtrail_domain::catalog::CatalogEntry;
 use adtrail_domain::links::SiteAdAccount;
 use adtrail_domain::spend::SpendFigures;
-use adtrail_domain::spend::spend_basis;
+use adtrail_domain::spend::{SpendBasis, spend_basis};
 use adtrail_domain::time::{DAY_MS, utc_day};
 use lambda_http::{Body, Request, Response};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
@@ -99,28 +101,8 @@ pub(crate) async fn spend(
         site_row.currency.as_str(),
         synced.iter().map(|l| l.currency.as_str()),
     )]);
-    let mismatch = basis.currency_mismatch;
-
-    // Per day, from the site-day sums of the synced accounts.
-    let mut days: BTreeMap<i64, SpendFigures> = (0..=(to - from) / DAY_MS)
-        .map(|i| (from + i * DAY_MS, SpendFigures::default()))
-        .collect();
-    let mut per_account = BTreeMap::new();
-    for link in &synced {
-        let sums = api
-            .store
-            .spend()
-            .day_sums(site.as_str(), &link.ad_account_id, from, to)
-            .await?;
-        let mut total = SpendFigures::default();
-        for (day, figures) in sums {
-            total.add(figures);
-            if let Some(d) = days.get_mut(&day) {
-                d.add(figures);
-            }
-        }
-        per_account.insert(link.ad_account_id.clone(), total);
-    }
+    let (days, per_account) = spend_by_day(api, site.as_str(), &synced, from, to).await?;
+    let (ads, incomplete) = spend_by_ad(api, site.as_str(), &synced, from, to, &basis).await?;
     let money = |cents: i64| json!(basis.money(cents));
     let count = |n: i64| json!(basis.count(n));
     let mut totals = SpendFigures::default();
@@ -131,16 +113,94 @@ pub(crate) async fn spend(
             json!({"dayStart": day, "spendCents": money(f.spend_cents), "impressions": count(f.impressions), "clicks": count(f.clicks)})
         })
         .collect();
+    json(
+        200,
+        &json!({
+            "siteId": site.as_str(),
+            "from": from,
+            "to": to,
+            "currency": site_row.currency,
+            "spendCurrency": basis.spend_currency,
+            "currencyMismatch": basis.currency_mismatch,
+            "totals": {"spendCents": money(totals.spend_cents), "impressions": count(totals.impressions), "clicks": count(totals.clicks)},
+            "days": day_rows,
+            "ads": ads,
+            "adsIncomplete": incomplete,
+            "adAccounts": links.iter().map(|l| {
+                let t = l.synced().then(|| per_account.get(&l.ad_account_id).copied().unwrap_or_default());
+                account_view(l, Some(t))
+            }).collect::<Vec<_>>(),
+        }),
+    )
+}
 
-    // Per ad, from the rows, on a read budget.
+/// Each day's spend (every day of the range, `0` when nothing was spent),
+/// from the site-day sums of the synced accounts; and each account's total.
+async fn spend_by_day(
+    api: &Api,
+    site: &str,
+    synced: &[&SiteAdAccount],
+    from: i64,
+    to: i64,
+) -> Result<(BTreeMap<i64, SpendFigures>, BTreeMap<String, SpendFigures>), ApiError> {
+    let mut days: BTreeMap<i64, SpendFigures> = (0..=(to - from) / DAY_MS)
+        .map(|i| (from + i * DAY_MS, SpendFigures::default()))
+        .collect();
+    let mut per_account = BTreeMap::new();
+    for link in synced {
+        let sums = api
+            .store
+            .spend()
+            .day_sums(site, &link.ad_account_id, from, to)
+            .await?;
+        let mut total = SpendFigures::default();
+        for (day, figures) in sums {
+            total.add(figures);
+            if let Some(d) = days.get_mut(&day) {
+                d.add(figures);
+            }
+        }
+        per_account.insert(link.ad_account_id.clone(), total);
+    }
+    Ok((days, per_account))
+}
+
+/// One ad's spend over the range, with what the catalog says of it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AdSpend {
+    ad_id: String,
+    ad_account_id: String,
+    ad_name: Option<String>,
+    adset_id: Option<String>,
+    adset_name: Option<String>,
+    campaign_id: Option<String>,
+    campaign_name: Option<String>,
+    ad_status: Option<String>,
+    creative_type: Option<String>,
+    spend_cents: Option<i64>,
+    impressions: i64,
+    clicks: i64,
+}
+
+/// Each ad's spend, from the rows on a read budget (answers whether it cut
+/// them short), most spend first (impressions when spend is unknown).
+async fn spend_by_ad(
+    api: &Api,
+    site: &str,
+    synced: &[&SiteAdAccount],
+    from: i64,
+    to: i64,
+    basis: &SpendBasis,
+) -> Result<(Vec<AdSpend>, bool), ApiError> {
     let mut ads: BTreeMap<String, (String, SpendFigures)> = BTreeMap::new();
     let mut incomplete = false;
     let mut budget = AD_ROW_BUDGET;
-    for link in &synced {
+    for link in synced {
         let (rows, cut) = api
             .store
             .spend()
-            .spend_rows(site.as_str(), &link.ad_account_id, from, to, budget)
+            .spend_rows(site, &link.ad_account_id, from, to, budget)
             .await?;
         incomplete |= cut;
         budget = budget.saturating_sub(rows.len());
@@ -154,58 +214,32 @@ pub(crate) async fn spend(
     let catalog = if ads.is_empty() {
         Default::default()
     } else {
-        api.store.catalog().site_catalog(site.as_str()).await?
+        api.store.catalog().site_catalog(site).await?
     };
-    let mut ad_rows: Vec<Value> = ads
+    let mut rows: Vec<AdSpend> = ads
         .into_iter()
         .map(|(ad, (account, f))| {
             let c = catalog.get(&ad);
-            let field = |pick: fn(&adtrail_domain::catalog::CatalogEntry) -> &Option<String>| {
-                c.and_then(|c| pick(c).clone())
-            };
-            json!({
-                "adId": ad,
-                "adAccountId": account,
-                "adName": field(|c| &c.ad_name),
-                "adsetId": field(|c| &c.adset_id),
-                "adsetName": field(|c| &c.adset_name),
-                "campaignId": field(|c| &c.campaign_id),
-                "campaignName": field(|c| &c.campaign_name),
-                "adStatus": field(|c| &c.ad_status),
-                "creativeType": field(|c| &c.creative_type),
-                "spendCents": if mismatch { Value::Null } else { json!(f.spend_cents) },
-                "impressions": f.impressions,
-                "clicks": f.clicks,
-            })
+            let field =
+                |pick: fn(&CatalogEntry) -> &Option<String>| c.and_then(|c| pick(c).clone());
+            AdSpend {
+                ad_name: field(|c| &c.ad_name),
+                adset_id: field(|c| &c.adset_id),
+                adset_name: field(|c| &c.adset_name),
+                campaign_id: field(|c| &c.campaign_id),
+                campaign_name: field(|c| &c.campaign_name),
+                ad_status: field(|c| &c.ad_status),
+                creative_type: field(|c| &c.creative_type),
+                ad_id: ad,
+                ad_account_id: account,
+                spend_cents: (!basis.currency_mismatch).then_some(f.spend_cents),
+                impressions: f.impressions,
+                clicks: f.clicks,
+            }
         })
         .collect();
-    ad_rows.sort_by_key(|v| {
-        std::cmp::Reverse(
-            v["spendCents"]
-                .as_i64()
-                .unwrap_or(v["impressions"].as_i64().unwrap_or(0)),
-        )
-    });
-
-    json(
-        200,
-        &json!({
-            "siteId": site.as_str(),
-            "from": from,
-            "to": to,
-            "currency": site_row.currency,
-            "spendCurrency": basis.spend_currency,
-            "currencyMismatch": mismatch,
-            "totals": {"spendCents": money(totals.spend_cents), "impressions": count(totals.impressions), "clicks": count(totals.clicks)},
-            "days": day_rows,
-            "ads": ad_rows,
-            "adsIncomplete": incomplete,
-            "adAccounts": links.iter().map(|l| {
-                let t = l.synced().then(|| per_account.get(&l.ad_account_id).copied().unwrap_or_default());
-                account_view(l, Some(t))
-            }).collect::<Vec<_>>(),
-        }),
-    )
+    rows.sort_by_key(|r| std::cmp::Reverse(r.spend_cents.unwrap_or(r.impressions)));
+    Ok((rows, incomplete))
 }
 
 /// The `conversions` block of `meta.status`: counts by status, and with

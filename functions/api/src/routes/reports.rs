@@ -49,6 +49,25 @@ enum Scope {
 }
 
 impl Scope {
+    /// `adId` or `origin` (`paid` for every paid origin), not both.
+    fn parse(ad: Option<&String>, origin: Option<&String>) -> Result<Self, ApiError> {
+        Ok(match (ad, origin) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::invalid("adId: give adId or origin, not both"));
+            }
+            (Some(ad), None) => {
+                check_meta_numeric("adId", ad)?;
+                Scope::Ad(ad.clone())
+            }
+            (None, Some(o)) if o == "paid" => Scope::Paid,
+            (None, Some(o)) => {
+                check_origin(o)?;
+                Scope::Origin(o.clone())
+            }
+            (None, None) => Scope::All,
+        })
+    }
+
     fn counts(&self, dim: &RollupDim) -> bool {
         match (self, dim) {
             // Every lead has one origin: the origins sum to all leads.
@@ -85,21 +104,7 @@ pub(crate) async fn daily(
     let params = query(req, &["siteIds", "from", "to", "adId", "origin"])?;
     let ids = site_ids(params.get("siteIds"))?;
     let (from, to) = day_range(&params, MAX_DAILY_DAYS)?;
-    let scope = match (params.get("adId"), params.get("origin")) {
-        (Some(_), Some(_)) => {
-            return Err(ApiError::invalid("adId: give adId or origin, not both"));
-        }
-        (Some(ad), None) => {
-            check_meta_numeric("adId", ad)?;
-            Scope::Ad(ad.clone())
-        }
-        (None, Some(o)) if o == "paid" => Scope::Paid,
-        (None, Some(o)) => {
-            check_origin(o)?;
-            Scope::Origin(o.clone())
-        }
-        (None, None) => Scope::All,
-    };
+    let scope = Scope::parse(params.get("adId"), params.get("origin"))?;
     for id in &ids {
         caller.may_read(id.as_str())?;
     }
@@ -152,20 +157,7 @@ pub(crate) async fn daily(
         .iter()
         .map(|(day, c)| {
             let day_spend = spend_known.then(|| spend.get(day).copied().unwrap_or(0));
-            let derived = derive(day_spend.filter(|_| scope.bought()), c);
-            json!({
-                "dayStart": day,
-                "leads": c.leads,
-                "qualified": c.qualified,
-                "won": c.won,
-                "revenueCents": c.revenue_cents,
-                "spendCents": day_spend,
-                "costPerLeadCents": derived.cost_per_lead_cents,
-                "costPerQualifiedCents": derived.cost_per_qualified_cents,
-                "costPerSaleCents": derived.cost_per_sale_cents,
-                "returnOnSpend": derived.return_on_spend,
-                "returnBand": return_band(derived.return_on_spend).map(ReturnBand::as_str),
-            })
+            day_row(*day, c, day_spend, scope.bought())
         })
         .collect();
     json(
@@ -180,6 +172,25 @@ pub(crate) async fn daily(
             "days": days,
         }),
     )
+}
+
+/// A day's row: its cohort's counters next to the spend, and where the
+/// spend bought the leads, the derived metrics.
+fn day_row(day: i64, c: &Counters, spend: Option<i64>, bought: bool) -> Value {
+    let derived = derive(spend.filter(|_| bought), c);
+    json!({
+        "dayStart": day,
+        "leads": c.leads,
+        "qualified": c.qualified,
+        "won": c.won,
+        "revenueCents": c.revenue_cents,
+        "spendCents": spend,
+        "costPerLeadCents": derived.cost_per_lead_cents,
+        "costPerQualifiedCents": derived.cost_per_qualified_cents,
+        "costPerSaleCents": derived.cost_per_sale_cents,
+        "returnOnSpend": derived.return_on_spend,
+        "returnBand": return_band(derived.return_on_spend).map(ReturnBand::as_str),
+    })
 }
 
 /// Adds a site's spend for the scope, from its synced accounts. Answers

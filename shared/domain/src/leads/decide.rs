@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{ENTRY_KEPT_MS, Lead, LeadChange, Stage, apply_change};
+use super::{Applied, ENTRY_KEPT_MS, Lead, LeadChange, Stage, apply_change};
 use crate::board::Board;
 use crate::capi::{Conversion, ConversionStatus, EventName, conversion_ref, event_id, events_for};
 use crate::contact::ContactHashes;
@@ -164,22 +164,7 @@ pub fn decide(
         }
         (None, Ok(_)) => return None,
     };
-    if let Some(stage) = applied.stage
-        && stage != lead.stage
-    {
-        lead.stage = stage;
-        changed = true;
-    }
-    if let Some(cents) = update.revenue_cents
-        && Some(cents) != lead.revenue_cents
-    {
-        lead.revenue_cents = Some(cents);
-        changed = true;
-    }
-    if let Some(col) = &applied.entered {
-        enter(&mut lead, col, ctx.now);
-        changed = true;
-    }
+    changed |= move_lead(&mut lead, &applied, update.revenue_cents, ctx.now);
     let events = events_for(
         &applied,
         is_new,
@@ -211,6 +196,29 @@ pub fn decide(
         rollup,
         now: ctx.now,
     })
+}
+
+/// Moves the lead as the change says: its stage, its sale, the column it
+/// enters. Answers whether anything changed.
+fn move_lead(lead: &mut Lead, applied: &Applied, revenue_cents: Option<i64>, now: i64) -> bool {
+    let mut changed = false;
+    if let Some(stage) = applied.stage
+        && stage != lead.stage
+    {
+        lead.stage = stage;
+        changed = true;
+    }
+    if let Some(cents) = revenue_cents
+        && Some(cents) != lead.revenue_cents
+    {
+        lead.revenue_cents = Some(cents);
+        changed = true;
+    }
+    if let Some(col) = &applied.entered {
+        enter(lead, col, now);
+        changed = true;
+    }
+    changed
 }
 
 fn new_lead(site_id: &str, update: &LeadUpdate, lead_id: String, new: &NewLead) -> Lead {

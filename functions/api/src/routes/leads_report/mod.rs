@@ -29,6 +29,7 @@ use adtrail_domain::metrics::Counters;
 use adtrail_domain::spend::SpendFigures;
 use adtrail_domain::spend::{SpendBasis, spend_basis};
 use adtrail_store::keys::RollupDim;
+use adtrail_store::rollups::RollupRow;
 use lambda_http::{Body, Request, Response};
 
 use self::rows::{AdRow, AdView, Counts, Figures, LeadsReport, OriginRow, Paid, SiteRow, tree};
@@ -76,6 +77,41 @@ impl SiteRead {
     /// Its accounts bill in two currencies, or in one other than the site's.
     fn mismatch(&self) -> bool {
         self.basis().currency_mismatch
+    }
+
+    /// Counts one rollup row: under its origin (all leads, and the paid
+    /// ones) or its ad.
+    fn count(&mut self, row: &RollupRow) {
+        match &row.dim {
+            RollupDim::Origin(origin) => {
+                self.all.add(&row.counters);
+                if is_paid(origin) {
+                    self.paid.add(&row.counters);
+                }
+                self.origins
+                    .entry(origin.clone())
+                    .or_default()
+                    .add(&row.counters);
+            }
+            RollupDim::Ad(ad) => self.ads.entry(ad.clone()).or_default().add(&row.counters),
+        }
+    }
+
+    /// Its row in `bySite`.
+    fn row(&self, days_cut: bool) -> SiteRow {
+        let own_mismatch = self.mismatch();
+        let paid = match self.spend {
+            Some(f) if !days_cut => Paid::known(f, !own_mismatch),
+            _ => Paid::default(),
+        };
+        SiteRow {
+            site_id: self.id.as_str().to_owned(),
+            currency: self.currency.clone(),
+            spend_currency: self.basis().spend_currency,
+            currency_mismatch: own_mismatch,
+            counts: Counts::of(&self.all, paid),
+            paid: Figures::of(&self.paid, paid, true),
+        }
     }
 }
 
@@ -149,20 +185,38 @@ async fn read_site(
         catalog: HashMap::new(),
     };
     for row in &rows {
-        match &row.dim {
-            RollupDim::Origin(origin) => {
-                read.all.add(&row.counters);
-                if is_paid(origin) {
-                    read.paid.add(&row.counters);
-                }
-                read.origins
-                    .entry(origin.clone())
-                    .or_default()
-                    .add(&row.counters);
-            }
-            RollupDim::Ad(ad) => read.ads.entry(ad.clone()).or_default().add(&row.counters),
-        }
+        read.count(row);
     }
+    read_spend(api, &mut read, from, to, budgets).await?;
+    let site_id = read.id.as_str().to_owned();
+    let ads: Vec<String> = read
+        .ads
+        .keys()
+        .chain(read.ad_spend.keys())
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    read.catalog = api
+        .store
+        .catalog()
+        .catalog_entries(&site_id, &ads)
+        .await?
+        .into_iter()
+        .map(|e| (e.ad_id.clone(), e))
+        .collect();
+    Ok(read)
+}
+
+/// A site's spend from its synced accounts: the day sums (for the totals)
+/// and the per-ad rows (for the tree), each on its budget.
+async fn read_spend(
+    api: &Api,
+    read: &mut SiteRead,
+    from: i64,
+    to: i64,
+    budgets: &mut Budgets,
+) -> Result<(), ApiError> {
     let site_id = read.id.as_str().to_owned();
     for link in api
         .store
@@ -199,23 +253,7 @@ async fn read_site(
             read.ad_spend.entry(row.ad_id).or_default().add(row.figures);
         }
     }
-    let ads: Vec<String> = read
-        .ads
-        .keys()
-        .chain(read.ad_spend.keys())
-        .cloned()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    read.catalog = api
-        .store
-        .catalog()
-        .catalog_entries(&site_id, &ads)
-        .await?
-        .into_iter()
-        .map(|e| (e.ad_id.clone(), e))
-        .collect();
-    Ok(read)
+    Ok(())
 }
 
 async fn assemble(
@@ -246,30 +284,10 @@ async fn assemble(
         Paid::default()
     };
     let mut totals = Counters::default();
-    let mut origins: BTreeMap<&str, Counters> = BTreeMap::new();
     for s in sites {
         totals.add(&s.all);
-        for (o, c) in &s.origins {
-            origins.entry(o).or_default().add(c);
-        }
     }
-    // Meta's spend does not say which paid origin it bought: it is the paid
-    // origin's when the report has one, unknown when it has two.
-    let paid_origins = origins.keys().filter(|o| is_paid(o)).count();
-    let origins: Vec<OriginRow> = origins
-        .iter()
-        .map(|(o, c)| {
-            let paid = if is_paid(o) && paid_origins == 1 {
-                total_paid
-            } else {
-                Paid::default()
-            };
-            OriginRow {
-                origin: (*o).to_owned(),
-                figures: Figures::of(c, paid, is_paid(o)),
-            }
-        })
-        .collect();
+    let origins = origin_rows(sites, total_paid);
 
     let mut ads = vec![];
     for s in sites {
@@ -284,24 +302,7 @@ async fn assemble(
     }
     let campaigns = tree(ads);
 
-    let by_site: Vec<SiteRow> = sites
-        .iter()
-        .map(|s| {
-            let own_mismatch = s.mismatch();
-            let paid = match s.spend {
-                Some(f) if !budgets.days_cut => Paid::known(f, !own_mismatch),
-                _ => Paid::default(),
-            };
-            SiteRow {
-                site_id: s.id.as_str().to_owned(),
-                currency: s.currency.clone(),
-                spend_currency: s.basis().spend_currency,
-                currency_mismatch: own_mismatch,
-                counts: Counts::of(&s.all, paid),
-                paid: Figures::of(&s.paid, paid, true),
-            }
-        })
-        .collect();
+    let by_site: Vec<SiteRow> = sites.iter().map(|s| s.row(budgets.days_cut)).collect();
 
     let site_currencies: BTreeSet<&String> = sites.iter().map(|s| &s.currency).collect();
     let spend_currency = basis
@@ -322,6 +323,33 @@ async fn assemble(
         campaigns,
         by_site,
     })
+}
+
+/// The origins' rows. Meta's spend does not say which paid origin it
+/// bought: it is the paid origin's when the report has one, unknown when it
+/// has two.
+fn origin_rows(sites: &[SiteRead], total_paid: Paid) -> Vec<OriginRow> {
+    let mut origins: BTreeMap<&str, Counters> = BTreeMap::new();
+    for s in sites {
+        for (o, c) in &s.origins {
+            origins.entry(o).or_default().add(c);
+        }
+    }
+    let paid_origins = origins.keys().filter(|o| is_paid(o)).count();
+    origins
+        .iter()
+        .map(|(o, c)| {
+            let paid = if is_paid(o) && paid_origins == 1 {
+                total_paid
+            } else {
+                Paid::default()
+            };
+            OriginRow {
+                origin: (*o).to_owned(),
+                figures: Figures::of(c, paid, is_paid(o)),
+            }
+        })
+        .collect()
 }
 
 /// One ad's row: its leads, its spend (known when a synced account of its
