@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::agency::{ME_ID, ME_NAME, SampleAccount, ad_day, decimal};
 use crate::knobs::Knobs;
 use crate::server::Shared;
-use crate::wire::{bad_param, meta_error, page_size, paged};
+use crate::wire::{bad_param, meta_error, no_object, page_size, paged};
 
 pub(crate) const INSIGHT_FIELDS: [&str; 13] = [
     "ad_id",
@@ -39,12 +39,8 @@ pub(crate) fn post_events(shared: &Shared, pixel: &str, body: &[u8], knobs: &Kno
         .flat_map(|a| a.pixels.iter())
         .any(|(p, _)| *p == pixel);
     if !known {
-        return meta_error(
-            StatusCode::BAD_REQUEST,
-            100,
-            Some(33),
+        return no_object(
             "Unsupported post request. Object does not exist, cannot be loaded due to missing permissions, or does not support this operation",
-            false,
         );
     }
     if knobs.deny_events {
@@ -112,12 +108,8 @@ pub(crate) fn graph_get(
         ),
         [act, "insights"] => match account(shared, act) {
             Some(acc) => insights(shared, rest, acc, query, knobs),
-            None => meta_error(
-                StatusCode::BAD_REQUEST,
-                100,
-                Some(33),
+            None => no_object(
                 "Unsupported get request. Object does not exist or cannot be loaded due to missing permissions",
-                false,
             ),
         },
         [act, "adspixels"] if knobs.deny_pixels.iter().any(|d| d == act) => meta_error(
@@ -141,13 +133,7 @@ pub(crate) fn graph_get(
                 paged(shared, rest, query, items, size)
             }
             Some(_) => bad_param("Invalid parameter: fields"),
-            None => meta_error(
-                StatusCode::BAD_REQUEST,
-                100,
-                Some(33),
-                "Unsupported get request. Object does not exist",
-                false,
-            ),
+            None => no_object("Unsupported get request. Object does not exist"),
         },
         [id] if id.bytes().all(|b| b.is_ascii_digit()) => {
             match shared
@@ -157,32 +143,16 @@ pub(crate) fn graph_get(
                 .find(|(p, _)| p == id)
             {
                 Some((id, name)) => Json(json!({"id": id, "name": name})).into_response(),
-                None => meta_error(
-                    StatusCode::BAD_REQUEST,
-                    100,
-                    Some(33),
+                None => no_object(
                     "Unsupported get request. Object does not exist, cannot be loaded due to missing permissions, or does not support this operation",
-                    false,
                 ),
             }
         }
         [act, "ads"] => match account(shared, act) {
             Some(acc) => ads(shared, rest, acc, query, knobs),
-            None => meta_error(
-                StatusCode::BAD_REQUEST,
-                100,
-                Some(33),
-                "Unsupported get request. Object does not exist",
-                false,
-            ),
+            None => no_object("Unsupported get request. Object does not exist"),
         },
-        _ => meta_error(
-            StatusCode::BAD_REQUEST,
-            100,
-            Some(33),
-            "Unsupported get request",
-            false,
-        ),
+        _ => no_object("Unsupported get request"),
     }
 }
 

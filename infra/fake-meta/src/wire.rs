@@ -73,3 +73,9 @@ pub(crate) fn paged(
     }
     Json(answer).into_response()
 }
+
+/// Meta's answer for an object that does not exist or the token cannot
+/// see (code 100, subcode 33).
+pub(crate) fn no_object(message: &str) -> Response {
+    meta_error(StatusCode::BAD_REQUEST, 100, Some(33), message, false)
+}

@@ -55,12 +55,22 @@ pub async fn run(app: &App) -> Result<(), Error> {
         base: app.api_url.clone(),
         token: app.host_token(),
     };
-    let runner = app.runner();
     println!(
         "adtrail demo: local AWS (moto) at {}, fake Meta, API at {}\n",
         app.moto.url, app.api_url
     );
 
+    connect_and_link(&c).await?;
+    backfill(app, &c).await?;
+    show_spend(app, &c).await?;
+    conversions(app, &c).await?;
+    println!("\ndemo finished");
+    Ok(())
+}
+
+/// Two sites, the sample agency connected, each account linked to the site
+/// that bills in its currency.
+async fn connect_and_link(c: &Client) -> Result<(), Error> {
     for (site, name, currency, country) in [
         ("loja-x", "Loja X", "BRL", "BR"),
         ("pet-mania", "Pet Mania", "USD", "US"),
@@ -110,6 +120,12 @@ pub async fn run(app: &App) -> Result<(), Error> {
         println!("linked {id} to {site}");
     }
 
+    Ok(())
+}
+
+/// The backfill on the virtual clock, tick by tick, then a live run.
+async fn backfill(app: &App, c: &Client) -> Result<(), Error> {
+    let runner = app.runner();
     println!("\nbackfill (90 days in 30-day blocks), on a virtual clock:");
     for step in 1..=10 {
         let tick = runner.tick().await?;
@@ -152,6 +168,12 @@ pub async fn run(app: &App) -> Result<(), Error> {
         live.dispatched.sent
     );
 
+    Ok(())
+}
+
+/// Each site's last 30 days: totals, a bar per day, top ads, accounts.
+async fn show_spend(app: &App, c: &Client) -> Result<(), Error> {
+    let runner = app.runner();
     let today = runner.now() - runner.now().rem_euclid(DAY_MS);
     let from = today - 29 * DAY_MS;
     for site in ["loja-x", "pet-mania"] {
@@ -214,16 +236,20 @@ pub async fn run(app: &App) -> Result<(), Error> {
             );
         }
     }
-    conversions(app, &c).await?;
-    println!("\ndemo finished");
     Ok(())
 }
 
 /// Loja X's sales and board moves sent back to its Meta pixel.
 async fn conversions(app: &App, c: &Client) -> Result<(), Error> {
-    use reqwest::Method;
-    let runner = app.runner();
     println!("\nconversions: Loja X's sales and board moves, sent to its Meta pixel");
+    pixel_and_board(c).await?;
+    leads_and_moves(app, c).await?;
+    sends(app, c).await
+}
+
+/// Loja X's pixel (with the agency's token), its board and event map.
+async fn pixel_and_board(c: &Client) -> Result<(), Error> {
+    use reqwest::Method;
     let pixel = c
         .call(
             Method::PUT,
@@ -253,6 +279,14 @@ async fn conversions(app: &App, c: &Client) -> Result<(), Error> {
         Some(json!({"columns": {"qualificado": "QualifiedLead", "agendado": "Schedule"}, "sendLeadEvent": true})),
     )
     .await?;
+    Ok(())
+}
+
+/// Three leads (one brought by an ad), then board moves and a sale; the
+/// same change sent twice does nothing.
+async fn leads_and_moves(app: &App, c: &Client) -> Result<(), Error> {
+    use reqwest::Method;
+    let runner = app.runner();
     // An ad of Loja X's catalog brought the first lead.
     let now = runner.now();
     let today = now - now.rem_euclid(DAY_MS);
@@ -325,6 +359,14 @@ async fn conversions(app: &App, c: &Client) -> Result<(), Error> {
             }
         );
     }
+    Ok(())
+}
+
+/// Meta fails once, the sender retries a minute later; the history and
+/// the counters.
+async fn sends(app: &App, c: &Client) -> Result<(), Error> {
+    use reqwest::Method;
+    let runner = app.runner();
     // Meta fails the first request: the sender retries a minute later.
     if let Some(fake) = &app.fake {
         fake.tune(|k| k.fail_5xx = 1);

@@ -268,8 +268,24 @@ impl Runner {
         let Some((function, batch)) = &queue.consumer else {
             return Ok(false);
         };
-        // Lambda gathers up to the batch size from several receives.
-        let batch_size = usize::try_from((*batch).max(1)).unwrap_or(1);
+        let messages = self.receive_batch(queue, *batch).await?;
+        if messages.is_empty() {
+            return Ok(false);
+        }
+        report.batches += 1;
+        let failed = self.invoke(function, sqs_event(queue, &messages)).await;
+        self.settle(queue, &messages, &failed, report).await?;
+        Ok(true)
+    }
+
+    /// Up to the mapping's batch size, gathered from several receives as
+    /// Lambda does.
+    async fn receive_batch(
+        &self,
+        queue: &LocalQueue,
+        batch: i64,
+    ) -> Result<Vec<aws_sdk_sqs::types::Message>, RunnerError> {
+        let batch_size = usize::try_from(batch.max(1)).unwrap_or(1);
         let mut messages = vec![];
         while messages.len() < batch_size {
             let want = (batch_size - messages.len()).clamp(1, 10);
@@ -291,26 +307,18 @@ impl Runner {
             }
             messages.extend(got);
         }
-        if messages.is_empty() {
-            return Ok(false);
-        }
-        report.batches += 1;
-        let mut event = SqsEvent::default();
-        for m in &messages {
-            let mut record = SqsMessage::default();
-            record.message_id = m.message_id.clone();
-            record.receipt_handle = m.receipt_handle.clone();
-            record.body = m.body.clone();
-            record.event_source = Some("aws:sqs".into());
-            record.event_source_arn = Some(queue.arn.clone());
-            record.attributes = m
-                .attributes
-                .iter()
-                .flatten()
-                .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
-                .collect();
-            event.records.push(record);
-        }
+        Ok(messages)
+    }
+
+    /// Invokes the consumer with its timeout as the deadline; answers the
+    /// ids of the messages that failed (all of them when the handler
+    /// errs, as Lambda fails the whole batch).
+    async fn invoke(&self, function: &str, event: SqsEvent) -> Vec<String> {
+        let ids: Vec<String> = event
+            .records
+            .iter()
+            .filter_map(|r| r.message_id.clone())
+            .collect();
         let timeout_ms = self
             .stack
             .template
@@ -319,7 +327,7 @@ impl Runner {
             * 1_000;
         let mut ctx = Context::default();
         ctx.deadline = (SystemClock.now_ms() + timeout_ms) as u64;
-        let response = match function.as_str() {
+        let response = match function {
             "SyncWorkerFunction" => {
                 adtrail_sync_worker::handle(&self.worker, LambdaEvent::new(event, ctx)).await
             }
@@ -331,26 +339,31 @@ impl Runner {
                 Ok(SqsBatchResponse::default())
             }
         };
-        // A handler error fails the whole batch, as Lambda does.
-        let failed: Vec<String> = match response {
+        match response {
             Ok(r) => r
                 .batch_item_failures
                 .into_iter()
                 .map(|f| f.item_identifier)
                 .collect(),
-            Err(_) => messages
-                .iter()
-                .filter_map(|m| m.message_id.clone())
-                .collect(),
-        };
+            Err(_) => ids,
+        }
+    }
+
+    /// Deletes what was delivered; holds what failed until the delay its
+    /// consumer set, else the queue's visibility timeout.
+    async fn settle(
+        &self,
+        queue: &LocalQueue,
+        messages: &[aws_sdk_sqs::types::Message],
+        failed: &[String],
+        report: &mut DrainReport,
+    ) -> Result<(), RunnerError> {
         let mut deletes = vec![];
         for (i, m) in messages.iter().enumerate() {
             let id = m.message_id.clone().unwrap_or_default();
             let receipt = m.receipt_handle.clone().unwrap_or_default();
             if failed.contains(&id) {
                 report.failed += 1;
-                // The delay the consumer set on the message, else the
-                // queue's visibility timeout.
                 let delay_ms = self
                     .delays
                     .lock()
@@ -388,7 +401,7 @@ impl Runner {
                 .await
                 .map_err(sqs_err)?;
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Makes held messages whose visibility timeout passed visible again.
@@ -455,4 +468,25 @@ pub fn scheduled_event() -> EventBridgeEvent<serde_json::Value> {
         "source": "aws.scheduler", "account": "000000000000", "region": "us-east-1", "resources": [], "detail": {}
     }))
     .expect("a valid EventBridge event")
+}
+
+/// The event Lambda hands an SQS consumer.
+fn sqs_event(queue: &LocalQueue, messages: &[aws_sdk_sqs::types::Message]) -> SqsEvent {
+    let mut event = SqsEvent::default();
+    for m in messages {
+        let mut record = SqsMessage::default();
+        record.message_id = m.message_id.clone();
+        record.receipt_handle = m.receipt_handle.clone();
+        record.body = m.body.clone();
+        record.event_source = Some("aws:sqs".into());
+        record.event_source_arn = Some(queue.arn.clone());
+        record.attributes = m
+            .attributes
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
+            .collect();
+        event.records.push(record);
+    }
+    event
 }

@@ -83,98 +83,8 @@ impl LocalStack {
                 meta_app_secret: None,
             },
         );
-        // The table, as the template defines it.
-        let table = format!("{prefix}-{}", template.table_id);
-        let mut req = bootstrap
-            .ddb
-            .create_table()
-            .table_name(&table)
-            .billing_mode(BillingMode::PayPerRequest);
-        for (name, kind) in &template.table.attributes {
-            req = req.attribute_definitions(
-                AttributeDefinition::builder()
-                    .attribute_name(name)
-                    .attribute_type(ScalarAttributeType::from(kind.as_str()))
-                    .build()
-                    .map_err(|e| create("an attribute")(Box::new(e)))?,
-            );
-        }
-        req = req.set_key_schema(Some(key_schema(&template.table.keys)?));
-        for index in &template.table.indexes {
-            let mut projection = Projection::builder()
-                .projection_type(ProjectionType::from(index.projection.as_str()));
-            for attr in &index.non_key {
-                projection = projection.non_key_attributes(attr);
-            }
-            req = req.global_secondary_indexes(
-                GlobalSecondaryIndex::builder()
-                    .index_name(&index.name)
-                    .set_key_schema(Some(key_schema(&index.keys)?))
-                    .projection(projection.build())
-                    .build()
-                    .map_err(|e| create("an index")(Box::new(e)))?,
-            );
-        }
-        req.send()
-            .await
-            .map_err(|e| create("the table")(Box::new(e)))?;
-
-        // Queues: dead-letter queues first, so the others can point at them.
-        let mut ordered = template.queues.clone();
-        ordered.sort_by_key(|q| q.redrive.is_some());
-        let mut made: BTreeMap<String, (String, String)> = BTreeMap::new();
-        let mut queues = vec![];
-        for q in &ordered {
-            let mut req = bootstrap
-                .sqs
-                .create_queue()
-                .queue_name(format!("{prefix}-{}", q.logical_id))
-                .attributes(
-                    QueueAttributeName::VisibilityTimeout,
-                    q.visibility_timeout.to_string(),
-                );
-            if let Some(r) = q.retention {
-                req = req.attributes(QueueAttributeName::MessageRetentionPeriod, r.to_string());
-            }
-            let mut dead_letter_url = None;
-            if let Some((dlq, max)) = &q.redrive
-                && let Some((url, arn)) = made.get(dlq)
-            {
-                dead_letter_url = Some(url.clone());
-                req = req.attributes(
-                    QueueAttributeName::RedrivePolicy,
-                    serde_json::json!({"deadLetterTargetArn": arn, "maxReceiveCount": max})
-                        .to_string(),
-                );
-            }
-            let url = req
-                .send()
-                .await
-                .map_err(|e| create("a queue")(Box::new(e)))?
-                .queue_url
-                .unwrap_or_default();
-            let arn = bootstrap
-                .sqs
-                .get_queue_attributes()
-                .queue_url(&url)
-                .attribute_names(QueueAttributeName::QueueArn)
-                .send()
-                .await
-                .map_err(|e| create("a queue's ARN")(Box::new(e)))?
-                .attributes
-                .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
-                .unwrap_or_default();
-            made.insert(q.logical_id.clone(), (url.clone(), arn.clone()));
-            queues.push(LocalQueue {
-                logical_id: q.logical_id.clone(),
-                url,
-                arn,
-                visibility_timeout: q.visibility_timeout,
-                dead_letter_url,
-                consumer: q.consumer.clone(),
-            });
-        }
-
+        let table = create_table(&bootstrap, &template, prefix).await?;
+        let queues = create_queues(&bootstrap, &template, prefix).await?;
         let key_id = bootstrap
             .kms
             .create_key()
@@ -211,30 +121,7 @@ impl LocalStack {
         };
         let sync_queue_url = consumed_by("SyncWorkerFunction");
         let send_queue_url = consumed_by("CapiSenderFunction");
-        // The operator's part: the Meta app's secret for Facebook Login. The
-        // fake Meta's app here; `META_APP_SECRET_ID` names another (with
-        // real Meta).
-        let meta_app_secret = match std::env::var("META_APP_SECRET_ID") {
-            Ok(id) if !id.is_empty() => id,
-            _ => {
-                let name = format!("{prefix}-meta-app");
-                bootstrap
-                    .secrets
-                    .create_secret()
-                    .name(&name)
-                    .secret_string(
-                        serde_json::json!({
-                            "appId": adtrail_fake_meta::FAKE_APP_ID,
-                            "appSecret": adtrail_fake_meta::FAKE_APP_SECRET,
-                        })
-                        .to_string(),
-                    )
-                    .send()
-                    .await
-                    .map_err(|e| create("the Meta app secret")(Box::new(e)))?;
-                name
-            }
-        };
+        let meta_app_secret = meta_app_secret(&bootstrap, prefix).await?;
         let store = bootstrap.with_names(Names {
             table,
             sync_queue_url,
@@ -254,4 +141,137 @@ impl LocalStack {
     pub fn queue(&self, logical_id: &str) -> Option<&LocalQueue> {
         self.queues.iter().find(|q| q.logical_id == logical_id)
     }
+}
+
+/// The table, as the template defines it.
+async fn create_table(
+    bootstrap: &Store,
+    template: &Template,
+    prefix: &str,
+) -> Result<String, StackError> {
+    let table = format!("{prefix}-{}", template.table_id);
+    let mut req = bootstrap
+        .ddb
+        .create_table()
+        .table_name(&table)
+        .billing_mode(BillingMode::PayPerRequest);
+    for (name, kind) in &template.table.attributes {
+        req = req.attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::from(kind.as_str()))
+                .build()
+                .map_err(|e| create("an attribute")(Box::new(e)))?,
+        );
+    }
+    req = req.set_key_schema(Some(key_schema(&template.table.keys)?));
+    for index in &template.table.indexes {
+        let mut projection =
+            Projection::builder().projection_type(ProjectionType::from(index.projection.as_str()));
+        for attr in &index.non_key {
+            projection = projection.non_key_attributes(attr);
+        }
+        req = req.global_secondary_indexes(
+            GlobalSecondaryIndex::builder()
+                .index_name(&index.name)
+                .set_key_schema(Some(key_schema(&index.keys)?))
+                .projection(projection.build())
+                .build()
+                .map_err(|e| create("an index")(Box::new(e)))?,
+        );
+    }
+    req.send()
+        .await
+        .map_err(|e| create("the table")(Box::new(e)))?;
+
+    Ok(table)
+}
+
+/// The queues, dead-letter queues first so the others can point at them.
+async fn create_queues(
+    bootstrap: &Store,
+    template: &Template,
+    prefix: &str,
+) -> Result<Vec<LocalQueue>, StackError> {
+    let mut ordered = template.queues.clone();
+    ordered.sort_by_key(|q| q.redrive.is_some());
+    let mut made: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut queues = vec![];
+    for q in &ordered {
+        let mut req = bootstrap
+            .sqs
+            .create_queue()
+            .queue_name(format!("{prefix}-{}", q.logical_id))
+            .attributes(
+                QueueAttributeName::VisibilityTimeout,
+                q.visibility_timeout.to_string(),
+            );
+        if let Some(r) = q.retention {
+            req = req.attributes(QueueAttributeName::MessageRetentionPeriod, r.to_string());
+        }
+        let mut dead_letter_url = None;
+        if let Some((dlq, max)) = &q.redrive
+            && let Some((url, arn)) = made.get(dlq)
+        {
+            dead_letter_url = Some(url.clone());
+            req = req.attributes(
+                QueueAttributeName::RedrivePolicy,
+                serde_json::json!({"deadLetterTargetArn": arn, "maxReceiveCount": max}).to_string(),
+            );
+        }
+        let url = req
+            .send()
+            .await
+            .map_err(|e| create("a queue")(Box::new(e)))?
+            .queue_url
+            .unwrap_or_default();
+        let arn = bootstrap
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&url)
+            .attribute_names(QueueAttributeName::QueueArn)
+            .send()
+            .await
+            .map_err(|e| create("a queue's ARN")(Box::new(e)))?
+            .attributes
+            .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+            .unwrap_or_default();
+        made.insert(q.logical_id.clone(), (url.clone(), arn.clone()));
+        queues.push(LocalQueue {
+            logical_id: q.logical_id.clone(),
+            url,
+            arn,
+            visibility_timeout: q.visibility_timeout,
+            dead_letter_url,
+            consumer: q.consumer.clone(),
+        });
+    }
+
+    Ok(queues)
+}
+
+/// The operator's part: the Meta app's secret for Facebook Login. The fake
+/// Meta's app here; `META_APP_SECRET_ID` names another (with real Meta).
+async fn meta_app_secret(bootstrap: &Store, prefix: &str) -> Result<String, StackError> {
+    Ok(match std::env::var("META_APP_SECRET_ID") {
+        Ok(id) if !id.is_empty() => id,
+        _ => {
+            let name = format!("{prefix}-meta-app");
+            bootstrap
+                .secrets
+                .create_secret()
+                .name(&name)
+                .secret_string(
+                    serde_json::json!({
+                        "appId": adtrail_fake_meta::FAKE_APP_ID,
+                        "appSecret": adtrail_fake_meta::FAKE_APP_SECRET,
+                    })
+                    .to_string(),
+                )
+                .send()
+                .await
+                .map_err(|e| create("the Meta app secret")(Box::new(e)))?;
+            name
+        }
+    })
 }
