@@ -313,7 +313,7 @@ fn route(
     };
     let usage_header = match refuse(shared, token, path) {
         Ok(header) => header,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let knobs = shared
         .inner
@@ -341,28 +341,28 @@ fn route(
 /// What Meta refuses a call with a user token for, in order: a dead token,
 /// a token told to die, a throttle, a 5xx. Otherwise the usage header every
 /// answer then carries, if one is set.
-fn refuse(shared: &Shared, token: &str, path: &str) -> Result<Option<String>, Response> {
+fn refuse(shared: &Shared, token: &str, path: &str) -> Result<Option<String>, Box<Response>> {
     let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
     if token.contains("invalid") || inner.dead_tokens.contains(token) {
-        return Err(meta_error(
+        return Err(Box::new(meta_error(
             StatusCode::BAD_REQUEST,
             190,
             Some(463),
             "Error validating access token: Session has expired",
             false,
-        ));
+        )));
     }
     if let Some(left) = inner.knobs.token_dies_after.as_mut() {
         if *left == 0 {
             inner.dead_tokens.insert(token.to_owned());
             inner.knobs.token_dies_after = None;
-            return Err(meta_error(
+            return Err(Box::new(meta_error(
                 StatusCode::BAD_REQUEST,
                 190,
                 Some(463),
                 "Error validating access token: Session has expired",
                 false,
-            ));
+            )));
         }
         *left -= 1;
     }
@@ -386,17 +386,17 @@ fn refuse(shared: &Shared, token: &str, path: &str) -> Result<Option<String>, Re
             "x-business-use-case-usage",
             HeaderValue::from_str(&buc.to_string()).expect("ascii"),
         );
-        return Err(r);
+        return Err(Box::new(r));
     }
     if inner.knobs.fail_5xx > 0 {
         inner.knobs.fail_5xx -= 1;
-        return Err(meta_error(
+        return Err(Box::new(meta_error(
             StatusCode::SERVICE_UNAVAILABLE,
             2,
             None,
             "Service temporarily unavailable",
             true,
-        ));
+        )));
     }
     if let Some(pct) = inner.knobs.usage_pct {
         return Ok(Some(
