@@ -7,9 +7,10 @@ use serde_json::{Value, json};
 
 mod auth;
 mod connections;
+mod daily;
+mod leads_report;
 mod links;
 mod pixels;
-mod reports;
 mod sites;
 
 pub(super) fn code(body: &Value) -> &str {

@@ -1,0 +1,97 @@
+//! Helpers for the Conversions API tests: Loja X with its pixel and
+//! board, recording and moving its leads, reading its conversion rows.
+
+use super::*;
+use adtrail_domain::contact::sha256_hex;
+
+/// `meta` for a contact: the phone as Meta normalises it, and the
+/// host's contact id.
+pub fn meta_for(contact: &str) -> Value {
+    json!({
+        "ph": [sha256_hex(&format!("55119{contact:0>8}"))],
+        "externalId": sha256_hex(contact),
+    })
+}
+
+/// Loja X (BRL, Brazil) with the agency's pixel, a board of four
+/// columns and a map: `agendado` → Schedule, `qualificado` →
+/// QualifiedLead.
+pub async fn loja_with_pixel(h: &Harness) {
+    h.expect(
+        200,
+        "PUT",
+        "/v1/sites/loja-x",
+        Some(json!({"name": "Loja X", "currency": "BRL", "country": "BR"})),
+    )
+    .await;
+    h.connect(TOKEN).await;
+    h.expect(
+        200,
+        "PUT",
+        "/v1/sites/loja-x/pixel",
+        Some(json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "agency"})),
+    )
+    .await;
+    h.expect(
+        200,
+        "PUT",
+        "/v1/sites/loja-x/pipeline",
+        Some(json!({"columns": [
+            {"key": "novo", "name": "Novo lead", "group": "Prospecção"},
+            {"key": "qualificado", "name": "Qualificado"},
+            {"key": "agendado", "name": "Agendado", "group": "Hora do Show", "color": "#f97316"},
+            {"key": "fechado", "name": "Fechado"},
+        ]})),
+    )
+    .await;
+    h.expect(200, "PUT",
+            "/v1/sites/loja-x/event-map",
+            Some(json!({"columns": {"agendado": "Schedule", "qualificado": "QualifiedLead", "novo": null}, "sendLeadEvent": false}))).await;
+}
+
+/// Records a lead at Loja X; answers the body.
+pub async fn record(h: &Harness, key: &str, change: &str, extra: Value) -> (u16, Value) {
+    let mut body = json!({"leadKey": key, "changeId": change, "occurredAt": h.now(), "origin": "ctwa_ad", "adId": "120000000000000001", "label": format!("Cliente {key}")});
+    if let (Some(b), Value::Object(more)) = (body.as_object_mut(), extra) {
+        b.extend(more);
+    }
+    h.call("POST", "/v1/sites/loja-x/leads", Some(body)).await
+}
+
+/// Moves a lead at Loja X; answers the body.
+pub async fn move_to(h: &Harness, key: &str, change: &str, extra: Value) -> (u16, Value) {
+    let mut body = json!({"changeId": change, "occurredAt": h.now()});
+    if let (Some(b), Value::Object(more)) = (body.as_object_mut(), extra) {
+        b.extend(more);
+    }
+    h.call(
+        "POST",
+        &format!("/v1/sites/loja-x/leads/{key}/stage"),
+        Some(body),
+    )
+    .await
+}
+
+/// Every conversion row of a site, newest first.
+pub async fn rows(h: &Harness, site: &str) -> Vec<adtrail_domain::capi::Conversion> {
+    let mut all = vec![];
+    let mut before: Option<(i64, String)> = None;
+    loop {
+        let page = h
+            .store()
+            .conversions()
+            .list_conversions(
+                site,
+                100,
+                before.as_ref().map(|(t, e)| (*t, Some(e.as_str()))),
+            )
+            .await
+            .expect("rows");
+        let n = page.len();
+        before = page.last().map(|c| (c.created_at, c.event_id.clone()));
+        all.extend(page);
+        if n < 100 {
+            return all;
+        }
+    }
+}

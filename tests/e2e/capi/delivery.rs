@@ -1,0 +1,231 @@
+//! Delivery as SQS gives it (duplicates, lost messages), the ads live runs
+//! name, test codes and the history's cursor.
+
+use adtrail_domain::capi::ConversionStatus;
+use adtrail_domain::time::MINUTE_MS;
+use adtrail_fake_meta::LOJA_PIXEL;
+use adtrail_tests::capi::*;
+use adtrail_tests::*;
+use serde_json::{Value, json};
+
+use super::drain;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_deliveries_send_once_and_lost_sends_are_recovered() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    let (_, b) = record(
+        &h,
+        "ana",
+        "c1",
+        json!({"column": "agendado", "meta": meta_for("ana")}),
+    )
+    .await;
+    assert_eq!(b["queued"], json!(["Schedule"]));
+    // SQS hands the message three times: in one batch and in a later one.
+    let row = &rows(&h, "loja-x").await[0];
+    let body = json!({"siteId": "loja-x", "key": row.sk}).to_string();
+    let url = h.store().names.send_queue_url.clone();
+    h.store()
+        .queues()
+        .send_batch(&url, &[body.clone(), body.clone()])
+        .await
+        .unwrap();
+    drain(&h).await;
+    h.store()
+        .queues()
+        .send_batch(&url, std::slice::from_ref(&body))
+        .await
+        .unwrap();
+    drain(&h).await;
+    assert_eq!(h.fake().accepted_events().len(), 1);
+    assert_eq!(rows(&h, "loja-x").await[0].attempts, 1);
+
+    // A crash between the DynamoDB write and the queue: the message never
+    // left. The sweeper sends it once its attempt is 15 minutes late,
+    // counting the lost attempt.
+    record(
+        &h,
+        "bia",
+        "c2",
+        json!({"column": "agendado", "meta": meta_for("bia")}),
+    )
+    .await;
+    h.store()
+        .sqs
+        .purge_queue()
+        .queue_url(&url)
+        .send()
+        .await
+        .unwrap();
+    h.runner().advance(15 * MINUTE_MS).await.unwrap();
+    let report = h.runner().sweep().await.unwrap();
+    assert_eq!(
+        report.sends_requeued, 0,
+        "not yet more than 15 minutes late"
+    );
+    h.runner().advance(1_000).await.unwrap();
+    let report = h.runner().sweep().await.unwrap();
+    assert_eq!(report.sends_requeued, 1);
+    drain(&h).await;
+    assert_eq!(h.fake().accepted_events().len(), 2);
+    let bia = rows(&h, "loja-x")
+        .await
+        .into_iter()
+        .find(|r| r.lead_key == "bia")
+        .unwrap();
+    assert_eq!((bia.status, bia.attempts), (ConversionStatus::Sent, 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_runs_name_the_ads_that_brought_leads() {
+    let h = Harness::start().await;
+    let accounts = adtrail_fake_meta::sample_accounts();
+    let loja = accounts.iter().find(|a| a.id == LOJA_PRINCIPAL).unwrap();
+    let pet = accounts.iter().find(|a| a.id == PET_EAST).unwrap();
+    // An archived ad: not listed, no spend lately, answered only by id.
+    let archived = loja.ads[0].clone();
+    let elsewhere = pet.ads[0].clone();
+    h.fake()
+        .tune(|k| k.archived_ads = vec![archived.id.clone(), elsewhere.id.clone()]);
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    assert!(
+        h.store()
+            .catalog()
+            .catalog_entries("loja-x", std::slice::from_ref(&archived.id))
+            .await
+            .unwrap()
+            .is_empty(),
+        "not in the catalog yet"
+    );
+    for (key, ad) in [("ana", &archived.id), ("bia", &elsewhere.id)] {
+        let (s, b) = h
+            .call(
+                "POST",
+                "/v1/sites/loja-x/leads",
+                Some(json!({"leadKey": key, "changeId": key, "occurredAt": h.now(), "origin": "ctwa_ad", "adId": ad})),
+            )
+            .await;
+        assert_eq!(s, 201, "{b}");
+    }
+    h.runner().advance(45 * MINUTE_MS).await.unwrap();
+    h.runner().tick().await.unwrap();
+    let entries = h
+        .store()
+        .catalog()
+        .catalog_entries("loja-x", &[archived.id.clone(), elsewhere.id.clone()])
+        .await
+        .unwrap();
+    assert_eq!(
+        entries.len(),
+        1,
+        "only Loja X's own ad is named there: {entries:?}"
+    );
+    assert_eq!(entries[0].ad_name.as_deref(), Some(archived.name.as_str()));
+    assert_eq!(entries[0].ad_account_id.as_deref(), Some(LOJA_PRINCIPAL));
+    assert_eq!(
+        entries[0].campaign_name.as_deref(),
+        Some(archived.campaign_name.as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_codes_pixels_gone_before_the_send_and_the_list_cursor() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    // A test event code: every event carries it; the status says testMode.
+    let (s, _) = h
+        .call("PUT", "/v1/sites/loja-x/pixel", Some(json!({"pixelId": LOJA_PIXEL.0, "ownerKey": "agency", "testEventCode": "TEST12345"})))
+        .await;
+    assert_eq!(s, 200);
+    for i in 0..3 {
+        let key = format!("l{i}");
+        record(
+            &h,
+            &key,
+            &format!("c{i}"),
+            json!({"column": "agendado", "meta": meta_for(&key)}),
+        )
+        .await;
+    }
+    drain(&h).await;
+    let accepted = h.fake().accepted_events();
+    assert_eq!(accepted.len(), 3);
+    assert!(
+        accepted
+            .iter()
+            .all(|e| e.test_event_code.as_deref() == Some("TEST12345"))
+    );
+    let (_, status) = h.call("GET", "/v1/meta/status?siteIds=loja-x", None).await;
+    assert_eq!(status["sites"][0]["pixel"]["testMode"], true);
+
+    // The pixel turned off between the queue and the send.
+    record(
+        &h,
+        "off",
+        "c-off",
+        json!({"column": "agendado", "meta": meta_for("off")}),
+    )
+    .await;
+    let (s, _) = h
+        .call(
+            "PUT",
+            "/v1/sites/loja-x/pixel",
+            Some(json!({"pixelId": LOJA_PIXEL.0, "ownerKey": "agency", "enabled": false})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    drain(&h).await;
+    let off = rows(&h, "loja-x")
+        .await
+        .into_iter()
+        .find(|r| r.lead_key == "off")
+        .unwrap();
+    assert_eq!(off.status, ConversionStatus::Failed);
+    assert!(
+        off.last_error
+            .as_deref()
+            .unwrap()
+            .starts_with("PIXEL_UNAVAILABLE"),
+        "{off:?}"
+    );
+    assert_eq!(h.fake().accepted_events().len(), 3);
+
+    // The list pages newest first by (createdAt, eventId).
+    let (_, page) = h
+        .call("GET", "/v1/sites/loja-x/conversions?limit=2", None)
+        .await;
+    let first: Vec<Value> = page["conversions"].as_array().unwrap().clone();
+    assert_eq!(first.len(), 2);
+    let next = &page["next"];
+    let (_, page) = h
+        .call(
+            "GET",
+            &format!(
+                "/v1/sites/loja-x/conversions?limit=2&before={}&beforeEventId={}",
+                next["before"],
+                next["beforeEventId"].as_str().unwrap()
+            ),
+            None,
+        )
+        .await;
+    let second: Vec<Value> = page["conversions"].as_array().unwrap().clone();
+    assert_eq!(second.len(), 2);
+    assert!(page["next"].is_null() || second.len() == 2);
+    let mut ids: Vec<&str> = first
+        .iter()
+        .chain(&second)
+        .map(|c| c["eventId"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "no row twice, none skipped");
+    let (s, e) = h
+        .call("GET", "/v1/sites/loja-x/conversions?limit=51", None)
+        .await;
+    assert_eq!(
+        (s, e["error"]["code"].clone()),
+        (400, json!("INVALID_ARGUMENT"))
+    );
+}

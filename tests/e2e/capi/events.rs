@@ -1,0 +1,381 @@
+//! Which events a lead change queues, once per lead, with Meta's exact
+//! payload.
+
+use adtrail_domain::capi::ConversionStatus;
+use adtrail_domain::capi::{EventName, event_id};
+use adtrail_domain::contact::sha256_hex;
+use adtrail_domain::time::MINUTE_MS;
+use adtrail_fake_meta::LOJA_PIXEL;
+use adtrail_tests::capi::*;
+use adtrail_tests::*;
+use serde_json::{Value, json};
+
+use super::{drain, lead_id};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_row_of_the_seed_table() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+
+    // A new lead without sendLeadEvent: nothing.
+    let (s, b) = record(&h, "ana", "c1", json!({"meta": meta_for("ana")})).await;
+    assert_eq!(s, 201, "{b}");
+    assert_eq!(b["queued"], json!([]));
+    let ana = lead_id(&b);
+    // `qualified` alone sends nothing.
+    let (_, b) = move_to(
+        &h,
+        "ana",
+        "c2",
+        json!({"stage": "qualified", "meta": meta_for("ana")}),
+    )
+    .await;
+    assert_eq!(b["queued"], json!([]), "{b}");
+    // A mapped column sends its event.
+    let (_, b) = move_to(
+        &h,
+        "ana",
+        "c3",
+        json!({"column": "agendado", "meta": meta_for("ana")}),
+    )
+    .await;
+    assert_eq!(b["queued"], json!(["Schedule"]), "{b}");
+    // An unmapped column sends nothing; an undeclared one is ignored.
+    let (_, b) = move_to(
+        &h,
+        "ana",
+        "c4",
+        json!({"column": "fechado", "meta": meta_for("ana")}),
+    )
+    .await;
+    assert_eq!(b["queued"], json!([]), "{b}");
+    assert_eq!(b["column"], "fechado");
+    let (s, b) = move_to(
+        &h,
+        "ana",
+        "c5",
+        json!({"column": "nope", "meta": meta_for("ana")}),
+    )
+    .await;
+    assert_eq!((s, b["column"].clone()), (200, json!("fechado")), "{b}");
+    // A sale with a value: Purchase with the site's currency.
+    let (_, b) = move_to(
+        &h,
+        "ana",
+        "c6",
+        json!({"stage": "won", "revenueCents": 45_990, "meta": meta_for("ana")}),
+    )
+    .await;
+    assert_eq!(b["queued"], json!(["Purchase"]), "{b}");
+    // A won without a value, and a change without meta: nothing.
+    let (_, b) = record(&h, "bia", "c7", json!({})).await;
+    assert_eq!(b["queued"], json!([]));
+    let (_, b) = move_to(&h, "bia", "c8", json!({"column": "agendado"})).await;
+    assert_eq!(b["queued"], json!([]), "no meta, nothing queued");
+    let (_, b) = move_to(
+        &h,
+        "bia",
+        "c9",
+        json!({"stage": "won", "meta": meta_for("bia")}),
+    )
+    .await;
+    assert_eq!(b["queued"], json!([]), "won without a value");
+
+    // sendLeadEvent on: a new lead sends Lead.
+    let (s, _) = h
+        .call("PUT", "/v1/sites/loja-x/event-map", Some(json!({"columns": {"agendado": "Schedule", "qualificado": "QualifiedLead"}, "sendLeadEvent": true})))
+        .await;
+    assert_eq!(s, 200);
+    let (_, b) = record(
+        &h,
+        "caio",
+        "c10",
+        json!({"column": "qualificado", "meta": meta_for("caio")}),
+    )
+    .await;
+    assert_eq!(b["queued"], json!(["Lead", "QualifiedLead"]), "{b}");
+    let caio = lead_id(&b);
+
+    drain(&h).await;
+    let accepted = h.fake().accepted_events();
+    let mut got: Vec<(String, String)> = accepted
+        .iter()
+        .map(|e| (e.event_id.clone(), e.event_name.clone()))
+        .collect();
+    got.sort();
+    let mut want = vec![
+        (event_id(&ana, EventName::Schedule), "Schedule".to_owned()),
+        (event_id(&ana, EventName::Purchase), "Purchase".to_owned()),
+        (event_id(&caio, EventName::Lead), "Lead".to_owned()),
+        (
+            event_id(&caio, EventName::QualifiedLead),
+            "QualifiedLead".to_owned(),
+        ),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+    let purchase = accepted
+        .iter()
+        .find(|e| e.event_name == "Purchase")
+        .unwrap();
+    assert_eq!(purchase.pixel_id, LOJA_PIXEL.0);
+    assert_eq!(purchase.action_source, "chat");
+    assert_eq!(purchase.event_time, h.now() / 1000);
+    assert_eq!(
+        purchase.custom_data,
+        Some(json!({"value": 459.9, "currency": "BRL"}))
+    );
+    assert_eq!(
+        purchase.user_data,
+        json!({"ph": [sha256_hex("5511900000ana")], "external_id": [sha256_hex("ana")], "country": [sha256_hex("br")]})
+    );
+    assert!(accepted.iter().all(|e| e.test_event_code.is_none()));
+    // One request carried all four.
+    let posts = h
+        .fake()
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/events"))
+        .count();
+    assert_eq!(posts, 1);
+
+    // Sent rows keep no hashes; the list and the counters agree.
+    for row in rows(&h, "loja-x").await {
+        assert_eq!(row.status, ConversionStatus::Sent);
+        assert!(row.hashes.is_none(), "hashes erased after delivery");
+        assert_eq!(row.attempts, 1);
+    }
+    let (s, list) = h.call("GET", "/v1/sites/loja-x/conversions", None).await;
+    assert_eq!(s, 200, "{list}");
+    let items = list["conversions"].as_array().unwrap();
+    assert_eq!(items.len(), 4);
+    let sale = items.iter().find(|i| i["eventName"] == "Purchase").unwrap();
+    assert_eq!(sale["valueCents"], 45_990);
+    assert_eq!(sale["leadLabel"], "Cliente ana");
+    assert_eq!(sale["adId"], "120000000000000001");
+    assert_eq!(sale["status"], "sent");
+    assert!(
+        !list.to_string().contains(&sha256_hex("ana")),
+        "the list never carries hashes"
+    );
+    let (_, status) = h
+        .call(
+            "GET",
+            &format!("/v1/meta/status?siteIds=loja-x&now={}", h.now()),
+            None,
+        )
+        .await;
+    let c = &status["sites"][0]["conversions"];
+    assert_eq!(
+        (
+            c["pending"].clone(),
+            c["sent"].clone(),
+            c["failed"].clone(),
+            c["sentToday"].clone()
+        ),
+        (json!(0), json!(4), json!(0), json!(4)),
+        "{status}"
+    );
+    assert_eq!(
+        c["last30d"],
+        json!({"Purchase": 1, "QualifiedLead": 1, "Lead": 1, "Schedule": 1})
+    );
+
+    // A removed lead takes its conversions and leaves the counters.
+    let (s, _) = h.call("DELETE", "/v1/sites/loja-x/leads/ana", None).await;
+    assert_eq!(s, 200);
+    let (_, status) = h
+        .call(
+            "GET",
+            &format!("/v1/meta/status?siteIds=loja-x&now={}", h.now()),
+            None,
+        )
+        .await;
+    let c = &status["sites"][0]["conversions"];
+    assert_eq!(
+        (c["sent"].clone(), c["sentToday"].clone()),
+        (json!(2), json!(2)),
+        "{status}"
+    );
+    assert_eq!(rows(&h, "loja-x").await.len(), 2);
+
+    // Pixel off or removed: nothing is queued, the call succeeds.
+    let (s, _) = h
+        .call(
+            "PUT",
+            "/v1/sites/loja-x/pixel",
+            Some(json!({"pixelId": LOJA_PIXEL.0, "ownerKey": "agency", "enabled": false})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let (s, b) = record(&h, "duda", "c11", json!({"meta": meta_for("duda")})).await;
+    assert_eq!((s, b["queued"].clone()), (201, json!([])), "{b}");
+    let (s, _) = h.call("DELETE", "/v1/sites/loja-x/pixel", None).await;
+    assert_eq!(s, 200);
+    let (_, b) = move_to(
+        &h,
+        "duda",
+        "c12",
+        json!({"stage": "won", "revenueCents": 100, "meta": meta_for("duda")}),
+    )
+    .await;
+    assert_eq!(b["queued"], json!([]), "{b}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_per_lead_per_event_and_idempotent_changes() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    let (_, b) = record(
+        &h,
+        "ana",
+        "c1",
+        json!({"column": "agendado", "meta": meta_for("ana")}),
+    )
+    .await;
+    assert_eq!(b["queued"], json!(["Schedule"]));
+    // The same change again: nothing.
+    let (s, b) = record(
+        &h,
+        "ana",
+        "c1",
+        json!({"column": "agendado", "meta": meta_for("ana")}),
+    )
+    .await;
+    assert_eq!(
+        (s, b["duplicate"].clone(), b["queued"].clone()),
+        (200, json!(true), json!([])),
+        "{b}"
+    );
+    h.runner().advance(MINUTE_MS).await.unwrap();
+    // Out and back into the column: not queued again.
+    move_to(
+        &h,
+        "ana",
+        "c2",
+        json!({"column": "fechado", "meta": meta_for("ana")}),
+    )
+    .await;
+    h.runner().advance(MINUTE_MS).await.unwrap();
+    let (_, b) = move_to(
+        &h,
+        "ana",
+        "c3",
+        json!({"column": "agendado", "meta": meta_for("ana")}),
+    )
+    .await;
+    assert_eq!(b["queued"], json!([]), "{b}");
+    // A move older than the last changes nothing.
+    let old = h.now() - 30 * MINUTE_MS;
+    let (_, b) = move_to(
+        &h,
+        "ana",
+        "c4",
+        json!({"column": "qualificado", "occurredAt": old, "meta": meta_for("ana")}),
+    )
+    .await;
+    assert_eq!(
+        (b["changed"].clone(), b["column"].clone()),
+        (json!(false), json!("agendado")),
+        "{b}"
+    );
+    // A second sale of the same lead: one Purchase.
+    move_to(
+        &h,
+        "ana",
+        "c5",
+        json!({"stage": "won", "revenueCents": 1_000, "meta": meta_for("ana")}),
+    )
+    .await;
+    let (_, b) = move_to(
+        &h,
+        "ana",
+        "c6",
+        json!({"stage": "won", "revenueCents": 2_000, "meta": meta_for("ana")}),
+    )
+    .await;
+    assert_eq!(b["queued"], json!([]));
+    drain(&h).await;
+    let names: Vec<String> = h
+        .fake()
+        .accepted_events()
+        .iter()
+        .map(|e| e.event_name.clone())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+
+    // The event map counts distinct leads that entered a column in 30 days.
+    record(&h, "bia", "c7", json!({"column": "agendado"})).await;
+    let (s, map) = h
+        .call(
+            "GET",
+            &format!("/v1/sites/loja-x/event-map?now={}", h.now()),
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{map}");
+    let agendado = map["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["key"] == "agendado")
+        .unwrap();
+    assert_eq!(
+        agendado["monthCount"], 2,
+        "ana came back but counts once: {map}"
+    );
+    assert_eq!(agendado["event"], "Schedule");
+    assert_eq!(agendado["color"], "#f97316");
+    assert_eq!(map["pixelEnabled"], true);
+    let (_, map) = h.call("GET", "/v1/sites/loja-x/event-map", None).await;
+    assert!(
+        map["columns"][0]["monthCount"].is_null(),
+        "null without now"
+    );
+    // A column that is gone leaves the map, one that stays keeps its event.
+    let (s, _) = h
+        .call(
+            "PUT",
+            "/v1/sites/loja-x/pipeline",
+            Some(json!({"columns": [{"key": "agendado", "name": "Agendado!"}]})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    let (_, map) = h.call("GET", "/v1/sites/loja-x/event-map", None).await;
+    assert_eq!(
+        map["columns"],
+        json!([{"key": "agendado", "name": "Agendado!", "group": null, "color": null, "event": "Schedule", "monthCount": null}])
+    );
+    let (s, e) = h
+        .call(
+            "PUT",
+            "/v1/sites/loja-x/event-map",
+            Some(json!({"columns": {"qualificado": "Lead"}})),
+        )
+        .await;
+    assert_eq!(
+        (s, e["error"]["code"].clone()),
+        (400, json!("INVALID_ARGUMENT")),
+        "{e}"
+    );
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("columns.qualificado")
+    );
+    let many: Vec<Value> = (0..41)
+        .map(|i| json!({"key": format!("c{i}"), "name": "x"}))
+        .collect();
+    let (s, e) = h
+        .call(
+            "PUT",
+            "/v1/sites/loja-x/pipeline",
+            Some(json!({"columns": many})),
+        )
+        .await;
+    assert_eq!(
+        (s, e["error"]["code"].clone()),
+        (409, json!("LIMIT_EXCEEDED"))
+    );
+}

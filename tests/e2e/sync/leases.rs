@@ -1,0 +1,201 @@
+//! Leases: a run that lost its lease writes nothing, duplicates change
+//! nothing, unlinks and relinks during runs and purges.
+
+use adtrail_domain::time::{DAY_MS, HOUR_MS, MINUTE_MS};
+use adtrail_fake_meta::Knobs;
+use adtrail_store::queue::SyncMessage;
+use adtrail_tests::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn a_run_that_lost_its_lease_writes_nothing() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    // Run A is leased and its message sent; the worker never gets to it.
+    assert_eq!(h.runner().dispatch().await.unwrap().sent, 4);
+    let run_a = h.link("loja-x", LOJA_PRINCIPAL).await.run_id.unwrap();
+    // The lease runs out: run B takes the account, and says so.
+    h.runner().advance(16 * MINUTE_MS).await.unwrap();
+    assert_eq!(h.runner().dispatch().await.unwrap().sent, 4);
+    let link = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert_ne!(link.run_id.as_deref(), Some(run_a.as_str()));
+    assert!(link.last_error.unwrap().starts_with("RUN_TIMEOUT: "));
+    // Run A's late message does nothing.
+    let message = SyncMessage {
+        site_id: "loja-x".into(),
+        ad_account_id: LOJA_PRINCIPAL.into(),
+        run_id: run_a,
+    };
+    let report = h
+        .runner()
+        .worker
+        .run(
+            &message,
+            std::time::Instant::now() + std::time::Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+    assert!(report.stale);
+    let rows = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
+    assert!(rows.is_empty());
+    // Draining delivers both messages of each account; only run B's writes.
+    h.fake().clear_requests();
+    let drained = h.runner().drain().await.unwrap();
+    assert_eq!(drained.delivered, 8);
+    assert_eq!(
+        h.insights_ranges(LOJA_PRINCIPAL).len(),
+        1,
+        "one run read Meta"
+    );
+    h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
+}
+
+#[tokio::test]
+async fn a_duplicate_delivery_changes_nothing_and_reads_meta_once() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.runner().dispatch().await.unwrap();
+    let link = h.link("loja-x", LOJA_PRINCIPAL).await;
+    let body = serde_json::to_string(&SyncMessage {
+        site_id: "loja-x".into(),
+        ad_account_id: LOJA_PRINCIPAL.into(),
+        run_id: link.run_id.clone().unwrap(),
+    })
+    .unwrap();
+    // SQS delivers the message a second time, in the same batch or a later one.
+    h.store()
+        .queues()
+        .send_batch(&h.store().names.sync_queue_url, std::slice::from_ref(&body))
+        .await
+        .unwrap();
+    h.runner().drain().await.unwrap();
+    h.store()
+        .queues()
+        .send_batch(&h.store().names.sync_queue_url, &[body])
+        .await
+        .unwrap();
+    let late = h.runner().drain().await.unwrap();
+    assert_eq!(late.delivered, 1, "the late copy is taken off the queue");
+    assert_eq!(h.insights_ranges(LOJA_PRINCIPAL).len(), 1);
+    let after = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert_eq!(
+        after.backfill_from.as_deref(),
+        Some("2026-05-02"),
+        "one block, not two"
+    );
+    h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
+}
+
+#[tokio::test]
+async fn two_dispatchers_at_once_send_exactly_one_message_per_due_account() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    let (a, b) = tokio::join!(h.runner().dispatch(), h.runner().dispatch());
+    assert_eq!(a.unwrap().sent + b.unwrap().sent, 4);
+    let drained = h.runner().drain().await.unwrap();
+    assert_eq!(drained.delivered, 4);
+}
+
+#[tokio::test]
+async fn an_unlink_mid_run_stops_its_writes_and_the_sweeper_purges_the_spend() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    let rows = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
+    assert!(!rows.is_empty());
+    // A weekly run, slowed down, is in flight when the account is unlinked.
+    h.fake().set_knobs(Knobs {
+        latency_ms: 150,
+        row_cap: Some(60),
+        ..Knobs::default()
+    });
+    h.runner()
+        .set_clock(T0 + 7 * DAY_MS - 5 * HOUR_MS + 30 * MINUTE_MS)
+        .await
+        .unwrap();
+    h.runner().dispatch().await.unwrap();
+    let drain = h.runner().drain();
+    let unlink = async {
+        // Wait until the run has started reading Meta.
+        while !h
+            .fake()
+            .requests()
+            .iter()
+            .any(|r| r.path.ends_with(&format!("{LOJA_PRINCIPAL}/insights")))
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let (status, body) = h
+            .call(
+                "DELETE",
+                &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        h.all_rows("loja-x", LOJA_PRINCIPAL).await
+    };
+    let (drained, at_unlink) = tokio::join!(drain, unlink);
+    drained.unwrap();
+    let after_run = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
+    assert_eq!(after_run, at_unlink, "nothing was written after the unlink");
+    // The sweeper takes the spend out, sums included; the other account stays.
+    h.fake().set_knobs(Knobs::default());
+    let sweep = h.runner().sweep().await.unwrap();
+    assert_eq!(sweep.purges_done, 1);
+    let rows = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
+    assert!(rows.is_empty());
+    assert!(
+        h.store()
+            .spend()
+            .day_sums("loja-x", LOJA_PRINCIPAL, 0, i64::MAX / 2)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    h.assert_sums_match_rows("loja-x", LOJA_MANAUS).await;
+    let (_, status) = h.call("GET", "/v1/meta/status?siteIds=loja-x", None).await;
+    assert_eq!(
+        status["sites"][0]["adAccounts"].as_array().unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_relink_during_the_purge_stops_it_and_the_backfill_rewrites() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    let before = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
+    h.call(
+        "DELETE",
+        &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"),
+        None,
+    )
+    .await;
+    // One purge step takes part of the rows, sums in step.
+    h.store()
+        .spend()
+        .purge_step("loja-x", LOJA_PRINCIPAL, 100)
+        .await
+        .unwrap();
+    h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
+    let (status, body) = h
+        .call(
+            "PUT",
+            &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"),
+            Some(json!({"ownerKey": "agency"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let sweep = h.runner().sweep().await.unwrap();
+    assert_eq!(
+        (sweep.purges_done, sweep.purge_steps),
+        (0, 0),
+        "the relink removed the purge"
+    );
+    h.sync_until_live(10).await;
+    let after = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
+    assert_eq!(after.len(), before.len());
+    h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
+}
