@@ -1,0 +1,169 @@
+//! Spend and the catalog: insights by ad and day (paged, capped), the ads
+//! listing with creatives, and how each row is read and bounded.
+
+use super::*;
+
+impl GraphClient {
+    /// Spend per ad and day for a range, every page up to
+    /// [`MAX_INSIGHTS_PAGES`]. Meta's "too much data" comes back as an error
+    /// of kind [`GraphErrorKind::TooMuchData`] for the caller to split.
+    ///
+    /// # Errors
+    /// [`GraphError`] classified by the domain.
+    pub async fn insights(
+        &self,
+        token: &str,
+        account: &str,
+        currency: &Currency,
+        range: DateRange,
+    ) -> Result<Insights, GraphError> {
+        let time_range = format!(r#"{{"since":"{}","until":"{}"}}"#, range.since, range.until);
+        let limit = INSIGHTS_PAGE_SIZE.to_string();
+        let mut url = self.url(
+            &format!("{account}/insights"),
+            &[
+                ("level", "ad"),
+                ("time_increment", "1"),
+                ("time_range", &time_range),
+                ("fields", "ad_id,ad_name,adset_id,adset_name,campaign_id,campaign_name,spend,impressions,clicks"),
+                ("limit", &limit),
+            ],
+        );
+        let mut out = Insights {
+            complete: true,
+            ..Insights::default()
+        };
+        for page_no in 0.. {
+            if page_no == MAX_INSIGHTS_PAGES {
+                out.complete = false;
+                break;
+            }
+            let (json, usage) = self.get(url.clone(), token).await?;
+            out.usage = out.usage.merge(usage);
+            let page: Paged =
+                serde_json::from_value(json).map_err(|_| GraphError::malformed("insights page"))?;
+            for v in &page.data {
+                out.rows.push(parse_spend_row(v, currency, range)?);
+            }
+            // A short or empty page can still have a next one: stop only
+            // when `paging.next` is absent.
+            match page.paging.and_then(|p| p.next) {
+                Some(next) => url = self.next_url(&next)?,
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// `GET /act_…/ads` with creatives: every ad, or only `only` (at most
+    /// 50 ids, for naming ads that brought leads).
+    ///
+    /// # Errors
+    /// [`GraphError`] classified by the domain.
+    pub async fn ads(
+        &self,
+        token: &str,
+        account: &str,
+        only: Option<&[String]>,
+    ) -> Result<Ads, GraphError> {
+        let limit = ADS_PAGE_SIZE.to_string();
+        let fields = "id,name,effective_status,adset{id,name},campaign{id,name},creative{object_type,thumbnail_url,object_story_spec}";
+        let filtering = only.map(|ids| {
+            serde_json::json!([{"field": "id", "operator": "IN", "value": ids}]).to_string()
+        });
+        let mut query = vec![
+            ("fields", fields),
+            ("limit", limit.as_str()),
+            ("thumbnail_width", "320"),
+            ("thumbnail_height", "320"),
+        ];
+        if let Some(f) = &filtering {
+            query.push(("filtering", f));
+        }
+        let mut url = self.url(&format!("{account}/ads"), &query);
+        let mut out = Ads::default();
+        for _ in 0..MAX_ADS_PAGES {
+            let (json, usage) = self.get(url.clone(), token).await?;
+            out.usage = out.usage.merge(usage);
+            let page: Paged =
+                serde_json::from_value(json).map_err(|_| GraphError::malformed("ads page"))?;
+            out.ads.extend(page.data.iter().filter_map(parse_ad));
+            match page.paging.and_then(|p| p.next) {
+                Some(next) => url = self.next_url(&next)?,
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+}
+
+pub(super) fn parse_spend_row(
+    v: &Value,
+    currency: &Currency,
+    range: DateRange,
+) -> Result<SpendRow, GraphError> {
+    let ad_id = meta_id(v, "ad_id").ok_or_else(|| GraphError::malformed("ad id"))?;
+    let date = v
+        .get("date_start")
+        .and_then(Value::as_str)
+        .and_then(parse_date)
+        .filter(|d| *d >= range.since && *d <= range.until)
+        .ok_or_else(|| GraphError::malformed("row date"))?;
+    let spend = v.get("spend").and_then(Value::as_str).unwrap_or("0");
+    let spend_cents = currency
+        .parse_minor(spend)
+        .map_err(|_| GraphError::malformed("spend"))?;
+    Ok(SpendRow {
+        ad_name: text(v, "ad_name"),
+        adset_id: meta_id(v, "adset_id"),
+        adset_name: text(v, "adset_name"),
+        campaign_id: meta_id(v, "campaign_id"),
+        campaign_name: text(v, "campaign_name"),
+        date,
+        spend_cents,
+        impressions: count(v, "impressions")?,
+        clicks: count(v, "clicks")?,
+        ad_id,
+    })
+}
+
+pub(super) fn parse_ad(v: &Value) -> Option<Ad> {
+    let id = meta_id(v, "id")?;
+    let creative = v.get("creative");
+    let spec = creative.and_then(|c| c.get("object_story_spec"));
+    let object_type = creative
+        .and_then(|c| c.get("object_type"))
+        .and_then(Value::as_str);
+    let carousel = spec
+        .and_then(|s| s.pointer("/link_data/child_attachments"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.len() > 1);
+    let creative_type = creative.map(|_| {
+        if carousel {
+            "carousel"
+        } else if object_type == Some("VIDEO") || spec.and_then(|s| s.get("video_data")).is_some() {
+            "video"
+        } else if object_type == Some("PHOTO") || spec.and_then(|s| s.get("link_data")).is_some() {
+            "image"
+        } else {
+            "other"
+        }
+        .to_owned()
+    });
+    let status = text(v, "effective_status")
+        .filter(|s| s.len() <= 40 && s.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'));
+    Some(Ad {
+        name: text(v, "name"),
+        adset_id: v.get("adset").and_then(|a| meta_id(a, "id")),
+        adset_name: v.get("adset").and_then(|a| text(a, "name")),
+        campaign_id: v.get("campaign").and_then(|a| meta_id(a, "id")),
+        campaign_name: v.get("campaign").and_then(|a| text(a, "name")),
+        effective_status: status,
+        creative_type,
+        thumbnail_url: creative
+            .and_then(|c| c.get("thumbnail_url"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        id,
+    })
+}

@@ -1,0 +1,361 @@
+//! The HTTP calls: one `reqwest` client with a timeout, bodies read with a
+//! byte cap, paging followed on the Graph origin only.
+
+use std::time::Duration;
+
+use adtrail_domain::dates::parse_date;
+use adtrail_domain::graph_error::{GraphErrorKind, USAGE_HEADERS, Usage, parse_usage_header};
+use adtrail_domain::ids::check_meta_numeric;
+use adtrail_domain::money::Currency;
+use adtrail_domain::plan::DateRange;
+use serde::Deserialize;
+use serde_json::Value;
+use url::Url;
+
+use crate::GRAPH_VERSION;
+use crate::error::GraphError;
+use crate::types::*;
+
+/// Rows asked per insights page.
+pub const INSIGHTS_PAGE_SIZE: u32 = 500;
+/// Pages read per insights range before it counts as incomplete.
+pub const MAX_INSIGHTS_PAGES: usize = 40;
+const ADS_PAGE_SIZE: u32 = 200;
+const MAX_ADS_PAGES: usize = 25;
+const ACCOUNTS_PAGE_SIZE: u32 = 200;
+const MAX_ACCOUNTS: usize = 1_000;
+const MAX_PIXEL_PAGES: usize = 5;
+const MAX_BODY: usize = 8 * 1024 * 1024;
+const MAX_THUMBNAIL: usize = 1024 * 1024;
+const MAX_NAME: usize = 400;
+
+/// Where Meta is and how long to wait for it.
+#[derive(Debug, Clone)]
+pub struct GraphConfig {
+    /// `https://graph.facebook.com`, or the fake's address.
+    pub base_url: Url,
+    pub timeout: Duration,
+    /// Hosts (and their subdomains) thumbnails may be fetched from.
+    pub thumbnail_hosts: Vec<String>,
+    /// Plain-HTTP hosts allowed for thumbnails: the fake's, locally; empty in
+    /// production.
+    pub insecure_thumbnail_hosts: Vec<String>,
+}
+
+impl GraphConfig {
+    /// Meta's production endpoints.
+    pub fn meta() -> Self {
+        Self {
+            base_url: Url::parse("https://graph.facebook.com").expect("static URL"),
+            timeout: Duration::from_secs(30),
+            thumbnail_hosts: vec![
+                "fbcdn.net".into(),
+                "facebook.com".into(),
+                "fbsbx.com".into(),
+                "cdninstagram.com".into(),
+            ],
+            insecure_thumbnail_hosts: vec![],
+        }
+    }
+
+    /// Reads `META_GRAPH_URL`; a non-https address (the fake, locally) is
+    /// also allowed to serve thumbnails. `META_TIMEOUT_MS` sets the timeout
+    /// of each Graph call (default 30 s).
+    ///
+    /// # Errors
+    /// A message when `META_GRAPH_URL` is not a URL or `META_TIMEOUT_MS`
+    /// not a number of milliseconds.
+    pub fn from_env() -> Result<Self, String> {
+        let mut config = Self::meta();
+        if let Some(timeout) = timeout_from_env()? {
+            config.timeout = timeout;
+        }
+        if let Ok(url) = std::env::var("META_GRAPH_URL") {
+            config.base_url =
+                Url::parse(&url).map_err(|_| "META_GRAPH_URL is not a URL".to_owned())?;
+            if let Some(host) = config.base_url.host_str() {
+                config.thumbnail_hosts.push(host.to_owned());
+                if config.base_url.scheme() == "http" {
+                    config.insecure_thumbnail_hosts.push(host.to_owned());
+                }
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// `META_TIMEOUT_MS`, if set: 100 ms to 10 minutes.
+///
+/// # Errors
+/// A message when it is not such a number.
+pub fn timeout_from_env() -> Result<Option<Duration>, String> {
+    match std::env::var("META_TIMEOUT_MS") {
+        Err(_) => Ok(None),
+        Ok(v) => v
+            .parse::<u64>()
+            .ok()
+            .filter(|ms| (100..=600_000).contains(ms))
+            .map(|ms| Some(Duration::from_millis(ms)))
+            .ok_or_else(|| "META_TIMEOUT_MS must be 100 to 600000 milliseconds".to_owned()),
+    }
+}
+
+/// The Graph API client.
+#[derive(Debug, Clone)]
+pub struct GraphClient {
+    http: reqwest::Client,
+    /// No redirects: a CDN URL that redirects elsewhere is not followed.
+    cdn: reqwest::Client,
+    config: GraphConfig,
+}
+
+#[derive(Deserialize)]
+struct Paged {
+    #[serde(default)]
+    data: Vec<Value>,
+    paging: Option<Paging>,
+}
+
+#[derive(Deserialize)]
+struct Paging {
+    next: Option<String>,
+}
+
+fn text(v: &Value, key: &str) -> Option<String> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.chars()
+                .filter(|c| !c.is_control())
+                .take(MAX_NAME)
+                .collect()
+        })
+}
+
+fn meta_id(v: &Value, key: &str) -> Option<String> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| check_meta_numeric(key, s).is_ok())
+        .map(str::to_owned)
+}
+
+fn count(v: &Value, key: &str) -> Result<i64, GraphError> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(0),
+        Some(Value::String(s))
+            if s.len() <= 18 && !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            s.parse().map_err(|_| GraphError::malformed(key))
+        }
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| GraphError::malformed(key)),
+        _ => Err(GraphError::malformed(key)),
+    }
+}
+
+mod accounts;
+mod capi;
+mod insights;
+mod thumbnails;
+
+#[cfg(test)]
+use insights::parse_ad;
+
+impl GraphClient {
+    /// # Errors
+    /// When the TLS backend cannot start.
+    pub fn new(config: GraphConfig) -> Result<Self, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(Duration::from_secs(5))
+            .build()?;
+        let cdn = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .connect_timeout(Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(Self { http, cdn, config })
+    }
+
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    pub fn config(&self) -> &GraphConfig {
+        &self.config
+    }
+
+    pub(crate) fn url(&self, path: &str, query: &[(&str, &str)]) -> Url {
+        let mut url = self.config.base_url.clone();
+        url.set_path(&format!("/{GRAPH_VERSION}/{path}"));
+        url.query_pairs_mut().extend_pairs(query);
+        url
+    }
+
+    /// A `paging.next` URL, if it stays on the Graph origin and carries no
+    /// token of its own.
+    fn next_url(&self, next: &str) -> Result<Url, GraphError> {
+        let url = Url::parse(next).map_err(|_| GraphError::malformed("paging link"))?;
+        let base = &self.config.base_url;
+        if url.scheme() != base.scheme()
+            || url.host_str() != base.host_str()
+            || url.port_or_known_default() != base.port_or_known_default()
+            || url.query_pairs().any(|(k, _)| k == "access_token")
+        {
+            return Err(GraphError::malformed("paging link"));
+        }
+        Ok(url)
+    }
+
+    /// One GET with the token in the header: the JSON body and the usage.
+    async fn get(&self, url: Url, token: &str) -> Result<(Value, Usage), GraphError> {
+        self.call(self.http.get(url), token).await
+    }
+
+    /// One request with the token in the header, its answer read bounded
+    /// and its error classified.
+    pub(crate) async fn call(
+        &self,
+        request: reqwest::RequestBuilder,
+        token: &str,
+    ) -> Result<(Value, Usage), GraphError> {
+        // The code trade authenticates with the app's id and secret in the
+        // form body, and sends no token at all.
+        let request = if token.is_empty() {
+            request
+        } else {
+            request.bearer_auth(token)
+        };
+        let resp = request.send().await.map_err(GraphError::transport)?;
+        let status = resp.status().as_u16();
+        let mut usage = Usage::default();
+        for name in USAGE_HEADERS {
+            if let Some(v) = resp.headers().get(name).and_then(|v| v.to_str().ok()) {
+                usage = usage.merge(parse_usage_header(v));
+            }
+        }
+        let body = read_bounded(resp, MAX_BODY).await?;
+        let json: Value =
+            serde_json::from_slice(&body).map_err(|_| GraphError::malformed("answer"))?;
+        if let Some(err) = json.get("error") {
+            let mut e = GraphError::from_answer(
+                status,
+                err.get("code").and_then(Value::as_i64),
+                err.get("error_subcode").and_then(Value::as_i64),
+                err.get("is_transient")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                err.get("message").and_then(Value::as_str).unwrap_or(""),
+                token,
+            );
+            e.regain_ms = usage.regain_ms;
+            return Err(e);
+        }
+        if status >= 400 {
+            let mut e = GraphError::from_answer(status, None, None, false, "", token);
+            e.regain_ms = usage.regain_ms;
+            return Err(e);
+        }
+        Ok((json, usage))
+    }
+}
+
+/// Reads a body up to `max` bytes; more is an error, not a truncation.
+async fn read_bounded(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, GraphError> {
+    if resp.content_length().is_some_and(|n| n as usize > max) {
+        return Err(GraphError::malformed("oversized answer"));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(GraphError::transport)? {
+        if body.len() + chunk.len() > max {
+            return Err(GraphError::malformed("oversized answer"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Whether an error means the range should be read in halves.
+pub fn too_much_data(e: &GraphError) -> bool {
+    e.kind == GraphErrorKind::TooMuchData
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client() -> GraphClient {
+        let mut c = GraphConfig::meta();
+        c.thumbnail_hosts.push("127.0.0.1".into());
+        c.insecure_thumbnail_hosts.push("127.0.0.1".into());
+        GraphClient::new(c).unwrap()
+    }
+
+    #[test]
+    fn thumbnails_come_from_meta_cdn_over_https_only() {
+        let c = client();
+        assert!(
+            c.thumbnail_allowed("https://scontent.xx.fbcdn.net/v/t45/abc.jpg")
+                .is_some()
+        );
+        assert!(
+            c.thumbnail_allowed("http://127.0.0.1:9/thumb.png")
+                .is_some()
+        );
+        for bad in [
+            "http://scontent.xx.fbcdn.net/a.jpg",
+            "https://evil.example/a.jpg",
+            "https://fbcdn.net.evil.example/a.jpg",
+            "https://user:pw@scontent.fbcdn.net/a.jpg",
+            "file:///etc/passwd",
+            "https://169.254.169.254/latest/meta-data",
+        ] {
+            assert!(c.thumbnail_allowed(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn paging_links_must_stay_on_the_graph_origin() {
+        let c = client();
+        assert!(
+            c.next_url("https://graph.facebook.com/v25.0/act_1/insights?after=x")
+                .is_ok()
+        );
+        assert!(
+            c.next_url("https://evil.example/v25.0/act_1/insights?after=x")
+                .is_err()
+        );
+        assert!(
+            c.next_url("https://graph.facebook.com/v25.0/x?access_token=leak")
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn creatives_map_to_four_types() {
+        let ad = |creative: Value| {
+            parse_ad(&serde_json::json!({"id": "1", "creative": creative}))
+                .unwrap()
+                .creative_type
+        };
+        assert_eq!(
+            ad(serde_json::json!({"object_type": "VIDEO"})).as_deref(),
+            Some("video")
+        );
+        assert_eq!(
+            ad(serde_json::json!({"object_type": "PHOTO"})).as_deref(),
+            Some("image")
+        );
+        assert_eq!(
+            ad(serde_json::json!({"object_type": "SHARE", "object_story_spec": {"link_data": {"child_attachments": [{}, {}]}}})).as_deref(),
+            Some("carousel")
+        );
+        assert_eq!(
+            ad(serde_json::json!({"object_type": "STATUS"})).as_deref(),
+            Some("other")
+        );
+    }
+}
