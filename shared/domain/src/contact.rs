@@ -75,8 +75,13 @@ pub fn parse_meta(value: &Value) -> Result<ContactHashes, MetaIgnored> {
         Some(Value::String(s)) if is_digest(s) => Some(s.clone()),
         Some(_) => return Err(MetaIgnored::BadExternalId),
     };
-    let mut ph: Vec<String> = ph.into_iter().filter(|h| h != EMPTY_HASH).collect();
-    ph.dedup();
+    // Each hash once, wherever it repeats (DynamoDB refuses a set with a
+    // value twice), in the order given.
+    let mut seen = std::collections::HashSet::new();
+    let ph: Vec<String> = ph
+        .into_iter()
+        .filter(|h| h != EMPTY_HASH && seen.insert(h.clone()))
+        .collect();
     let external_id = external_id.filter(|h| h != EMPTY_HASH);
     if ph.is_empty() && external_id.is_none() {
         return Err(MetaIgnored::NothingToMatch);
@@ -116,5 +121,12 @@ mod tests {
         }
         let dropped = parse_meta(&json!({"ph": [EMPTY_HASH, H]})).unwrap();
         assert_eq!(dropped.ph, vec![H.to_owned()]);
+        let b = H.replace('5', "6");
+        let repeated = parse_meta(&json!({"ph": [H, b, H]})).unwrap();
+        assert_eq!(
+            repeated.ph,
+            vec![H.to_owned(), b],
+            "a hash repeated anywhere is kept once"
+        );
     }
 }

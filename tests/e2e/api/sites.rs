@@ -29,6 +29,12 @@ async fn bad_site_input_is_a_400_naming_the_field_and_writes_nothing() {
             r#"{"name":"A","currency":"brl"}"#.into(),
             "currency",
         ),
+        // Three letters, but no currency: Meta would refuse every Purchase.
+        (
+            "/v1/sites/s1",
+            r#"{"name":"A","currency":"ZZZ"}"#.into(),
+            "currency",
+        ),
         (
             "/v1/sites/s1",
             r#"{"name":"A","currency":"BRL","country":"BRA"}"#.into(),

@@ -379,3 +379,27 @@ async fn once_per_lead_per_event_and_idempotent_changes() {
         (409, json!("LIMIT_EXCEEDED"))
     );
 }
+
+#[tokio::test]
+async fn a_phone_hash_repeated_anywhere_in_meta_is_sent_once() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    let (a, b) = (sha256_hex("5511900000001"), sha256_hex("5511900000002"));
+    // DynamoDB refuses a string set with a value twice: before, this was a 500.
+    let (s, body) = record(
+        &h,
+        "ana",
+        "c1",
+        json!({"column": "agendado", "meta": {"ph": [a, b, a]}}),
+    )
+    .await;
+    assert_eq!(
+        (s, body["queued"].clone()),
+        (201, json!(["Schedule"])),
+        "{body}"
+    );
+    drain(&h).await;
+    let sent = h.fake().accepted_events();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].user_data["ph"], json!([a, b]));
+}

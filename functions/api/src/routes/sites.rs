@@ -52,7 +52,7 @@ pub(crate) async fn put_site(
     let body: SiteBody = json_body(req)?;
     let name = plain_text("name", &body.name, 200)?;
     let currency = Currency::parse(&body.currency).map_err(|_| {
-        ApiError::invalid("currency: must be a three-letter upper-case ISO 4217 code")
+        ApiError::invalid("currency: must be an ISO 4217 currency in use (e.g. BRL, USD)")
     })?;
     let country = body
         .country
