@@ -83,6 +83,7 @@ pub(crate) fn graph_get(
     rest: &str,
     query: &BTreeMap<String, String>,
     knobs: &Knobs,
+    token: &str,
 ) -> Response {
     let parts: Vec<&str> = rest.split('/').collect();
     match parts.as_slice() {
@@ -97,7 +98,7 @@ pub(crate) fn graph_get(
                 .iter()
                 .map(|a| json!({"id": a.id, "account_id": &a.id[4..], "name": a.name, "currency": a.currency, "timezone_name": a.timezone}))
                 .collect();
-            paged(shared, rest, query, items, size)
+            paged(shared, rest, query, items, size, token)
         }
         [_, "insights" | "ads"] if knobs.deny_permission => meta_error(
             StatusCode::FORBIDDEN,
@@ -107,7 +108,7 @@ pub(crate) fn graph_get(
             false,
         ),
         [act, "insights"] => match account(shared, act) {
-            Some(acc) => insights(shared, rest, acc, query, knobs),
+            Some(acc) => insights(shared, rest, acc, query, knobs, token),
             None => no_object(
                 "Unsupported get request. Object does not exist or cannot be loaded due to missing permissions",
             ),
@@ -130,7 +131,7 @@ pub(crate) fn graph_get(
                     .iter()
                     .map(|(id, name)| json!({"id": id, "name": name}))
                     .collect();
-                paged(shared, rest, query, items, size)
+                paged(shared, rest, query, items, size, token)
             }
             Some(_) => bad_param("Invalid parameter: fields"),
             None => no_object("Unsupported get request. Object does not exist"),
@@ -149,7 +150,7 @@ pub(crate) fn graph_get(
             }
         }
         [act, "ads"] => match account(shared, act) {
-            Some(acc) => ads(shared, rest, acc, query, knobs),
+            Some(acc) => ads(shared, rest, acc, query, knobs, token),
             None => no_object("Unsupported get request. Object does not exist"),
         },
         _ => no_object("Unsupported get request"),
@@ -162,6 +163,7 @@ pub(crate) fn insights(
     acc: &SampleAccount,
     query: &BTreeMap<String, String>,
     knobs: &Knobs,
+    token: &str,
 ) -> Response {
     if query.get("level").map(String::as_str) != Some("ad") {
         return bad_param("Invalid parameter: level must be one of ad, adset, campaign, account");
@@ -223,7 +225,7 @@ pub(crate) fn insights(
             false,
         );
     }
-    paged(shared, path, query, rows, size)
+    paged(shared, path, query, rows, size, token)
 }
 
 pub(crate) fn ads(
@@ -232,6 +234,7 @@ pub(crate) fn ads(
     acc: &SampleAccount,
     query: &BTreeMap<String, String>,
     knobs: &Knobs,
+    token: &str,
 ) -> Response {
     if !query.contains_key("fields") {
         return bad_param("Invalid parameter: fields");
@@ -282,7 +285,7 @@ pub(crate) fn ads(
             })
         })
         .collect();
-    paged(shared, path, query, items, size)
+    paged(shared, path, query, items, size, token)
 }
 
 /// A valid 1×1 PNG.

@@ -328,7 +328,7 @@ fn route(
     } else if method != Method::GET {
         bad_param("Unsupported post request")
     } else {
-        graph_get(shared, rest, query, &knobs)
+        graph_get(shared, rest, query, &knobs, token)
     };
     if let Some(h) = usage_header {
         response

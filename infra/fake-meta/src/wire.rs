@@ -56,6 +56,7 @@ pub(crate) fn paged(
     query: &BTreeMap<String, String>,
     items: Vec<Value>,
     size: usize,
+    token: &str,
 ) -> Response {
     let after = query
         .get("after")
@@ -64,8 +65,10 @@ pub(crate) fn paged(
     let page: Vec<Value> = items.iter().skip(after).take(size).cloned().collect();
     let mut answer = json!({ "data": page });
     if after + size < items.len() {
+        // As Meta does: the `next` link repeats the token that asked.
         let mut q = query.clone();
         q.insert("after".into(), (after + size).to_string());
+        q.insert("access_token".into(), token.to_owned());
         let qs = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(q.iter())
             .finish();

@@ -53,7 +53,9 @@ impl GraphError {
                 "Meta could not be reached".into()
             },
             regain_ms: None,
-            source: Some(source),
+            // Its Display would print the URL (`debug_token`'s carries a
+            // token): the cause is kept without it.
+            source: Some(source.without_url()),
         }
     }
 

@@ -81,6 +81,17 @@ async fn the_sample_agency_lists_every_page_of_accounts() {
         .filter(|r| r.path.ends_with("/me/adaccounts"))
         .count();
     assert_eq!(pages, 4);
+    // Meta puts the token in every `next` link (the fake too); the client
+    // takes it out and sends it in the header, so no request URL carries it.
+    for r in h.fake().requests() {
+        assert!(!r.query.contains("access_token"), "{} {}", r.path, r.query);
+        if r.path.ends_with("/me/adaccounts") {
+            assert_eq!(
+                r.authorization.as_deref(),
+                Some(format!("Bearer {TOKEN}").as_str())
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
