@@ -54,13 +54,13 @@ pub(crate) fn post_events(shared: &Shared, pixel: &str, body: &[u8], knobs: &Kno
     }
     match crate::capi::check_request(pixel, body, shared.clock.now_ms(), &knobs.reject_event_ids) {
         Ok(events) => {
-            let received = events.len();
-            shared
-                .inner
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .accepted
-                .extend(events);
+            let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let mut received = events.len();
+            if inner.knobs.short_receipts > 0 {
+                inner.knobs.short_receipts -= 1;
+                received = received.saturating_sub(1);
+            }
+            inner.accepted.extend(events);
             Json(json!({"events_received": received, "messages": [], "fbtrace_id": "AfakeTrace"}))
                 .into_response()
         }

@@ -66,6 +66,9 @@ pub struct Knobs {
     /// Refuse `POST /{pixel}/events` as Meta does for a token without
     /// access to the dataset (code 200).
     pub deny_events: bool,
+    /// Requests still to answer with `events_received` one short of what
+    /// was sent (all of it accepted).
+    pub short_receipts: u32,
     /// Refuse to trade a short-lived user token for a long-lived one.
     pub fail_token_exchange: bool,
 }

@@ -335,6 +335,23 @@ pub fn judge_error(
     }
 }
 
+/// Meta's answer to a request that succeeded: sent only when Meta says it
+/// received every event of it; otherwise an attempt that failed (the same
+/// `event_id`s go again, and Meta drops what it already has).
+pub fn judge_receipt(received: i64, sent: usize) -> Verdict {
+    if usize::try_from(received).is_ok_and(|r| r == sent) {
+        Verdict::Sent
+    } else {
+        Verdict::Attempt(
+            SendFailure::Unavailable,
+            last_error(
+                LastErrorCode::MetaUnavailable,
+                &format!("Meta received {received} of {sent} events"),
+            ),
+        )
+    }
+}
+
 /// How an attempt ends, from its verdict and the attempts counted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SendEnd {

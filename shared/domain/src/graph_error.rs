@@ -139,7 +139,8 @@ fn walk(value: &Value, usage: &mut Usage, depth: u32) {
                         usage.pct = usage.pct.max(n.min(1_000.0) as u32);
                     }
                     ("estimated_time_to_regain_access", Some(n)) if n > 0.0 => {
-                        let ms = ((n as i64) * MINUTE_MS).min(MAX_REGAIN_MS);
+                        // Bounded before the multiplication: Meta's number is untrusted.
+                        let ms = (n as i64).saturating_mul(MINUTE_MS).min(MAX_REGAIN_MS);
                         usage.regain_ms = Some(usage.regain_ms.unwrap_or(0).max(ms));
                     }
                     _ => walk(v, usage, depth + 1),
@@ -218,6 +219,9 @@ mod tests {
         assert_eq!(parse_usage_header(&"x".repeat(9_000)), Usage::default());
         let capped = parse_usage_header(r#"{"x":[{"estimated_time_to_regain_access":100000}]}"#);
         assert_eq!(capped.regain_ms, Some(24 * HOUR_MS));
+        // A number past i64 must not overflow (it panicked in debug builds).
+        let huge = parse_usage_header(r#"{"x":[{"estimated_time_to_regain_access":1e30}]}"#);
+        assert_eq!(huge.regain_ms, Some(24 * HOUR_MS));
     }
 
     #[test]

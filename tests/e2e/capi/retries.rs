@@ -345,3 +345,38 @@ async fn a_refused_token_stops_its_owner_until_a_new_one() {
     drain(&h).await;
     assert_eq!(h.fake().accepted_events().len(), 2);
 }
+
+#[tokio::test]
+async fn an_answer_that_received_fewer_events_than_sent_is_an_attempt_to_repeat() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    // Meta takes the events but says it received one fewer.
+    h.fake().tune(|k| k.short_receipts = 1);
+    record(
+        &h,
+        "ana",
+        "c1",
+        json!({"column": "agendado", "meta": meta_for("ana")}),
+    )
+    .await;
+    drain(&h).await;
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!((row.status, row.attempts), (ConversionStatus::Pending, 1));
+    assert_eq!(
+        row.last_error.as_deref(),
+        Some("META_UNAVAILABLE: Meta received 0 of 1 events")
+    );
+    h.runner().advance(MINUTE_MS).await.unwrap();
+    drain(&h).await;
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!((row.status, row.attempts), (ConversionStatus::Sent, 2));
+    // Sent again with the same event_id, which Meta deduplicates.
+    let ids: Vec<String> = h
+        .fake()
+        .accepted_events()
+        .into_iter()
+        .map(|e| e.event_id)
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert_eq!(ids[0], ids[1]);
+}

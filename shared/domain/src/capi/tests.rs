@@ -286,6 +286,17 @@ fn each_of_metas_answers_is_one_verdict() {
             "{kind:?}"
         );
     }
+    assert_eq!(judge_receipt(5, 5), Verdict::Sent);
+    for short in [
+        judge_receipt(4, 5),
+        judge_receipt(-1, 5),
+        judge_receipt(6, 5),
+    ] {
+        assert!(
+            matches!(&short, Verdict::Attempt(SendFailure::Unavailable, e) if e.starts_with("META_UNAVAILABLE: Meta received")),
+            "{short:?}"
+        );
+    }
     let now = 1_000;
     assert_eq!(end_of(Verdict::Sent, 1, now), SendEnd::Sent);
     assert_eq!(

@@ -58,21 +58,21 @@ impl GraphConfig {
         }
     }
 
-    /// Reads `META_GRAPH_URL`; a non-https address (the fake, locally) is
-    /// also allowed to serve thumbnails. `META_TIMEOUT_MS` sets the timeout
+    /// Reads `META_GRAPH_URL`: https, or plain http on a loopback address
+    /// only (the fake, locally), which is then also allowed to serve
+    /// thumbnails. `META_TIMEOUT_MS` sets the timeout
     /// of each Graph call (default 30 s).
     ///
     /// # Errors
-    /// A message when `META_GRAPH_URL` is not a URL or `META_TIMEOUT_MS`
-    /// not a number of milliseconds.
+    /// A message when `META_GRAPH_URL` is not a URL, is not https off
+    /// loopback, or `META_TIMEOUT_MS` not a number of milliseconds.
     pub fn from_env() -> Result<Self, String> {
         let mut config = Self::meta();
         if let Some(timeout) = timeout_from_env()? {
             config.timeout = timeout;
         }
         if let Ok(url) = std::env::var("META_GRAPH_URL") {
-            config.base_url =
-                Url::parse(&url).map_err(|_| "META_GRAPH_URL is not a URL".to_owned())?;
+            config.base_url = graph_origin(&url)?;
             if let Some(host) = config.base_url.host_str() {
                 config.thumbnail_hosts.push(host.to_owned());
                 if config.base_url.scheme() == "http" {
@@ -81,6 +81,26 @@ impl GraphConfig {
             }
         }
         Ok(config)
+    }
+}
+
+/// A Graph origin: https, or plain http only on a loopback address (the
+/// local stack's fake). A token never travels in the clear off the machine.
+///
+/// # Errors
+/// A message naming `META_GRAPH_URL`.
+pub fn graph_origin(text: &str) -> Result<Url, String> {
+    let url = Url::parse(text).map_err(|_| "META_GRAPH_URL is not a URL".to_owned())?;
+    let loopback = match url.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if loopback => Ok(url),
+        _ => Err("META_GRAPH_URL must be https (plain http only on a loopback address)".to_owned()),
     }
 }
 
@@ -325,6 +345,18 @@ mod tests {
         ] {
             assert!(c.thumbnail_allowed(bad).is_none(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_graph_origin_is_https_or_loopback() {
+        assert!(graph_origin("https://graph.facebook.com").is_ok());
+        assert!(graph_origin("http://127.0.0.1:4010").is_ok());
+        assert!(graph_origin("http://localhost:4010").is_ok());
+        assert!(graph_origin("http://[::1]:4010").is_ok());
+        assert!(graph_origin("http://graph.facebook.com").is_err());
+        assert!(graph_origin("http://10.0.0.5:4010").is_err());
+        assert!(graph_origin("ftp://graph.facebook.com").is_err());
+        assert!(graph_origin("not a url").is_err());
     }
 
     #[test]
