@@ -8,6 +8,7 @@
 //! Conventions: `{"error":{"code","message"}}`, the field named.
 
 pub mod auth;
+mod cohorts;
 mod connect;
 pub mod error;
 pub mod input;

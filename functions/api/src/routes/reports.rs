@@ -31,6 +31,7 @@ use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
+use crate::cohorts::site_rollups;
 use crate::error::ApiError;
 use crate::input::site_ids;
 use crate::input::{day_range, query};
@@ -118,20 +119,7 @@ pub(crate) async fn daily(
     let mut incomplete = false;
     let mut budget = api.limits;
     for id in &ids {
-        let Some(site) = api.store.sites().get_site(id.as_str()).await? else {
-            return Err(ApiError::not_found(
-                "siteIds: a requested site is not registered",
-            ));
-        };
-        let (rows, cut) = api
-            .store
-            .leads()
-            .rollup_rows(id.as_str(), from, to, budget.rollup_rows)
-            .await?;
-        if cut {
-            return Err(ApiError::report_incomplete());
-        }
-        budget.rollup_rows -= rows.len();
+        let (site, rows) = site_rollups(api, id, from, to, &mut budget.rollup_rows).await?;
         for row in rows.iter().filter(|r| scope.counts(&r.dim)) {
             let (day, c) = (row.day_start, &row.counters);
             if let Some(d) = leads.get_mut(&day) {

@@ -34,6 +34,7 @@ use lambda_http::{Body, Request, Response};
 
 use self::rows::{AdRow, AdView, Counts, Figures, LeadsReport, OriginRow, Paid, SiteRow, tree};
 use crate::auth::Caller;
+use crate::cohorts::site_rollups;
 use crate::error::ApiError;
 use crate::input::day_range;
 use crate::input::query;
@@ -157,20 +158,7 @@ async fn read_site(
     to: i64,
     budgets: &mut Budgets,
 ) -> Result<SiteRead, ApiError> {
-    let Some(site) = api.store.sites().get_site(id.as_str()).await? else {
-        return Err(ApiError::not_found(
-            "siteIds: a requested site is not registered",
-        ));
-    };
-    let (rows, cut) = api
-        .store
-        .leads()
-        .rollup_rows(id.as_str(), from, to, budgets.rollups)
-        .await?;
-    if cut {
-        return Err(ApiError::report_incomplete());
-    }
-    budgets.rollups -= rows.len();
+    let (site, rows) = site_rollups(api, &id, from, to, &mut budgets.rollups).await?;
     let mut read = SiteRead {
         id,
         currency: site.currency,
