@@ -1,241 +1,20 @@
-//! The parts of AWS that moto does not run: the schedules and the event
-//! source mappings. The runner fires the dispatcher and the sweeper, and
-//! polls each queue and invokes its consumer the way Lambda does: batches of
-//! the template's size, partial batch failures, a failed message coming back
-//! after the queue's visibility timeout, redrive to the dead-letter queue
-//! after the receive limit (moto's own).
-//!
-//! Redelivery follows the runner's clock, not the wall clock: a message the
-//! consumer failed is held invisible in moto and released when the clock
-//! passes its visibility timeout, so tests on a virtual clock run a
-//! 15-minute retry in milliseconds.
+//! The part of the runner that plays Lambda's SQS event source mappings:
+//! batches gathered from several receives, the consumer invoked with its
+//! timeout as the deadline, partial batch failures held until their
+//! visibility timeout (or the delay the consumer set) on the runner's
+//! clock, and what was delivered deleted.
 
-use std::sync::{Arc, Mutex};
-
-use std::collections::HashMap;
-
-use adtrail_api::Api;
-use adtrail_capi_sender::{Sender, Visibility};
-use adtrail_dispatcher::{DispatchReport, Dispatcher};
-use adtrail_domain::time::{Clock, SystemClock, VirtualClock};
-use adtrail_meta::GraphClient;
-use adtrail_sweeper::{SweepReport, Sweeper};
-use adtrail_sync_worker::Worker;
-use aws_lambda_events::eventbridge::EventBridgeEvent;
-use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
-use aws_sdk_sqs::types::{
-    ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry,
-    MessageSystemAttributeName,
-};
-use lambda_runtime::{Context, LambdaEvent};
-use serde::Serialize;
-
-use crate::stack::{LocalQueue, LocalStack};
-
-/// Longer than any test or demo: a message the runner holds stays invisible
-/// in moto until the runner releases it.
-const HELD_VISIBILITY_SECS: i32 = 43_200;
-/// Bounds one drain: no queue loop runs forever.
-const MAX_DRAIN_ROUNDS: usize = 10_000;
-
-/// A clock the runner can move: every handler reads it.
-pub trait MovableClock: Clock {
-    fn advance(&self, ms: i64) -> i64;
-    fn set(&self, ms: i64);
-}
-
-impl MovableClock for VirtualClock {
-    fn advance(&self, ms: i64) -> i64 {
-        VirtualClock::advance(self, ms)
-    }
-    fn set(&self, ms: i64) {
-        VirtualClock::set(self, ms);
-    }
-}
-
-/// The wall clock plus an offset: `make local` runs in real time, and
-/// `/_local/clock` moves it ahead.
-#[derive(Debug, Default)]
-pub struct OffsetClock(std::sync::atomic::AtomicI64);
-
-impl Clock for OffsetClock {
-    fn now_ms(&self) -> i64 {
-        SystemClock.now_ms() + self.0.load(std::sync::atomic::Ordering::SeqCst)
-    }
-}
-
-impl MovableClock for OffsetClock {
-    fn advance(&self, ms: i64) -> i64 {
-        self.0.fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
-        self.now_ms()
-    }
-    fn set(&self, ms: i64) {
-        self.0.store(
-            ms - SystemClock.now_ms(),
-            std::sync::atomic::Ordering::SeqCst,
-        );
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RunnerError {
-    #[error("SQS failed")]
-    Sqs(#[source] Box<dyn std::error::Error + Send + Sync>),
-    #[error("a handler failed")]
-    Handler(#[source] Box<dyn std::error::Error + Send + Sync>),
-}
-
-fn sqs_err<E: std::error::Error + Send + Sync + 'static>(e: E) -> RunnerError {
-    RunnerError::Sqs(Box::new(e))
-}
+use super::*;
 
 /// A message a consumer failed, invisible until `due_ms`.
 #[derive(Debug, Clone)]
-struct Held {
-    queue_url: String,
-    receipt: String,
-    due_ms: i64,
-}
-
-/// What one drain delivered.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DrainReport {
-    pub delivered: usize,
-    pub failed: usize,
-    pub batches: usize,
-}
-
-/// What one tick did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TickReport {
-    pub now: i64,
-    pub dispatched: DispatchReport,
-    pub sweep: SweepReport,
-    pub queues: DrainReport,
-}
-
-/// The local stack's functions, wired to its resources and one clock.
-pub struct Runner {
-    pub stack: LocalStack,
-    pub clock: Arc<dyn MovableClock>,
-    pub api: Api,
-    pub dispatcher: Dispatcher,
-    pub worker: Worker,
-    pub sweeper: Sweeper,
-    pub sender: Sender,
-    /// The delays the sender asked for, by receipt handle.
-    delays: Arc<Mutex<HashMap<String, i64>>>,
-    held: Mutex<Vec<Held>>,
+pub(super) struct Held {
+    pub(super) queue_url: String,
+    pub(super) receipt: String,
+    pub(super) due_ms: i64,
 }
 
 impl Runner {
-    pub fn new(stack: LocalStack, graph: GraphClient, clock: Arc<dyn MovableClock>) -> Self {
-        let store = stack.store.clone();
-        let shared: adtrail_domain::time::SharedClock = Arc::new(ClockRef(clock.clone()));
-        let delays = Arc::new(Mutex::new(HashMap::new()));
-        Self {
-            sender: Sender {
-                store: store.clone(),
-                graph: graph.clone(),
-                clock: shared.clone(),
-                visibility: Visibility::Recorded(delays.clone()),
-                events_per_request: adtrail_capi_sender::events_per_request_from_env()
-                    .unwrap_or(adtrail_domain::capi::MAX_EVENTS_PER_REQUEST),
-            },
-            delays,
-            api: Api {
-                store: store.clone(),
-                graph: graph.clone(),
-                clock: shared.clone(),
-                limits: Default::default(),
-            },
-            dispatcher: Dispatcher {
-                store: store.clone(),
-                clock: shared.clone(),
-            },
-            worker: Worker {
-                store: store.clone(),
-                graph,
-                clock: shared.clone(),
-            },
-            sweeper: Sweeper {
-                store,
-                clock: shared.clone(),
-            },
-            stack,
-            clock,
-            held: Mutex::new(vec![]),
-        }
-    }
-
-    pub fn now(&self) -> i64 {
-        self.clock.now_ms()
-    }
-
-    /// Moves the clock; held messages whose time came become deliverable.
-    ///
-    /// # Errors
-    /// [`RunnerError::Sqs`] when a release fails.
-    pub async fn advance(&self, ms: i64) -> Result<i64, RunnerError> {
-        let now = self.clock.advance(ms);
-        self.release_due().await?;
-        Ok(now)
-    }
-
-    /// Sets the clock to an instant.
-    ///
-    /// # Errors
-    /// [`RunnerError::Sqs`] when a release fails.
-    pub async fn set_clock(&self, ms: i64) -> Result<i64, RunnerError> {
-        self.clock.set(ms);
-        self.release_due().await?;
-        Ok(self.now())
-    }
-
-    /// Fires every schedule once, then drains every queue until idle.
-    ///
-    /// # Errors
-    /// [`RunnerError`] when a handler or SQS fails.
-    pub async fn tick(&self) -> Result<TickReport, RunnerError> {
-        let dispatched = self.dispatch().await?;
-        let sweep = self.sweep().await?;
-        let queues = self.drain().await?;
-        Ok(TickReport {
-            now: self.now(),
-            dispatched,
-            sweep,
-            queues,
-        })
-    }
-
-    /// The dispatcher, as its schedule would invoke it.
-    ///
-    /// # Errors
-    /// [`RunnerError::Handler`] when it fails.
-    pub async fn dispatch(&self) -> Result<DispatchReport, RunnerError> {
-        adtrail_dispatcher::handle(
-            &self.dispatcher,
-            LambdaEvent::new(scheduled_event(), Context::default()),
-        )
-        .await
-        .map_err(RunnerError::Handler)
-    }
-
-    /// The sweeper, as its schedule would invoke it.
-    ///
-    /// # Errors
-    /// [`RunnerError::Handler`] when it fails.
-    pub async fn sweep(&self) -> Result<SweepReport, RunnerError> {
-        adtrail_sweeper::handle(
-            &self.sweeper,
-            LambdaEvent::new(scheduled_event(), Context::default()),
-        )
-        .await
-        .map_err(RunnerError::Handler)
-    }
-
     /// Polls every consumed queue and invokes its consumer until no queue
     /// has a deliverable message.
     ///
@@ -405,7 +184,7 @@ impl Runner {
     }
 
     /// Makes held messages whose visibility timeout passed visible again.
-    async fn release_due(&self) -> Result<(), RunnerError> {
+    pub(super) async fn release_due(&self) -> Result<(), RunnerError> {
         let now = self.now();
         let due: Vec<Held> = {
             let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
@@ -449,25 +228,6 @@ impl Runner {
     pub fn held_count(&self) -> usize {
         self.held.lock().map(|h| h.len()).unwrap_or(0)
     }
-}
-
-/// Lets the handlers hold the runner's clock as a plain [`Clock`].
-#[derive(Debug)]
-pub(crate) struct ClockRef(pub(crate) Arc<dyn MovableClock>);
-
-impl Clock for ClockRef {
-    fn now_ms(&self) -> i64 {
-        self.0.now_ms()
-    }
-}
-
-/// The event EventBridge Scheduler hands a function.
-pub fn scheduled_event() -> EventBridgeEvent<serde_json::Value> {
-    serde_json::from_value(serde_json::json!({
-        "version": "0", "id": uuid::Uuid::new_v4().to_string(), "detail-type": "Scheduled Event",
-        "source": "aws.scheduler", "account": "000000000000", "region": "us-east-1", "resources": [], "detail": {}
-    }))
-    .expect("a valid EventBridge event")
 }
 
 /// The event Lambda hands an SQS consumer.
