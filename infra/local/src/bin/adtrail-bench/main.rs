@@ -1,0 +1,132 @@
+//! `make bench`: the figures, measured in one run on the local stack.
+//!
+//! - a 90-day backfill of the sample agency (4 accounts): DynamoDB requests
+//!   (counted by an SDK interceptor on every client) and Meta requests
+//!   (counted from the fake's log) per 1,000 ad-day rows stored, and wall time;
+//! - side by side, a resync of the same days where nothing changed (the
+//!   weekly 28-day run): what skipping unchanged rows saves;
+//! - peak memory (VmHWM) of the process that ran the workers;
+//! - the release arm64 binary of each function, if `make build-lambdas` made it.
+//!
+//! - the Conversions API sender, side by side in one run: 1,000
+//!   conversions sent batched (up to 1,000 events a request) against one
+//!   event a request, the fake answering each request at 100 ms
+//!   (`BENCH_CAPI_LATENCY_MS`): conversions per second through the queue,
+//!   Meta and DynamoDB requests per 1,000 conversions.
+//!
+//! - the two reports over the backfilled 90 days with 120 leads recorded
+//!   (half from ads): DynamoDB requests and wall time of one leads report
+//!   (both sites, campaign tree, presigned thumbnails) and one daily report
+//!   (92 days), side by side.
+//!
+//! The fake answers with a realistic latency (`BENCH_LATENCY_MS`, default
+//! 40 ms). Runs are repeated (`BENCH_RUNS`, default 3) and medians reported.
+
+mod capi;
+mod process;
+mod sync;
+
+use capi::capi_bench;
+use process::{init_times, vm_hwm_kib};
+use sync::{Figures, ReportFigures, one_run};
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+pub(crate) const T0: i64 = 1_782_820_800_000; // 2026-06-30T12:00:00Z
+pub(crate) const ACCOUNTS: [(&str, &str); 4] = [
+    ("loja-x", "act_1029384756"),
+    ("loja-x", "act_1029384757"),
+    ("pet-mania", "act_2038475610"),
+    ("pet-mania", "act_2038475611"),
+];
+
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let latency: u64 = std::env::var("BENCH_LATENCY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let mut results = vec![];
+    for _ in 0..runs.max(1) {
+        results.push(one_run(latency).await?);
+    }
+    let per_k = |f: &Figures, n: u64| n as f64 * 1_000.0 / f.rows.max(1) as f64;
+    let report = |label: &str, pick: fn(&(Figures, Figures, ReportFigures)) -> Figures| {
+        let figs: Vec<Figures> = results.iter().map(pick).collect();
+        let rows = figs[0].rows;
+        let ddb = median(figs.iter().map(|f| per_k(f, f.ddb)).collect());
+        let meta = median(figs.iter().map(|f| per_k(f, f.meta)).collect());
+        let cdn = median(figs.iter().map(|f| per_k(f, f.cdn)).collect());
+        let ms = median(figs.iter().map(|f| f.millis as f64).collect());
+        let total = median(figs.iter().map(|f| f.ddb as f64).collect());
+        println!(
+            "{label:<32} rows {rows:>5} | dynamodb requests {total:>4.0} | per 1k rows: dynamodb {ddb:>6.1}, graph {meta:>5.1}, thumbnails {cdn:>5.1} | wall ms {ms:>6.0} (median of {runs})"
+        );
+        (ddb, meta)
+    };
+    println!(
+        "adtrail bench: sample agency, 4 ad accounts, fake Meta at {latency} ms a call, moto for AWS"
+    );
+    let (b_ddb, _) = report("90-day backfill", |r| r.0);
+    let (r_ddb, _) = report("weekly 28-day resync, no change", |r| r.1);
+    println!(
+        "ratio: a resync of unchanged days costs {:.2}x the DynamoDB requests per row of a backfill",
+        r_ddb / b_ddb
+    );
+    let reports: Vec<ReportFigures> = results.iter().map(|r| r.2).collect();
+    let med = |f: fn(&ReportFigures) -> f64| median(reports.iter().map(f).collect());
+    println!(
+        "leads report, 2 sites, 90 days   {:.0} ad rows | dynamodb requests {:>4.0} | wall ms {:>6.0} (median of {runs}); of which reading the per-ad rows alone {:.0} ms, presigning the thumbnails {:.0} ms",
+        med(|r| r.leads_ads as f64),
+        med(|r| r.leads_ddb as f64),
+        med(|r| r.leads_ms as f64),
+        med(|r| r.rows_ms as f64),
+        med(|r| r.presign_ms as f64)
+    );
+    println!(
+        "daily report, 2 sites, 92 days            | dynamodb requests {:>4.0} | wall ms {:>6.0} (median of {runs})",
+        med(|r| r.daily_ddb as f64),
+        med(|r| r.daily_ms as f64)
+    );
+    capi_bench(runs).await?;
+    match vm_hwm_kib() {
+        Some(kib) => println!(
+            "peak memory (VmHWM) of the process running the workers, runner and fake Meta: {:.1} MiB",
+            kib as f64 / 1024.0
+        ),
+        None => println!("peak memory: /proc/self/status not readable"),
+    }
+    init_times(runs.max(5)).await;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    for bin in [
+        "adtrail-api",
+        "adtrail-dispatcher",
+        "adtrail-sync-worker",
+        "adtrail-sweeper",
+        "adtrail-capi-sender",
+    ] {
+        let path = target.join("lambda").join(bin).join("bootstrap");
+        match std::fs::metadata(&path) {
+            Ok(m) => println!(
+                "release arm64 binary {bin:<22} {:>6.2} MiB",
+                m.len() as f64 / 1_048_576.0
+            ),
+            Err(_) => {
+                println!("release arm64 binary {bin:<22} not built (run `make build-lambdas`)")
+            }
+        }
+    }
+    Ok(())
+}
