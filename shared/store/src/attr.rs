@@ -1,5 +1,5 @@
-//! Small readers and writers of DynamoDB attribute values, so the item
-//! mappings stay one line per field.
+//! Small writers and readers of single DynamoDB attribute values, for keys
+//! and expression values; whole items are declared in `items/`.
 
 use std::collections::HashMap;
 
@@ -15,9 +15,6 @@ pub fn s(v: impl Into<String>) -> AttributeValue {
 pub fn n(v: impl ToString) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }
-pub fn b(v: bool) -> AttributeValue {
-    AttributeValue::Bool(v)
-}
 
 pub fn get_s<'a>(item: &'a Item, key: &str) -> Option<&'a str> {
     item.get(key)
@@ -28,17 +25,6 @@ pub fn get_n(item: &Item, key: &str) -> Option<i64> {
     item.get(key)
         .and_then(|v| v.as_n().ok())
         .and_then(|t| t.parse().ok())
-}
-pub fn get_bool(item: &Item, key: &str) -> bool {
-    item.get(key)
-        .and_then(|v| v.as_bool().ok())
-        .copied()
-        .unwrap_or(false)
-}
-pub fn need_s(item: &Item, key: &str) -> Result<String, StoreError> {
-    get_s(item, key)
-        .map(str::to_owned)
-        .ok_or_else(|| StoreError::Malformed(format!("missing {key}")))
 }
 
 /// Reads a domain type from its item. The domain's types are foreign here,
