@@ -19,6 +19,15 @@ export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-eas
 export ADTRAIL_PYTHON="$PYTHON"
 # The fault run's size here; `make fault-run` runs the full 10,000.
 export ADTRAIL_FAULT_RUN="${ADTRAIL_FAULT_RUN:-2000}"
+# Every function's DynamoDB requests fail at this share with the errors the
+# real service returns under load (infra/local/src/cloud/faults.rs): each
+# test keeps its assertions through the store's retries. `make bench`
+# and `make demo` run without.
+export ADTRAIL_DDB_FAULTS="${ADTRAIL_DDB_FAULTS:-0.05}"
+# Each test's stack logs its functions' AWS calls here for the IAM report.
+export ADTRAIL_IAM_LOG_DIR="${TMPDIR:-/tmp}/adtrail-iam-$port"
+rm -rf "$ADTRAIL_IAM_LOG_DIR"
+trap 'kill $moto 2>/dev/null || true; rm -rf "$ADTRAIL_IAM_LOG_DIR"' EXIT
 # With arguments, they are cargo test's (e.g. `-p adtrail-tests --test e2e capi::`).
 if [ "${1:-}" = "--contract-only" ]; then
   shift
@@ -27,6 +36,8 @@ elif [ "$#" -gt 0 ]; then
   cargo test "$@"
 else
   cargo test --workspace --all-targets
+  # Every call each function made, against its role in template.yaml.
+  cargo run -q -p adtrail-local --bin adtrail-iam-report -- "$ADTRAIL_IAM_LOG_DIR"
   # The API contract: schemathesis against the local stack (same moto).
   infra/contract.sh
 fi

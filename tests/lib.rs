@@ -283,6 +283,38 @@ impl Harness {
     }
 }
 
+/// At the end of each test: what the functions called is written for the
+/// run's IAM report (`ADTRAIL_IAM_LOG_DIR`), and a call a role does not
+/// allow fails the test, naming the call and the missing grant, even when
+/// the code under test swallowed AWS's refusal.
+impl Drop for Harness {
+    fn drop(&mut self) {
+        let report = self.runner().stack.cloud.report();
+        if let Some(dir) = std::env::var_os("ADTRAIL_IAM_LOG_DIR") {
+            let dir = std::path::PathBuf::from(dir);
+            let _ = std::fs::create_dir_all(&dir);
+            let file = dir.join(format!("{}.json", uuid::Uuid::new_v4().simple()));
+            if let Ok(text) = serde_json::to_string(&report) {
+                let _ = std::fs::write(file, text);
+            }
+        }
+        if std::thread::panicking() && !report.faults.is_empty() {
+            eprintln!(
+                "DynamoDB faults injected in this test: {:?} (share {}, seed {}: ADTRAIL_DDB_FAULTS and ADTRAIL_FAULT_SEED replay them)",
+                report.faults,
+                self.runner().stack.cloud.faults.share(),
+                self.runner().stack.cloud.faults.seed(),
+            );
+        }
+        if !report.refused.is_empty() && !std::thread::panicking() {
+            panic!(
+                "calls the template's roles do not allow:\n{}",
+                report.refused.join("\n")
+            );
+        }
+    }
+}
+
 /// Calls an API handler directly, as the host, with claims in API
 /// Gateway's shape: for a handler built with other parts than the stack's.
 pub async fn call_handler(

@@ -232,8 +232,9 @@ async fn ten_thousand_conversions_through_faults() {
         .iter()
         .filter(|r| r.path.ends_with("/events"))
         .count();
+    let dynamodb = h.runner().stack.cloud.report().faults;
     println!(
-        "fault run: {total} conversions, {} sent, {} failed {by_error:?}, {lost} messages dropped before the queue (sent again by the sweeper or a late duplicate), {retried} sent on a second or third attempt, {} Meta requests ({} accepted events), {recount_today} sent today; setup {setup:?}, total {:?}",
+        "fault run: {total} conversions, {} sent, {} failed {by_error:?}, {lost} messages dropped before the queue (sent again by the sweeper or a late duplicate), {retried} sent on a second or third attempt, {} Meta requests ({} accepted events), {recount_today} sent today, DynamoDB faults survived {dynamodb:?}; setup {setup:?}, total {:?}",
         counts.get("sent").unwrap_or(&0),
         counts.get("failed").unwrap_or(&0),
         requests,

@@ -153,9 +153,10 @@ pub(crate) fn resolve_owner(caller: &Caller, named: &str, write: bool) -> Result
     Ok(owner)
 }
 
-/// A write over a whole owner (reconnecting it) by a dashboard needs every
-/// site the owner feeds inside the dashboard's grant: the sites outside it
-/// are named, so whoever holds them can act.
+/// A write over a whole owner (reconnecting, refreshing or removing it) by
+/// a dashboard needs every site the owner feeds or holds a pixel on inside
+/// the dashboard's grant: the sites outside it are named, so whoever holds
+/// them can act.
 ///
 /// # Errors
 /// `FORBIDDEN` naming the sites outside the grant.
@@ -167,13 +168,14 @@ pub(crate) async fn require_whole_owner(
     if caller.is_host() {
         return Ok(());
     }
-    let mut outside: Vec<String> = api
-        .store
-        .links()
-        .owner_links(owner)
-        .await?
+    let linked = api.store.links().owner_links(owner).await?;
+    // The pixels it set count too: a reconnect may mark them not granted
+    // and a removal deletes them.
+    let pixels = api.store.pixels().owner_pixels(owner).await?;
+    let mut outside: Vec<String> = linked
         .into_iter()
         .map(|(site, _)| site)
+        .chain(pixels)
         .filter(|site| !caller.sites.contains(site))
         .collect();
     outside.sort();
@@ -182,7 +184,7 @@ pub(crate) async fn require_whole_owner(
         return Ok(());
     }
     Err(ApiError::forbidden(format!(
-        "ownerKey: this owner still feeds sites outside the token's grant: {}",
+        "ownerKey: this owner still feeds or holds the pixel of sites outside the token's grant: {}",
         outside.join(", ")
     )))
 }

@@ -38,9 +38,13 @@ pub enum Visibility {
     /// In AWS: `ChangeMessageVisibility` on the send queue.
     Sqs { queue_url: String },
     /// Under the local runner, which plays SQS's timer on its own (possibly
-    /// virtual) clock: each delay is recorded by receipt handle for the
-    /// runner to honour.
-    Recorded(Arc<Mutex<HashMap<String, i64>>>),
+    /// virtual) clock: the same `ChangeMessageVisibility` (so the role is
+    /// proven to allow it), and each delay recorded by receipt handle for
+    /// the runner to honour.
+    Recorded {
+        queue_url: String,
+        delays: Arc<Mutex<HashMap<String, i64>>>,
+    },
 }
 
 impl Visibility {
@@ -53,7 +57,11 @@ impl Visibility {
                     .delay_message(queue_url, receipt, delay_ms)
                     .await?
             }
-            Visibility::Recorded(delays) => {
+            Visibility::Recorded { queue_url, delays } => {
+                store
+                    .queues()
+                    .delay_message(queue_url, receipt, delay_ms)
+                    .await?;
                 delays
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -119,6 +127,7 @@ pub async fn handle(
     sender: &Sender,
     event: LambdaEvent<SqsEvent>,
 ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
+    let deadline = Some(event.context.deadline).filter(|d| *d > 0);
     let mut deliveries = vec![];
     let mut response = SqsBatchResponse::default();
     for record in event.payload.records {
@@ -137,7 +146,7 @@ pub async fn handle(
             }
         }
     }
-    let (dispositions, report) = sender.send_batch(&deliveries).await;
+    let (dispositions, report) = sender.send_batch(&deliveries, deadline).await;
     tracing::info!(?report, "send batch done");
     for (d, disposition) in deliveries.iter().zip(dispositions) {
         match disposition {

@@ -6,6 +6,7 @@
 //! (failures on the bus).
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, SystemTime};
 
 use adtrail_domain::capi::{
     Conversion, MAX_EVENTS_PER_REQUEST, SEND_LEASE_MS, SendEnd, SendFailure, Verdict, doomed,
@@ -23,6 +24,9 @@ use crate::{Delivery, Disposition, Sender, distinct_rows};
 
 /// Requests to Meta in flight at once.
 const SEND_CONCURRENCY: usize = 8;
+/// What a batch needs after its last request: recording every row's end
+/// and answering Lambda.
+const RECORD_MARGIN: Duration = Duration::from_secs(10);
 
 /// What one batch did, for the log and the tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -35,6 +39,9 @@ pub struct SendReport {
     pub waiting: usize,
     pub gone: usize,
     pub requests: usize,
+    /// Rows no request carried because the deadline came first: their
+    /// attempt given back, their messages back on the queue at once.
+    pub released: usize,
 }
 
 /// A claimed row and the message that named it.
@@ -54,9 +61,12 @@ struct Batch {
 type GroupKey = (String, TokenOwner, Option<String>);
 
 impl Sender {
+    /// `deadline`: the invocation's end, in Unix milliseconds of the wall
+    /// clock (Lambda's), if any.
     pub(crate) async fn send_batch(
         &self,
         deliveries: &[Delivery],
+        deadline: Option<u64>,
     ) -> (Vec<Disposition>, SendReport) {
         let now = self.clock.now_ms();
         let lease_id = uuid::Uuid::new_v4().to_string();
@@ -66,7 +76,7 @@ impl Sender {
         };
         if let Some(jobs) = self.claim(deliveries, &lease_id, now, &mut batch).await {
             let mut verdicts = prejudge(&jobs, now);
-            self.send(&jobs, &mut verdicts, now, &mut batch.report)
+            self.send(&jobs, &mut verdicts, now, deadline, &mut batch.report)
                 .await;
             let failures = self
                 .record(&jobs, &verdicts, &lease_id, now, &mut batch)
@@ -122,14 +132,29 @@ impl Sender {
         Some(jobs)
     }
 
+    /// Whether a request started now ends, at Meta's timeout, with time
+    /// left to record it before `deadline`.
+    fn time_for_a_request(&self, deadline: Option<u64>) -> bool {
+        let Some(deadline) = deadline else {
+            return true;
+        };
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let done = now + self.graph.config().timeout + RECORD_MARGIN;
+        u64::try_from(done.as_millis()).unwrap_or(u64::MAX) < deadline
+    }
+
     /// Sends every row not judged yet, by group, up to
     /// [`SEND_CONCURRENCY`] requests in flight; stops the owner of a token
-    /// Meta refused.
+    /// Meta refused. A request that could not end before the invocation's
+    /// deadline is not started: its rows are not sent.
     async fn send(
         &self,
         jobs: &[Job],
         verdicts: &mut [Option<Verdict>],
         now: i64,
+        deadline: Option<u64>,
         report: &mut SendReport,
     ) {
         let (targets, groups) = self.group(jobs, verdicts).await;
@@ -145,6 +170,9 @@ impl Sender {
                     .map(|j| server_event(&jobs[*j].conv, target))
                     .collect();
                 requests.push(async move {
+                    if !self.time_for_a_request(deadline) {
+                        return (owner, chunk, vec![Verdict::NotSent; chunk.len()], 0);
+                    }
                     let (results, made) = self.send_isolating(target, &events).await;
                     (owner, chunk, results, made)
                 });
@@ -262,6 +290,10 @@ impl Sender {
             }
             match &finish.end {
                 SendEnd::Sent => batch.report.sent += 1,
+                SendEnd::Released => {
+                    batch.report.released += 1;
+                    batch.dispositions[job.delivery] = Disposition::Later(0);
+                }
                 SendEnd::Retry { at, .. } => {
                     batch.report.retried += 1;
                     batch.dispositions[job.delivery] = Disposition::Later(at - now);

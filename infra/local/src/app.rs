@@ -60,6 +60,7 @@ pub async fn start(
         }
     };
     let runner = Runner::new(stack, GraphClient::new(graph_config)?, clock);
+    runner.check_mappings().await?;
     let local = Arc::new(Local {
         runner,
         keys: DevKeys::local(),

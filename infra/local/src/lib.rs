@@ -5,6 +5,7 @@
 //! and API Gateway.
 
 pub mod app;
+pub mod cloud;
 pub mod http;
 pub mod jwt;
 pub mod moto;

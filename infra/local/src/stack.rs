@@ -4,6 +4,7 @@
 //! prefix, so tests running in parallel each get their own stack.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use adtrail_store::{Names, Store};
 use aws_sdk_dynamodb::types::{
@@ -12,6 +13,9 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 
+use crate::cloud::faults::Faults;
+use crate::cloud::policy::Policy;
+use crate::cloud::{Cloud, Resources};
 use crate::template::{KeyElement, Template};
 
 #[derive(Debug, thiserror::Error)]
@@ -44,9 +48,15 @@ pub struct LocalQueue {
 /// The resources of one local stack.
 #[derive(Debug, Clone)]
 pub struct LocalStack {
+    /// The operator's clients: they made the stack and tests set it up with
+    /// them; no role limits them and no fault reaches them.
     pub store: Store,
     pub queues: Vec<LocalQueue>,
     pub template: Template,
+    /// The roles, the resources' canonical names, the DynamoDB faults and
+    /// the log of every function's calls.
+    pub cloud: Arc<Cloud>,
+    config: aws_config::SdkConfig,
 }
 
 fn key_schema(keys: &[KeyElement]) -> Result<Vec<KeySchemaElement>, StackError> {
@@ -122,7 +132,7 @@ impl LocalStack {
         let sync_queue_url = consumed_by("SyncWorkerFunction");
         let send_queue_url = consumed_by("CapiSenderFunction");
         let meta_app_secret = meta_app_secret(&bootstrap, prefix).await?;
-        let store = bootstrap.with_names(Names {
+        let names = Names {
             table,
             sync_queue_url,
             send_queue_url,
@@ -130,16 +140,73 @@ impl LocalStack {
             key_id,
             bucket,
             meta_app_secret: Some(meta_app_secret),
-        });
+        };
+        let cloud = Arc::new(Cloud::new(
+            Policy::from_template(&template.raw),
+            resources(&template, &queues, &names),
+            Faults::from_env(),
+        ));
         Ok(Self {
-            store,
+            store: bootstrap.with_names(names),
             queues,
             template,
+            cloud,
+            config: config.clone(),
         })
+    }
+
+    /// The clients a function of the template (`SyncWorkerFunction`) runs
+    /// with: every call judged against its role, DynamoDB's faults
+    /// injected when asked for.
+    pub fn store_for(&self, function: &str) -> Store {
+        // The SDK's own default client (hyper, rustls with aws-lc), which
+        // the configuration only names once a client is built.
+        let inner = self.config.http_client().unwrap_or_else(|| {
+            use aws_smithy_http_client::tls;
+            aws_smithy_http_client::Builder::new()
+                .tls_provider(tls::Provider::Rustls(
+                    tls::rustls_provider::CryptoMode::AwsLc,
+                ))
+                .build_https()
+        });
+        let config = self
+            .config
+            .to_builder()
+            .http_client(self.cloud.gate(function, inner))
+            .build();
+        Store::new(&config, self.store.names.clone())
     }
 
     pub fn queue(&self, logical_id: &str) -> Option<&LocalQueue> {
         self.queues.iter().find(|q| q.logical_id == logical_id)
+    }
+}
+
+/// The canonical name of each physical resource of the stack.
+fn resources(template: &Template, queues: &[LocalQueue], names: &Names) -> Resources {
+    let one = |ids: &[String], physical: &str| {
+        ids.first()
+            .map(|id| BTreeMap::from([(physical.to_owned(), id.clone())]))
+            .unwrap_or_default()
+    };
+    Resources {
+        tables: BTreeMap::from([(names.table.clone(), template.table_id.clone())]),
+        queues: queues
+            .iter()
+            .map(|q| {
+                let name = q.url.rsplit('/').next().unwrap_or_default().to_owned();
+                (name, q.logical_id.clone())
+            })
+            .collect(),
+        keys: one(&template.key_ids, &names.key_id),
+        buses: one(&template.bus_ids, &names.bus),
+        buckets: one(&template.bucket_ids, &names.bucket),
+        // The template takes the Meta app's secret as this parameter.
+        secrets: names
+            .meta_app_secret
+            .iter()
+            .map(|s| (s.clone(), "MetaAppSecretArn".to_owned()))
+            .collect(),
     }
 }
 

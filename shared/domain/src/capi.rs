@@ -281,6 +281,9 @@ pub fn doomed(event_time: i64, attempts: i64, has_hashes: bool, now: i64) -> Opt
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     Sent,
+    /// No request carried the event: the sender's deadline came first.
+    /// The attempt is given back and the event goes again at once.
+    NotSent,
     /// Failed for good, whatever the attempts left (`lastError`).
     Failed(String),
     /// A failed attempt: the schedule decides whether another follows.
@@ -356,6 +359,8 @@ pub fn judge_receipt(received: i64, sent: usize) -> Verdict {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SendEnd {
     Sent,
+    /// The attempt counted at the claim is given back, the lease let go.
+    Released,
     Retry { at: i64, last_error: String },
     Failed { last_error: String },
 }
@@ -364,6 +369,7 @@ pub enum SendEnd {
 pub fn end_of(verdict: Verdict, attempts: i64, now: i64) -> SendEnd {
     match verdict {
         Verdict::Sent => SendEnd::Sent,
+        Verdict::NotSent => SendEnd::Released,
         Verdict::Failed(e) => SendEnd::Failed { last_error: e },
         Verdict::Attempt(f, e) => match after_failure(f, attempts, now) {
             AfterFailure::RetryAt(at) => SendEnd::Retry { at, last_error: e },

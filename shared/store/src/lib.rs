@@ -29,6 +29,7 @@ pub mod purge;
 pub mod queue;
 mod read;
 pub mod recovery;
+pub mod retry;
 pub mod rollups;
 pub mod seal;
 pub mod sending;
@@ -160,6 +161,8 @@ impl Store {
     pub fn new(config: &aws_config::SdkConfig, names: Names) -> Self {
         let counter = RequestCounter::default();
         let ddb = aws_sdk_dynamodb::config::Builder::from(config)
+            .retry_config(retry::dynamodb_retry_config())
+            .retry_classifier(retry::TransactionConflicts)
             .interceptor(counter.for_service("dynamodb"))
             .build();
         let sqs = aws_sdk_sqs::config::Builder::from(config)

@@ -97,16 +97,12 @@ impl Links<'_> {
             .build()
             .map_err(StoreError::ddb)?;
         let res = self
-            .ddb
-            .transact_write_items()
-            .transact_items(TransactWriteItem::builder().put(put_link).build())
-            .transact_items(TransactWriteItem::builder().put(put_claim).build())
-            .transact_items(
+            .send_transaction(vec![
+                TransactWriteItem::builder().put(put_link).build(),
+                TransactWriteItem::builder().put(put_claim).build(),
                 TransactWriteItem::builder()
                     .update(count(site_pk(site), SITE_SK, MAX_LINKS_PER_SITE)?)
                     .build(),
-            )
-            .transact_items(
                 TransactWriteItem::builder()
                     .update(count(
                         owner_pk(owner),
@@ -114,9 +110,8 @@ impl Links<'_> {
                         MAX_LINKS_PER_CONNECTION,
                     )?)
                     .build(),
-            )
-            .transact_items(TransactWriteItem::builder().delete(stop_purge).build())
-            .send()
+                TransactWriteItem::builder().delete(stop_purge).build(),
+            ])
             .await;
         match res {
             Ok(_) => SiteAdAccount::from_item(&item).map_err(LinkError::from),
@@ -192,30 +187,27 @@ impl Links<'_> {
             .item(WORK_AT, n(now))
             .build()
             .map_err(StoreError::ddb)?;
-        let mut tx = self
-            .ddb
-            .transact_write_items()
-            .transact_items(TransactWriteItem::builder().delete(delete_link).build())
-            .transact_items(TransactWriteItem::builder().delete(delete_claim).build())
-            .transact_items(
-                TransactWriteItem::builder()
-                    .update(uncount(site_pk(site), SITE_SK)?)
-                    .build(),
-            )
-            .transact_items(TransactWriteItem::builder().put(purge).build());
+        let mut tx = vec![
+            TransactWriteItem::builder().delete(delete_link).build(),
+            TransactWriteItem::builder().delete(delete_claim).build(),
+            TransactWriteItem::builder()
+                .update(uncount(site_pk(site), SITE_SK)?)
+                .build(),
+            TransactWriteItem::builder().put(purge).build(),
+        ];
         if self
             .connections()
             .get_connection(&link.owner_key)
             .await?
             .is_some()
         {
-            tx = tx.transact_items(
+            tx.push(
                 TransactWriteItem::builder()
                     .update(uncount(owner_pk(&link.owner_key), CONNECTION_SK)?)
                     .build(),
             );
         }
-        match tx.send().await {
+        match self.send_transaction(tx).await {
             Ok(_) => Ok(true),
             Err(e) if transaction_failed_at(&e) == Some(0) => Ok(false),
             Err(e) => Err(StoreError::ddb(e)),

@@ -300,12 +300,7 @@ impl Leads<'_> {
                     Ok(WriteRequest::builder().delete_request(delete).build())
                 })
                 .collect::<Result<Vec<_>, StoreError>>()?;
-            self.ddb
-                .batch_write_item()
-                .request_items(t, requests)
-                .send()
-                .await
-                .map_err(StoreError::ddb)?;
+            self.batch_write(t, requests).await?;
         }
         Ok(LeadWritten::Written)
     }

@@ -4,8 +4,6 @@
 //! with jittered back-off and, if DynamoDB still leaves some, fail the read
 //! loudly ([`StoreError::Incomplete`]) rather than drop them.
 
-use std::time::Duration;
-
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::KeysAndAttributes;
 
@@ -16,21 +14,7 @@ use crate::{Store, StoreError};
 /// Keys one `BatchGetItem` takes.
 const BATCH_KEYS: usize = 100;
 /// Requests one chunk of keys may take before the read fails.
-const BATCH_TRIES: u32 = 8;
-/// The first wait before asking for unprocessed keys again; it doubles
-/// each time, up to [`MAX_BACKOFF`], and a random part of it is waited.
-const FIRST_BACKOFF: Duration = Duration::from_millis(25);
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
-
-/// The wait before try `attempt` (1, 2, …) of a throttled or partly
-/// processed request: "full jitter", a random part of a doubling ceiling,
-/// so many callers backing off at once do not retry in step.
-pub(crate) fn backoff(attempt: u32) -> Duration {
-    let ceiling = FIRST_BACKOFF
-        .saturating_mul(1 << attempt.min(16))
-        .min(MAX_BACKOFF);
-    ceiling.mul_f64(fastrand::f64())
-}
+const BATCH_TRIES: u32 = crate::retry::MAX_ATTEMPTS;
 
 impl Store {
     /// Runs `query` page by page, at most `max_pages`, handing each page's
@@ -81,7 +65,7 @@ impl Store {
                     break;
                 }
                 if attempt > 0 {
-                    tokio::time::sleep(backoff(attempt)).await;
+                    tokio::time::sleep(crate::retry::backoff(attempt)).await;
                 }
                 let out = self
                     .ddb
@@ -164,19 +148,6 @@ pub(crate) mod tests {
             );
         }
         out.build()
-    }
-
-    #[test]
-    fn backoff_stays_under_its_doubling_ceiling() {
-        for attempt in 1..20 {
-            let ceiling = FIRST_BACKOFF
-                .saturating_mul(1 << attempt.min(16))
-                .min(MAX_BACKOFF);
-            for _ in 0..50 {
-                assert!(backoff(attempt) <= ceiling);
-            }
-        }
-        assert!(backoff(30) <= MAX_BACKOFF);
     }
 
     #[tokio::test]

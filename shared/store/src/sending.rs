@@ -258,6 +258,9 @@ impl Conversions<'_> {
                         .expression_attribute_values(":sent", s(ConversionStatus::Sent.as_str()))
                         .expression_attribute_values(":now", n(now))
                 }
+                SendEnd::Released => update
+                    .update_expression("SET attempts = attempts - :one REMOVE leaseId, leaseUntil")
+                    .expression_attribute_values(":one", n(1)),
                 SendEnd::Retry { at, last_error } => update
                     .update_expression(
                         "SET nextAttemptAt = :at, workAt = :at, lastError = :e REMOVE leaseId, leaseUntil",

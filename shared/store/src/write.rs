@@ -3,7 +3,12 @@
 //! for single-item writes and for transactions.
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::types::{CancellationReason, TransactWriteItem};
+use aws_sdk_dynamodb::operation::transact_write_items::{
+    TransactWriteItemsError, TransactWriteItemsOutput,
+};
+use aws_sdk_dynamodb::types::{CancellationReason, TransactWriteItem, WriteRequest};
+
+use crate::retry::{Backoff, only_conflicts};
 
 use crate::attr::{Item, s};
 use crate::keys::{PK, SK};
@@ -99,6 +104,73 @@ impl Store {
         Ok(applied(res)?.is_some())
     }
 
+    /// Sends a transaction; one cancelled only for a conflict with another
+    /// transaction (it wrote nothing) is sent again, as a new request,
+    /// after a jittered wait, up to [`crate::retry::MAX_ATTEMPTS`] times.
+    /// Every transaction of the store is sent here.
+    pub(crate) async fn send_transaction(
+        &self,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<TransactWriteItemsOutput, SdkError<TransactWriteItemsError>> {
+        let mut backoff = Backoff::default();
+        loop {
+            let result = self
+                .ddb
+                .transact_write_items()
+                .set_transact_items(Some(items.clone()))
+                .send()
+                .await;
+            let conflict = matches!(
+                result.as_ref().map_err(SdkError::as_service_error),
+                Err(Some(TransactWriteItemsError::TransactionCanceledException(e)))
+                    if only_conflicts(e.cancellation_reasons())
+            );
+            if !conflict || !backoff.wait().await {
+                return result;
+            }
+        }
+    }
+
+    /// Writes up to 25 requests to `table` in one `BatchWriteItem`; the
+    /// items DynamoDB hands back unprocessed are written again after a
+    /// jittered wait.
+    ///
+    /// # Errors
+    /// [`StoreError::Incomplete`] when some are still unprocessed after
+    /// [`crate::retry::MAX_ATTEMPTS`] requests; [`StoreError::Service`]
+    /// when DynamoDB fails.
+    pub(crate) async fn batch_write(
+        &self,
+        table: &str,
+        mut requests: Vec<WriteRequest>,
+    ) -> Result<(), StoreError> {
+        let mut backoff = Backoff::default();
+        loop {
+            let out = self
+                .ddb
+                .batch_write_item()
+                .request_items(table, requests)
+                .send()
+                .await
+                .map_err(StoreError::ddb)?;
+            requests = out
+                .unprocessed_items
+                .unwrap_or_default()
+                .into_values()
+                .flatten()
+                .collect();
+            if requests.is_empty() {
+                return Ok(());
+            }
+            if !backoff.wait().await {
+                return Err(StoreError::Incomplete {
+                    operation: "BatchWriteItem",
+                    left: requests.len(),
+                });
+            }
+        }
+    }
+
     /// Runs a transaction: `Ok(None)` when it committed, `Ok(Some(i))` when
     /// item `i`'s condition failed (nothing was written), an error for any
     /// other failure. Every transaction of the store goes through here.
@@ -109,13 +181,7 @@ impl Store {
         &self,
         items: Vec<TransactWriteItem>,
     ) -> Result<Option<usize>, StoreError> {
-        match self
-            .ddb
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-        {
+        match self.send_transaction(items).await {
             Ok(_) => Ok(None),
             Err(e) => match transaction_failed_at(&e) {
                 Some(i) => Ok(Some(i)),
@@ -180,19 +246,41 @@ mod tests {
             .then_output(|| TransactWriteItemsOutput::builder().build());
         let lost = mock!(Client::transact_write_items)
             .then_error(|| cancelled(&["ConditionalCheckFailed", "None"]));
-        let conflict = mock!(Client::transact_write_items)
-            .then_error(|| cancelled(&["None", "TransactionConflict"]));
         let other_row = mock!(Client::transact_write_items)
             .then_error(|| cancelled(&["None", "ConditionalCheckFailed"]));
         for (rule, want) in [
             (&written, Some(true)),
             (&lost, Some(false)),
-            (&conflict, None),
             (&other_row, None),
         ] {
             let store = store_with(mock_client!(aws_sdk_dynamodb, [rule]));
             let got = store.transact_under_lease(vec![]).await.ok();
             assert_eq!(got, want);
         }
+    }
+
+    #[tokio::test]
+    async fn a_transaction_cancelled_only_by_a_conflict_is_sent_again() {
+        let passes = mock!(Client::transact_write_items)
+            .sequence()
+            .error(|| cancelled(&["None", "TransactionConflict"]))
+            .times(2)
+            .output(|| TransactWriteItemsOutput::builder().build())
+            .build();
+        let store = store_with(mock_client!(aws_sdk_dynamodb, [&passes]));
+        assert_eq!(store.transact_under_lease(vec![]).await.ok(), Some(true));
+        assert_eq!(passes.num_calls(), 3);
+
+        let never = mock!(Client::transact_write_items)
+            .sequence()
+            .error(|| cancelled(&["None", "TransactionConflict"]))
+            .repeatedly()
+            .build();
+        let store = store_with(mock_client!(aws_sdk_dynamodb, [&never]));
+        assert!(
+            store.transact_under_lease(vec![]).await.is_err(),
+            "a conflict that never clears fails loudly"
+        );
+        assert_eq!(never.num_calls(), crate::retry::MAX_ATTEMPTS as usize);
     }
 }

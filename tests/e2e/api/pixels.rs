@@ -320,3 +320,62 @@ async fn a_dashboard_never_takes_or_undoes_what_another_owner_made() {
     assert_eq!((s, code(&b)), (403, "FORBIDDEN"), "{b}");
     assert!(message(&b).contains("loja-x"), "{b}");
 }
+
+#[tokio::test]
+async fn a_dashboard_whose_grant_shrank_cannot_touch_its_pixel_outside_it() {
+    use adtrail_fake_meta::PET_PIXEL;
+    let h = Harness::start().await;
+    h.link_agency().await;
+    let keys = &h.app.local.keys;
+    let wide = keys
+        .sign(json!({"sub": "u7", "scope": "adtrail:configure", "sites": ["loja-x", "pet-mania"]}));
+    let narrow = keys.sign(json!({"sub": "u7", "scope": "adtrail:configure", "sites": ["loja-x"]}));
+    let body = |v: Value| Some(v.to_string());
+    let (s, b) = h
+        .call_as(
+            Some(&wide),
+            "PUT",
+            "/v1/meta/connections/me",
+            body(json!({"accessToken": TOKEN})),
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    let (s, b) = h
+        .call_as(
+            Some(&wide),
+            "PUT",
+            "/v1/sites/pet-mania/pixel",
+            body(json!({"pixelId": PET_PIXEL.0, "ownerKey": "me"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    // The grant no longer covers pet-mania: removing, reconnecting or
+    // refreshing the owner would delete or mark its pixel there.
+    for (method, path, payload) in [
+        ("DELETE", "/v1/meta/connections/me", None),
+        (
+            "PUT",
+            "/v1/meta/connections/me",
+            body(json!({"accessToken": TOKEN})),
+        ),
+        ("POST", "/v1/meta/connections/me/refresh", None),
+    ] {
+        let (s, b) = h.call_as(Some(&narrow), method, path, payload).await;
+        assert_eq!((s, code(&b)), (403, "FORBIDDEN"), "{method} {path}: {b}");
+        assert!(message(&b).contains("pet-mania"), "{b}");
+    }
+    let pixel = h
+        .store()
+        .pixels()
+        .get_pixel("pet-mania")
+        .await
+        .expect("read")
+        .expect("the pixel is still there");
+    assert_eq!(pixel.owner(), Some("dashboard:u7"));
+    assert!(!pixel.not_granted, "nothing was marked");
+    // With the wide grant again, the owner goes, its pixel with it.
+    let (s, b) = h
+        .call_as(Some(&wide), "DELETE", "/v1/meta/connections/me", None)
+        .await;
+    assert_eq!((s, b["pixelsRemoved"].as_i64()), (200, Some(1)), "{b}");
+}

@@ -229,3 +229,62 @@ async fn test_codes_pixels_gone_before_the_send_and_the_list_cursor() {
         (400, json!("INVALID_ARGUMENT"))
     );
 }
+
+/// The sender never starts a request it could not finish before the
+/// invocation's end: the rows go back to the queue with their attempt
+/// given back, and the next invocation sends them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sender_near_its_deadline_starts_no_request_and_hands_the_rows_back() {
+    use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
+    use lambda_runtime::{Context, LambdaEvent};
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    record(
+        &h,
+        "ana",
+        "c1",
+        json!({"column": "agendado", "meta": meta_for("ana")}),
+    )
+    .await;
+    let url = h.store().names.send_queue_url.clone();
+    let received = h
+        .store()
+        .sqs
+        .receive_message()
+        .queue_url(&url)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    assert_eq!(received.len(), 1);
+    let mut message = SqsMessage::default();
+    message.message_id = received[0].message_id.clone();
+    message.receipt_handle = received[0].receipt_handle.clone();
+    message.body = received[0].body.clone();
+    let mut event = SqsEvent::default();
+    event.records = vec![message];
+    // Five seconds left: less than Meta's timeout.
+    let mut ctx = Context::default();
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    ctx.deadline = wall + 5_000;
+    let answer = adtrail_capi_sender::handle(&h.runner().sender, LambdaEvent::new(event, ctx))
+        .await
+        .unwrap();
+    assert_eq!(answer.batch_item_failures.len(), 1, "the message goes back");
+    assert!(h.fake().accepted_events().is_empty(), "no request started");
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!(
+        (row.status, row.attempts),
+        (ConversionStatus::Pending, 0),
+        "the attempt was given back"
+    );
+    // Visible again at once: the next invocation sends it, first attempt.
+    drain(&h).await;
+    assert_eq!(h.fake().accepted_events().len(), 1);
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!((row.status, row.attempts), (ConversionStatus::Sent, 1));
+}

@@ -15,6 +15,27 @@ pub(super) struct Held {
 }
 
 impl Runner {
+    /// What Lambda checks when a mapping is created: the consumer's role
+    /// may read the queue's attributes.
+    ///
+    /// # Errors
+    /// [`RunnerError::Sqs`] when the role may not.
+    pub async fn check_mappings(&self) -> Result<(), RunnerError> {
+        for queue in &self.stack.queues {
+            if let Some((function, _)) = &queue.consumer {
+                self.consumer_store(function)
+                    .sqs
+                    .get_queue_attributes()
+                    .queue_url(&queue.url)
+                    .attribute_names(aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout)
+                    .send()
+                    .await
+                    .map_err(sqs_err)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Polls every consumed queue and invokes its consumer until no queue
     /// has a deliverable message.
     ///
@@ -47,13 +68,14 @@ impl Runner {
         let Some((function, batch)) = &queue.consumer else {
             return Ok(false);
         };
-        let messages = self.receive_batch(queue, *batch).await?;
+        let messages = self.receive_batch(queue, function, *batch).await?;
         if messages.is_empty() {
             return Ok(false);
         }
         report.batches += 1;
         let failed = self.invoke(function, sqs_event(queue, &messages)).await;
-        self.settle(queue, &messages, &failed, report).await?;
+        self.settle(queue, function, &messages, &failed, report)
+            .await?;
         Ok(true)
     }
 
@@ -62,6 +84,7 @@ impl Runner {
     async fn receive_batch(
         &self,
         queue: &LocalQueue,
+        function: &str,
         batch: i64,
     ) -> Result<Vec<aws_sdk_sqs::types::Message>, RunnerError> {
         let batch_size = usize::try_from(batch.max(1)).unwrap_or(1);
@@ -69,8 +92,7 @@ impl Runner {
         while messages.len() < batch_size {
             let want = (batch_size - messages.len()).clamp(1, 10);
             let out = self
-                .stack
-                .store
+                .consumer_store(function)
                 .sqs
                 .receive_message()
                 .queue_url(&queue.url)
@@ -133,22 +155,29 @@ impl Runner {
     async fn settle(
         &self,
         queue: &LocalQueue,
+        function: &str,
         messages: &[aws_sdk_sqs::types::Message],
         failed: &[String],
         report: &mut DrainReport,
     ) -> Result<(), RunnerError> {
         let mut deletes = vec![];
+        let mut rehold = vec![];
         for (i, m) in messages.iter().enumerate() {
             let id = m.message_id.clone().unwrap_or_default();
             let receipt = m.receipt_handle.clone().unwrap_or_default();
             if failed.contains(&id) {
                 report.failed += 1;
-                let delay_ms = self
+                let asked = self
                     .delays
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .remove(&receipt)
-                    .unwrap_or(queue.visibility_timeout * 1_000);
+                    .remove(&receipt);
+                if asked.is_some() {
+                    // The consumer set a real visibility timeout; the runner
+                    // keeps the message until its own clock says so.
+                    rehold.push(receipt.clone());
+                }
+                let delay_ms = asked.unwrap_or(queue.visibility_timeout * 1_000);
                 let due_ms = self.now() + delay_ms;
                 self.held
                     .lock()
@@ -170,8 +199,7 @@ impl Runner {
             }
         }
         if !deletes.is_empty() {
-            self.stack
-                .store
+            self.consumer_store(function)
                 .sqs
                 .delete_message_batch()
                 .queue_url(&queue.url)
@@ -180,7 +208,9 @@ impl Runner {
                 .await
                 .map_err(sqs_err)?;
         }
-        Ok(())
+        // SQS counts 12 hours from the receive: half of it is left.
+        self.set_visibility(&queue.url, &rehold, HELD_VISIBILITY_SECS / 2)
+            .await
     }
 
     /// Makes held messages whose visibility timeout passed visible again.
@@ -197,29 +227,41 @@ impl Runner {
             by_queue.entry(h.queue_url).or_default().push(h.receipt);
         }
         for (queue_url, receipts) in by_queue {
-            for chunk in receipts.chunks(10) {
-                let entries = chunk
-                    .iter()
-                    .enumerate()
-                    .map(|(i, receipt)| {
-                        ChangeMessageVisibilityBatchRequestEntry::builder()
-                            .id(i.to_string())
-                            .receipt_handle(receipt)
-                            .visibility_timeout(0)
-                            .build()
-                            .map_err(sqs_err)
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                self.stack
-                    .store
-                    .sqs
-                    .change_message_visibility_batch()
-                    .queue_url(&queue_url)
-                    .set_entries(Some(entries))
-                    .send()
-                    .await
-                    .map_err(sqs_err)?;
-            }
+            self.set_visibility(&queue_url, &receipts, 0).await?;
+        }
+        Ok(())
+    }
+
+    /// SQS's part, played with the operator's clients: `receipts` become
+    /// visible after `secs`.
+    async fn set_visibility(
+        &self,
+        queue_url: &str,
+        receipts: &[String],
+        secs: i32,
+    ) -> Result<(), RunnerError> {
+        for chunk in receipts.chunks(10) {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, receipt)| {
+                    ChangeMessageVisibilityBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .receipt_handle(receipt)
+                        .visibility_timeout(secs)
+                        .build()
+                        .map_err(sqs_err)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            self.stack
+                .store
+                .sqs
+                .change_message_visibility_batch()
+                .queue_url(queue_url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(sqs_err)?;
         }
         Ok(())
     }

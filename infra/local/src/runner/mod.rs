@@ -127,42 +127,56 @@ pub struct Runner {
 }
 
 impl Runner {
+    /// Each function gets its own clients, judged against its own role.
     pub fn new(stack: LocalStack, graph: GraphClient, clock: Arc<dyn MovableClock>) -> Self {
-        let store = stack.store.clone();
         let shared: adtrail_domain::time::SharedClock = Arc::new(ClockRef(clock.clone()));
         let delays = Arc::new(Mutex::new(HashMap::new()));
+        let send_queue_url = stack.store.names.send_queue_url.clone();
         Self {
             sender: Sender {
-                store: store.clone(),
+                store: stack.store_for("CapiSenderFunction"),
                 graph: graph.clone(),
                 clock: shared.clone(),
-                visibility: Visibility::Recorded(delays.clone()),
+                visibility: Visibility::Recorded {
+                    queue_url: send_queue_url,
+                    delays: delays.clone(),
+                },
                 events_per_request: adtrail_capi_sender::events_per_request_from_env()
                     .unwrap_or(adtrail_domain::capi::MAX_EVENTS_PER_REQUEST),
             },
             delays,
             api: Api {
-                store: store.clone(),
+                store: stack.store_for("ApiFunction"),
                 graph: graph.clone(),
                 clock: shared.clone(),
                 limits: Default::default(),
             },
             dispatcher: Dispatcher {
-                store: store.clone(),
+                store: stack.store_for("DispatcherFunction"),
                 clock: shared.clone(),
             },
             worker: Worker {
-                store: store.clone(),
+                store: stack.store_for("SyncWorkerFunction"),
                 graph,
                 clock: shared.clone(),
             },
             sweeper: Sweeper {
-                store,
+                store: stack.store_for("SweeperFunction"),
                 clock: shared.clone(),
             },
             stack,
             clock,
             held: Mutex::new(vec![]),
+        }
+    }
+
+    /// The clients of the function consuming a queue: Lambda's event
+    /// source mapping polls with that function's role.
+    fn consumer_store(&self, function: &str) -> &adtrail_store::Store {
+        match function {
+            "SyncWorkerFunction" => &self.worker.store,
+            "CapiSenderFunction" => &self.sender.store,
+            _ => &self.stack.store,
         }
     }
 

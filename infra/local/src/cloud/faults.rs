@@ -1,0 +1,247 @@
+//! DynamoDB as it fails in the cloud and never in moto: a set share of the
+//! functions' DynamoDB requests is answered, before it reaches moto, with
+//! one of the errors the real service returns under load (a transaction
+//! cancelled for `TransactionConflict`, a single write in conflict with a
+//! transaction, `ProvisionedThroughputExceededException`,
+//! `ThrottlingException`, `InternalServerError`), or, for a batch, with
+//! every key handed back unprocessed. The answers are byte for byte what
+//! DynamoDB sends, so the SDK parses them into its own error types and the
+//! store's retry policy is what gets tested.
+//!
+//! Faults come before the write, never after: DynamoDB's idempotency
+//! tokens make a lost answer of a transaction safe to retry, and moto does
+//! not keep them.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use aws_smithy_runtime_api::http::StatusCode;
+use aws_smithy_types::body::SdkBody;
+use serde_json::{Value, json};
+
+use super::calls::Call;
+
+/// One kind of fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Fault {
+    TransactionConflict,
+    ConflictWithTransaction,
+    ProvisionedThroughput,
+    Throttling,
+    InternalError,
+    Unprocessed,
+}
+
+impl Fault {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::TransactionConflict => "TransactionCanceled(TransactionConflict)",
+            Self::ConflictWithTransaction => "TransactionConflictException",
+            Self::ProvisionedThroughput => "ProvisionedThroughputExceededException",
+            Self::Throttling => "ThrottlingException",
+            Self::InternalError => "InternalServerError",
+            Self::Unprocessed => "Unprocessed",
+        }
+    }
+
+    /// The faults DynamoDB can answer to this operation.
+    fn possible(operation: &str) -> &'static [Fault] {
+        const COMMON: &[Fault] = &[
+            Fault::ProvisionedThroughput,
+            Fault::Throttling,
+            Fault::InternalError,
+        ];
+        match operation {
+            "TransactWriteItems" => &[
+                Fault::TransactionConflict,
+                Fault::TransactionConflict,
+                Fault::ProvisionedThroughput,
+                Fault::Throttling,
+                Fault::InternalError,
+            ],
+            "PutItem" | "UpdateItem" | "DeleteItem" => &[
+                Fault::ConflictWithTransaction,
+                Fault::ProvisionedThroughput,
+                Fault::Throttling,
+                Fault::InternalError,
+            ],
+            "BatchGetItem" | "BatchWriteItem" => &[
+                Fault::Unprocessed,
+                Fault::Unprocessed,
+                Fault::ProvisionedThroughput,
+                Fault::Throttling,
+                Fault::InternalError,
+            ],
+            _ => COMMON,
+        }
+    }
+}
+
+/// The share of requests to fail and what was injected.
+#[derive(Debug)]
+pub struct Faults {
+    per_mille: u32,
+    seed: u64,
+    rng: Mutex<fastrand::Rng>,
+    injected: Mutex<BTreeMap<Fault, u64>>,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Self::new(0.0, 0)
+    }
+}
+
+impl Faults {
+    /// Fails `share` (0 to 1) of DynamoDB requests, drawn from `seed`.
+    pub fn new(share: f64, seed: u64) -> Self {
+        Self {
+            per_mille: (share.clamp(0.0, 1.0) * 1_000.0).round() as u32,
+            seed,
+            rng: Mutex::new(fastrand::Rng::with_seed(seed)),
+            injected: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The share and seed from `ADTRAIL_DDB_FAULTS` and
+    /// `ADTRAIL_FAULT_SEED` (none when unset).
+    pub fn from_env() -> Self {
+        let share = std::env::var("ADTRAIL_DDB_FAULTS")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        let seed = std::env::var("ADTRAIL_FAULT_SEED")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| fastrand::u64(..));
+        if share > 0.0 {
+            tracing::info!(share, seed, "DynamoDB faults injected");
+        }
+        Self::new(share, seed)
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    pub fn share(&self) -> f64 {
+        f64::from(self.per_mille) / 1_000.0
+    }
+
+    /// Faults injected so far, by kind.
+    pub fn injected(&self) -> BTreeMap<&'static str, u64> {
+        self.injected
+            .lock()
+            .map(|m| m.iter().map(|(k, v)| (k.name(), *v)).collect())
+            .unwrap_or_default()
+    }
+
+    /// The answer that replaces this request, when it is to fail.
+    pub fn inject(&self, call: &Call, body: &[u8]) -> Option<HttpResponse> {
+        if call.service != "dynamodb" || self.per_mille == 0 {
+            return None;
+        }
+        let fault = {
+            let mut rng = self.rng.lock().ok()?;
+            if rng.u32(0..1_000) >= self.per_mille {
+                return None;
+            }
+            let possible = Fault::possible(&call.operation);
+            possible[rng.usize(..possible.len())]
+        };
+        if let Ok(mut m) = self.injected.lock() {
+            *m.entry(fault).or_default() += 1;
+        }
+        Some(answer(fault, call, body))
+    }
+}
+
+fn answer(fault: Fault, call: &Call, body: &[u8]) -> HttpResponse {
+    let request: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let error = |kind: &str, message: &str| json!({ "__type": kind, "message": message });
+    let (status, body) = match fault {
+        Fault::TransactionConflict => {
+            let items = call.needs.len().max(1);
+            let conflicted = items / 2;
+            let reasons: Vec<Value> = (0..items)
+                .map(|i| {
+                    if i == conflicted {
+                        json!({"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"})
+                    } else {
+                        json!({"Code": "None"})
+                    }
+                })
+                .collect();
+            let codes: Vec<&str> = (0..items)
+                .map(|i| {
+                    if i == conflicted {
+                        "TransactionConflict"
+                    } else {
+                        "None"
+                    }
+                })
+                .collect();
+            (
+                400,
+                json!({
+                    "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                    "Message": format!(
+                        "Transaction cancelled, please refer cancellation reasons for specific reasons [{}]",
+                        codes.join(", ")
+                    ),
+                    "CancellationReasons": reasons,
+                }),
+            )
+        }
+        Fault::ConflictWithTransaction => (
+            400,
+            error(
+                "com.amazonaws.dynamodb.v20120810#TransactionConflictException",
+                "Transaction is ongoing for the item",
+            ),
+        ),
+        Fault::ProvisionedThroughput => (
+            400,
+            error(
+                "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+                "The level of configured provisioned throughput for the table was exceeded.",
+            ),
+        ),
+        Fault::Throttling => (
+            400,
+            error(
+                "com.amazon.coral.availability#ThrottlingException",
+                "Throughput exceeds the current capacity of your table or index.",
+            ),
+        ),
+        Fault::InternalError => (
+            500,
+            error(
+                "com.amazonaws.dynamodb.v20120810#InternalServerError",
+                "Internal server error",
+            ),
+        ),
+        Fault::Unprocessed if call.operation == "BatchGetItem" => (
+            200,
+            json!({"Responses": {}, "UnprocessedKeys": request["RequestItems"]}),
+        ),
+        Fault::Unprocessed => (200, json!({"UnprocessedItems": request["RequestItems"]})),
+    };
+    dynamodb_response(status, &body)
+}
+
+/// An answer as DynamoDB sends it.
+pub fn dynamodb_response(status: u16, body: &Value) -> HttpResponse {
+    let mut response = HttpResponse::new(
+        StatusCode::try_from(status).unwrap_or_else(|_| StatusCode::try_from(500).expect("500")),
+        SdkBody::from(body.to_string()),
+    );
+    response
+        .headers_mut()
+        .insert("content-type", "application/x-amz-json-1.0");
+    response
+        .headers_mut()
+        .insert("x-amzn-requestid", uuid::Uuid::new_v4().to_string());
+    response
+}

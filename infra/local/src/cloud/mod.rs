@@ -1,0 +1,255 @@
+//! The cloud's strictness, which moto does not have. Every function of the
+//! local stack gets its own SDK clients whose HTTP client is a [`Gate`]:
+//! before a request reaches moto, the gate reads it ([`calls`]), judges it
+//! against that function's role and the key policy in `template.yaml`
+//! ([`policy`]), refuses it with AWS's own `AccessDenied` answer when the
+//! role lacks a grant, and may fail it the way DynamoDB fails under load
+//! ([`faults`]). What it saw is kept in a [`CallLog`]: calls per function
+//! and operation, the grants they used, the refusals.
+//!
+//! The gate sits where the SDK hands a signed request to the network, not
+//! in an interceptor, because only there can it answer in AWS's place: the
+//! SDK then parses its answers into the same errors the cloud produces and
+//! applies the same retry policy.
+
+pub mod calls;
+pub mod faults;
+pub mod policy;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
+    SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_runtime_api::http::StatusCode;
+use aws_smithy_types::body::SdkBody;
+use serde::{Deserialize, Serialize};
+
+use calls::{Call, Target};
+use faults::Faults;
+use policy::{Grant, Policy, canonical};
+
+/// Physical names of the local stack → canonical ARNs by logical id.
+#[derive(Debug, Clone, Default)]
+pub struct Resources {
+    pub tables: BTreeMap<String, String>,
+    /// By queue name (the URL's last segment).
+    pub queues: BTreeMap<String, String>,
+    pub keys: BTreeMap<String, String>,
+    pub buses: BTreeMap<String, String>,
+    pub buckets: BTreeMap<String, String>,
+    pub secrets: BTreeMap<String, String>,
+}
+
+impl Resources {
+    /// The canonical ARN of what a request names; an unknown name stays
+    /// as it is and so matches no grant.
+    pub fn arn(&self, target: &Target) -> String {
+        let find = |map: &BTreeMap<String, String>, name: &str, kind: &str| {
+            map.get(name)
+                .map_or_else(|| format!("unknown:{name}"), |l| canonical(kind, l))
+        };
+        match target {
+            Target::Table { name, index } => {
+                let table = find(&self.tables, name, "AWS::DynamoDB::Table");
+                match index {
+                    Some(i) => format!("{table}/index/{i}"),
+                    None => table,
+                }
+            }
+            Target::Queue { url } => find(
+                &self.queues,
+                url.rsplit('/').next().unwrap_or_default(),
+                "AWS::SQS::Queue",
+            ),
+            Target::Key { id } => find(&self.keys, id, "AWS::KMS::Key"),
+            Target::Bus { name } => find(&self.buses, name, "AWS::Events::EventBus"),
+            Target::Object { bucket, key } => {
+                let b = find(&self.buckets, bucket, "AWS::S3::Bucket");
+                key.as_ref().map_or(b.clone(), |k| format!("{b}/{k}"))
+            }
+            Target::Secret { id } => find(&self.secrets, id, "Parameter"),
+        }
+    }
+}
+
+/// What the gates of one stack saw.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CallReport {
+    /// `function → "service:Operation" → count`.
+    pub calls: BTreeMap<String, BTreeMap<String, u64>>,
+    pub used: BTreeSet<Grant>,
+    /// Each refused call, said in full.
+    pub refused: Vec<String>,
+    /// Faults injected, by kind.
+    pub faults: BTreeMap<String, u64>,
+}
+
+/// The policy, the names and the log the gates of one stack share.
+#[derive(Debug, Default)]
+pub struct Cloud {
+    pub policy: Policy,
+    pub resources: Resources,
+    pub faults: Faults,
+    log: Mutex<CallReport>,
+}
+
+impl Cloud {
+    pub fn new(policy: Policy, resources: Resources, faults: Faults) -> Self {
+        Self {
+            policy,
+            resources,
+            faults,
+            log: Mutex::default(),
+        }
+    }
+
+    /// The log so far, with the faults injected.
+    pub fn report(&self) -> CallReport {
+        let mut report = self.log.lock().map(|l| l.clone()).unwrap_or_default();
+        report.faults = self
+            .faults
+            .injected()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        report
+    }
+
+    /// Judges one call of `function`: `Err` names the first missing grant.
+    pub fn judge(&self, function: &str, call: &Call) -> Result<(), String> {
+        let mut used = vec![];
+        let mut refusal = None;
+        for need in &call.needs {
+            let resource = self.resources.arn(&need.target);
+            match self.policy.judge(function, need, &resource, call) {
+                Ok(grants) => used.extend(grants),
+                Err(r) => {
+                    refusal.get_or_insert(r);
+                }
+            }
+        }
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        *log.calls
+            .entry(function.to_owned())
+            .or_default()
+            .entry(format!("{}:{}", call.service, call.operation))
+            .or_default() += 1;
+        log.used.extend(used);
+        match refusal {
+            None => Ok(()),
+            Some(r) => {
+                let said = format!("{function} called {}:{}: {r}", call.service, call.operation);
+                tracing::warn!(refused = %said, "a call the role does not allow");
+                log.refused.push(said.clone());
+                Err(said)
+            }
+        }
+    }
+
+    /// An HTTP client for `function`'s SDK clients, wrapping `inner`.
+    pub fn gate(self: &Arc<Self>, function: &str, inner: SharedHttpClient) -> SharedHttpClient {
+        SharedHttpClient::new(Gate {
+            function: function.to_owned(),
+            cloud: self.clone(),
+            inner,
+        })
+    }
+}
+
+/// One function's way to the network.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    function: String,
+    cloud: Arc<Cloud>,
+    inner: SharedHttpClient,
+}
+
+impl HttpClient for Gate {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        SharedHttpConnector::new(GateConnector {
+            gate: self.clone(),
+            inner: self.inner.http_connector(settings, components),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct GateConnector {
+    gate: Gate,
+    inner: SharedHttpConnector,
+}
+
+impl HttpConnector for GateConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        let body = request.body().bytes().unwrap_or_default();
+        let target = request.headers().get("x-amz-target");
+        let cloud = &self.gate.cloud;
+        let Some(call) = calls::read(request.method(), request.uri(), target, body) else {
+            let said = format!(
+                "{} made a request the gate cannot judge: {} {}",
+                self.gate.function,
+                request.method(),
+                request.uri()
+            );
+            if let Ok(mut log) = cloud.log.lock() {
+                log.refused.push(said.clone());
+            }
+            return HttpConnectorFuture::ready(Ok(denied(None, &said)));
+        };
+        if let Err(said) = cloud.judge(&self.gate.function, &call) {
+            return HttpConnectorFuture::ready(Ok(denied(Some(&call), &said)));
+        }
+        if let Some(answer) = cloud.faults.inject(&call, body) {
+            return HttpConnectorFuture::ready(Ok(answer));
+        }
+        self.inner.call(request)
+    }
+}
+
+/// AWS's refusal, in the service's own protocol.
+fn denied(call: Option<&Call>, message: &str) -> HttpResponse {
+    let message = format!("User is not authorized to perform this action: {message}");
+    match call.map(|c| c.service) {
+        Some("s3") | None => {
+            let mut r = HttpResponse::new(
+                StatusCode::try_from(403).expect("403"),
+                SdkBody::from(format!(
+                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code><Message>{}</Message></Error>",
+                    message.replace('<', "&lt;").replace('&', "&amp;")
+                )),
+            );
+            r.headers_mut().insert("content-type", "application/xml");
+            r
+        }
+        Some(service) => {
+            let mut r = faults::dynamodb_response(
+                400,
+                &serde_json::json!({
+                    "__type": "AccessDeniedException",
+                    "message": message,
+                }),
+            );
+            if service == "sqs" {
+                r.headers_mut()
+                    .insert("x-amzn-query-error", "AccessDenied;Sender");
+            }
+            if service != "dynamodb" {
+                r.headers_mut()
+                    .insert("content-type", "application/x-amz-json-1.1");
+            }
+            r
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
