@@ -361,8 +361,13 @@ pub enum SendEnd {
     Sent,
     /// The attempt counted at the claim is given back, the lease let go.
     Released,
-    Retry { at: i64, last_error: String },
-    Failed { last_error: String },
+    Retry {
+        at: i64,
+        last_error: String,
+    },
+    Failed {
+        last_error: String,
+    },
 }
 
 /// The end a verdict gives the `attempts`-th attempt at `now`.
