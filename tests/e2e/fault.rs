@@ -1,14 +1,18 @@
 //! The fault run: 10,000 conversions (`ADTRAIL_FAULT_RUN` sets another
 //! count; `make test` runs 2,000, `make fault-run` the full 10,000, since
 //! moto spends about 20 ms on each item a transaction writes) across three pixel groups, the fake Meta failing 30% of its calls
-//! at random (5xx, throttles, timeouts that accept nothing), SQS handing
+//! at random (5xx, throttles, timeouts that accept nothing, and requests
+//! accepted whose answer never comes), two senders draining at once, 5% of
+//! DynamoDB requests failing (`make test` sets it), SQS handing
 //! duplicates (in the same batch and later), and a tenth of the messages
 //! lost between the outbox write and the queue. The runner, the sender and
 //! the sweeper run on the virtual clock until nothing is pending.
 //!
-//! Every conversion must end sent or failed as the rules say, no accepted
-//! event may reach Meta twice, and the status counters must equal a recount
-//! from the rows. The counts and the requests to Meta are printed.
+//! Every conversion must end sent or failed as the rules say, none failed
+//! once Meta took it, an event may reach Meta twice only from a request
+//! accepted and left unanswered (sent again with the same `event_id`), and
+//! the status counters must equal a recount from the rows. The counts and
+//! the requests to Meta are printed.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -114,13 +118,16 @@ async fn ten_thousand_conversions_through_faults() {
             pct: 30,
             seed: 20_261_130,
             timeout_ms: 1_500,
+            accept_then_timeout: true,
             only_path: Some("/events".into()),
         })
     });
     h.fake().clear_requests();
     let mut late_duplicates = false;
     for round in 0..80 {
-        let drained = h.runner().drain().await.expect("drain");
+        // Two senders drain at once, as Lambda scales the mapping out.
+        let (first, second) = tokio::join!(h.runner().drain(), h.runner().drain());
+        let drained = (first.expect("drain"), second.expect("drain"));
         println!(
             "fault run: round {round}: {drained:?} at {:?}",
             started.elapsed()
@@ -150,14 +157,19 @@ async fn ten_thousand_conversions_through_faults() {
     assert_eq!(pending, 0, "nothing is left pending");
     assert_eq!(rows.len(), total);
     let accepted = h.fake().accepted_events();
+    // Meta received an event twice only when it took it and its answer
+    // never came: the sender cannot know, sends it again with the same
+    // event_id, and Meta's deduplication drops the copy.
     let mut seen = HashSet::new();
-    for e in &accepted {
-        assert!(
-            seen.insert(e.event_id.clone()),
-            "event {} reached Meta twice",
-            e.event_id
-        );
-    }
+    let twice = accepted
+        .iter()
+        .filter(|e| !seen.insert(e.event_id.clone()))
+        .count();
+    let unanswered = h.fake().unanswered_events();
+    assert!(
+        twice <= unanswered,
+        "{twice} events reached Meta twice, more than the {unanswered} accepted unanswered"
+    );
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     let mut by_error: BTreeMap<String, usize> = BTreeMap::new();
     let mut sent_ids = HashSet::new();
@@ -171,7 +183,7 @@ async fn ten_thousand_conversions_through_faults() {
                 *days
                     .entry((utc_day(r.sent_at.unwrap()), r.event_name))
                     .or_default() += 1;
-                assert!(r.attempts <= 3);
+                assert!(r.attempts <= 3 || r.unsure, "{r:?}");
             }
             ConversionStatus::Failed => {
                 let e = r.last_error.as_deref().unwrap_or("");
@@ -181,6 +193,10 @@ async fn ten_thousand_conversions_through_faults() {
                     "a failure the faults explain: {e}"
                 );
                 assert_eq!(r.attempts, 3, "failed only after three attempts: {r:?}");
+                assert!(
+                    !accepted.iter().any(|e| e.event_id == r.event_id),
+                    "never failed once Meta took it: {r:?}"
+                );
                 *by_error.entry(code).or_default() += 1;
             }
             ConversionStatus::Pending => unreachable!(),
@@ -234,7 +250,7 @@ async fn ten_thousand_conversions_through_faults() {
         .count();
     let dynamodb = h.runner().stack.cloud.report().faults;
     println!(
-        "fault run: {total} conversions, {} sent, {} failed {by_error:?}, {lost} messages dropped before the queue (sent again by the sweeper or a late duplicate), {retried} sent on a second or third attempt, {} Meta requests ({} accepted events), {recount_today} sent today, DynamoDB faults survived {dynamodb:?}; setup {setup:?}, total {:?}",
+        "fault run: {total} conversions, {} sent, {} failed {by_error:?}, {lost} messages dropped before the queue (sent again by the sweeper or a late duplicate), {retried} sent on a second or third attempt, {} Meta requests ({} accepted events), {recount_today} sent today, {twice} events Meta received more than once ({unanswered} accepted and left unanswered), DynamoDB faults survived {dynamodb:?}; setup {setup:?}, total {:?}",
         counts.get("sent").unwrap_or(&0),
         counts.get("failed").unwrap_or(&0),
         requests,

@@ -3,7 +3,9 @@
 //! invalid event stands alone (the domain's `judge_error` decides), and a
 //! conversion row in Meta's wire format.
 
-use adtrail_domain::capi::{Conversion, EventName, Judged, Verdict, judge_error, judge_receipt};
+use adtrail_domain::capi::{
+    Conversion, EventName, Judged, Verdict, judge_error, judge_receipt, judge_unanswered,
+};
 use adtrail_domain::contact::ContactHashes;
 use adtrail_domain::money::Currency;
 use adtrail_meta::{CustomData, ServerEvent, UserData};
@@ -48,6 +50,7 @@ impl Sender {
                 .await;
             let verdict = match result {
                 Ok(received) => judge_receipt(received, hi - lo),
+                Err(e) if e.maybe_received => judge_unanswered(&e.message),
                 Err(e) => match judge_error(e.kind, e.subcode, &e.message, hi - lo) {
                     Judged::All(v) => v,
                     Judged::Split => {

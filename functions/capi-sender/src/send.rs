@@ -259,7 +259,7 @@ impl Sender {
                     sk: c.sk.clone(),
                     event_id: c.event_id.clone(),
                     event_name: c.event_name,
-                    end: end_of(verdict, c.attempts, now),
+                    end: end_of(verdict, c.attempts, c.unsure, now),
                 }
             })
             .collect();
@@ -337,7 +337,7 @@ fn prejudge(jobs: &[Job], now: i64) -> Vec<Option<Verdict>> {
     jobs.iter()
         .map(|job| {
             let c = &job.conv;
-            doomed(c.event_time, c.attempts, c.hashes.is_some(), now).map(Verdict::Failed)
+            doomed(c.event_time, c.attempts, c.hashes.is_some(), c.unsure, now).map(Verdict::Failed)
         })
         .collect()
 }

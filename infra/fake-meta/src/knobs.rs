@@ -29,6 +29,10 @@ pub struct RandomFaults {
     pub pct: u32,
     pub seed: u64,
     pub timeout_ms: u64,
+    /// A fourth kind of fault on `POST /{pixel}/events`: the events are
+    /// accepted, then the answer comes only after `timeout_ms`.
+    #[serde(default)]
+    pub accept_then_timeout: bool,
     /// Only requests whose path contains this fail.
     #[serde(default)]
     pub only_path: Option<String>,
@@ -69,6 +73,10 @@ pub struct Knobs {
     /// Requests still to answer with `events_received` one short of what
     /// was sent (all of it accepted).
     pub short_receipts: u32,
+    /// `POST /{pixel}/events` requests still to accept and then leave
+    /// unanswered past the client's timeout (Meta took the events; the
+    /// sender cannot know).
+    pub accept_then_timeout: u32,
     /// Refuse to trade a short-lived user token for a long-lived one.
     pub fail_token_exchange: bool,
 }

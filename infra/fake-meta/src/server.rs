@@ -6,6 +6,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// How long an answer the fake withholds takes: longer than any client's
+/// timeout (the tests' is at most 10 seconds).
+const ANSWER_LOST_MS: u64 = 15_000;
+
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
@@ -30,6 +34,8 @@ pub(crate) struct Inner {
     /// Login codes already traded: a code works once.
     pub(crate) used_codes: HashSet<String>,
     pub(crate) accepted: Vec<AcceptedEvent>,
+    /// Events accepted by requests whose answer was then never sent.
+    pub(crate) unanswered: usize,
     pub(crate) rng: u64,
 }
 
@@ -47,6 +53,8 @@ pub(crate) enum Fault {
     Unavailable,
     Throttled,
     Timeout(u64),
+    /// The request is carried out, then its answer never comes in time.
+    AcceptThenTimeout(u64),
 }
 
 impl Inner {
@@ -61,6 +69,11 @@ impl Inner {
     }
 
     fn draw_fault(&mut self, path: &str) -> Option<Fault> {
+        let events = path.ends_with("/events");
+        if events && self.knobs.accept_then_timeout > 0 {
+            self.knobs.accept_then_timeout -= 1;
+            return Some(Fault::AcceptThenTimeout(ANSWER_LOST_MS));
+        }
         let faults = self.knobs.random_faults.clone()?;
         if faults
             .only_path
@@ -75,10 +88,16 @@ impl Inner {
         if self.next_random() % 100 >= u64::from(faults.pct) {
             return None;
         }
-        Some(match self.next_random() % 3 {
+        let kinds = if faults.accept_then_timeout && events {
+            4
+        } else {
+            3
+        };
+        Some(match self.next_random() % kinds {
             0 => Fault::Unavailable,
             1 => Fault::Throttled,
-            _ => Fault::Timeout(faults.timeout_ms),
+            2 => Fault::Timeout(faults.timeout_ms),
+            _ => Fault::AcceptThenTimeout(faults.timeout_ms),
         })
     }
 }
@@ -151,6 +170,12 @@ impl FakeMeta {
         self.lock().accepted.clone()
     }
 
+    /// Events accepted by requests whose answer the fake then withheld
+    /// (`accept_then_timeout`).
+    pub fn unanswered_events(&self) -> usize {
+        self.lock().unanswered
+    }
+
     /// Refuses `token` from now on, like an expired token.
     pub fn kill_token(&self, token: &str) {
         self.lock().dead_tokens.insert(token.to_owned());
@@ -213,6 +238,23 @@ async fn handle(
         Some(Fault::Timeout(ms)) => {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+        Some(Fault::AcceptThenTimeout(ms)) => {
+            let before = shared.inner.lock().map(|i| i.accepted.len()).unwrap_or(0);
+            let answer = route(
+                &shared,
+                &method,
+                &path,
+                &query,
+                authorization.as_deref(),
+                &body,
+            );
+            if let Ok(mut inner) = shared.inner.lock() {
+                inner.unanswered += inner.accepted.len() - before;
+            }
+            // The caller gives up first; this answer is never read.
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            answer
         }
         None => route(
             &shared,

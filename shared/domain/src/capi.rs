@@ -134,6 +134,9 @@ pub enum SendFailure {
     TokenInvalid,
     /// Meta failed or throttled.
     Unavailable,
+    /// The request left and no answer came back (a timeout, a dropped
+    /// connection): Meta may have taken the events.
+    Unanswered,
     /// Not an answer from Meta: the key, the store, a bug.
     Unexpected,
 }
@@ -145,7 +148,7 @@ impl SendFailure {
             SendFailure::Rejected => LastErrorCode::MetaRejected,
             SendFailure::Permission => LastErrorCode::MetaPermissionMissing,
             SendFailure::TokenInvalid => LastErrorCode::MetaTokenInvalid,
-            SendFailure::Unavailable => LastErrorCode::MetaUnavailable,
+            SendFailure::Unavailable | SendFailure::Unanswered => LastErrorCode::MetaUnavailable,
             SendFailure::Unexpected => LastErrorCode::Unexpected,
         }
     }
@@ -165,16 +168,26 @@ pub enum AfterFailure {
     Fail,
 }
 
-/// Decides after the `attempts`-th attempt failed at `now`.
-pub fn after_failure(failure: SendFailure, attempts: i64, now: i64) -> AfterFailure {
+/// Decides after the `attempts`-th attempt failed at `now`. A row Meta
+/// may already hold (`unsure`: an attempt went unanswered or was lost
+/// after it left) is never failed for running out of attempts: it goes
+/// again with the same `event_id`, which Meta deduplicates, every
+/// [`UNSURE_RETRY_MS`] until Meta answers or the event is too old.
+pub fn after_failure(failure: SendFailure, attempts: i64, unsure: bool, now: i64) -> AfterFailure {
     if failure.is_final() {
         return AfterFailure::Fail;
     }
+    let unsure = unsure || failure == SendFailure::Unanswered;
     match retry_delay_ms(attempts) {
         Some(delay) => AfterFailure::RetryAt(now + delay),
+        None if unsure => AfterFailure::RetryAt(now + UNSURE_RETRY_MS),
         None => AfterFailure::Fail,
     }
 }
+
+/// How often a row Meta may already hold goes again once its attempts
+/// are spent.
+pub const UNSURE_RETRY_MS: i64 = 10 * MINUTE_MS;
 
 /// An event is too old to send once Meta would refuse its time.
 pub fn too_old(event_time: i64, now: i64) -> bool {
@@ -231,6 +244,9 @@ pub struct Conversion {
     /// Present while pending; erased once delivery ends.
     pub hashes: Option<ContactHashes>,
     pub work_at: Option<i64>,
+    /// An attempt left and got no answer (or was lost after it left):
+    /// Meta may hold the event, so it is never failed for attempts.
+    pub unsure: bool,
 }
 
 /// When a pending row may be claimed again: after its next attempt is due
@@ -256,13 +272,19 @@ pub fn out_of_attempts(attempts: i64) -> bool {
 /// contact data. Answers its `lastError`. The sender asks before sending
 /// and the sweeper before sending a lost row again, with the attempts the
 /// row will have counted by then.
-pub fn doomed(event_time: i64, attempts: i64, has_hashes: bool, now: i64) -> Option<String> {
+pub fn doomed(
+    event_time: i64,
+    attempts: i64,
+    has_hashes: bool,
+    unsure: bool,
+    now: i64,
+) -> Option<String> {
     if too_old(event_time, now) {
         Some(last_error(
             LastErrorCode::EventTooOld,
             "the event is older than 7 days",
         ))
-    } else if out_of_attempts(attempts) {
+    } else if out_of_attempts(attempts) && !unsure {
         Some(last_error(
             LastErrorCode::Unexpected,
             "the last attempt was lost on the way",
@@ -355,6 +377,15 @@ pub fn judge_receipt(received: i64, sent: usize) -> Verdict {
     }
 }
 
+/// A request that left and got no answer: every event of it may be at
+/// Meta's. An attempt that goes again with the same `event_id`s.
+pub fn judge_unanswered(message: &str) -> Verdict {
+    Verdict::Attempt(
+        SendFailure::Unanswered,
+        last_error(SendFailure::Unanswered.code(), message),
+    )
+}
+
 /// How an attempt ends, from its verdict and the attempts counted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SendEnd {
@@ -364,6 +395,8 @@ pub enum SendEnd {
     Retry {
         at: i64,
         last_error: String,
+        /// Meta may hold the event: the row is marked so.
+        unsure: bool,
     },
     Failed {
         last_error: String,
@@ -371,13 +404,17 @@ pub enum SendEnd {
 }
 
 /// The end a verdict gives the `attempts`-th attempt at `now`.
-pub fn end_of(verdict: Verdict, attempts: i64, now: i64) -> SendEnd {
+pub fn end_of(verdict: Verdict, attempts: i64, unsure: bool, now: i64) -> SendEnd {
     match verdict {
         Verdict::Sent => SendEnd::Sent,
         Verdict::NotSent => SendEnd::Released,
         Verdict::Failed(e) => SendEnd::Failed { last_error: e },
-        Verdict::Attempt(f, e) => match after_failure(f, attempts, now) {
-            AfterFailure::RetryAt(at) => SendEnd::Retry { at, last_error: e },
+        Verdict::Attempt(f, e) => match after_failure(f, attempts, unsure, now) {
+            AfterFailure::RetryAt(at) => SendEnd::Retry {
+                at,
+                last_error: e,
+                unsure: unsure || f == SendFailure::Unanswered,
+            },
             AfterFailure::Fail => SendEnd::Failed { last_error: e },
         },
     }

@@ -16,6 +16,9 @@ pub struct GraphError {
     pub message: String,
     /// How long Meta says until access is regained.
     pub regain_ms: Option<i64>,
+    /// The request left and no answer came back (a timeout, a dropped
+    /// connection): Meta may have acted on it.
+    pub maybe_received: bool,
     #[source]
     pub source: Option<reqwest::Error>,
 }
@@ -36,6 +39,7 @@ impl GraphError {
             subcode,
             message: scrub(message, token),
             regain_ms: None,
+            maybe_received: false,
             source: None,
         }
     }
@@ -53,6 +57,8 @@ impl GraphError {
                 "Meta could not be reached".into()
             },
             regain_ms: None,
+            // Refused before it was sent: Meta saw nothing.
+            maybe_received: !source.is_connect(),
             // Its Display would print the URL (`debug_token`'s carries a
             // token): the cause is kept without it.
             source: Some(source.without_url()),
@@ -68,6 +74,7 @@ impl GraphError {
             subcode: None,
             message: format!("Meta answered an unreadable {what}"),
             regain_ms: None,
+            maybe_received: false,
             source: None,
         }
     }

@@ -88,7 +88,10 @@ impl Conversions<'_> {
         let attempts = c.attempts + counted;
         // The rule the sender applies when it claims, for the attempt that
         // sending it again would count.
-        let fail = doomed(c.event_time, attempts + 1, c.hashes.is_some(), now);
+        // A sender that claimed the row may have sent it before it was
+        // lost: Meta may hold the event.
+        let unsure = c.unsure || c.lease_until.is_some();
+        let fail = doomed(c.event_time, attempts + 1, c.hashes.is_some(), unsure, now);
         let t = &self.names.table;
         let base = Update::builder()
             .table_name(t)
@@ -129,9 +132,10 @@ impl Conversions<'_> {
                     TransactWriteItem::builder()
                         .update(
                             base.update_expression(
-                                "SET nextAttemptAt = :now, workAt = :now, attempts = :attempts REMOVE leaseId, leaseUntil",
+                                "SET nextAttemptAt = :now, workAt = :now, attempts = :attempts, unsure = :unsure REMOVE leaseId, leaseUntil",
                             )
                             .expression_attribute_values(":now", n(now))
+                            .expression_attribute_values(":unsure", aws_sdk_dynamodb::types::AttributeValue::Bool(unsure))
                             .build()
                             .map_err(StoreError::ddb)?,
                         )

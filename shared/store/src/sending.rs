@@ -261,12 +261,17 @@ impl Conversions<'_> {
                 SendEnd::Released => update
                     .update_expression("SET attempts = attempts - :one REMOVE leaseId, leaseUntil")
                     .expression_attribute_values(":one", n(1)),
-                SendEnd::Retry { at, last_error } => update
+                SendEnd::Retry {
+                    at,
+                    last_error,
+                    unsure,
+                } => update
                     .update_expression(
-                        "SET nextAttemptAt = :at, workAt = :at, lastError = :e REMOVE leaseId, leaseUntil",
+                        "SET nextAttemptAt = :at, workAt = :at, lastError = :e, unsure = :unsure REMOVE leaseId, leaseUntil",
                     )
                     .expression_attribute_values(":at", n(*at))
-                    .expression_attribute_values(":e", s(last_error)),
+                    .expression_attribute_values(":e", s(last_error))
+                    .expression_attribute_values(":unsure", aws_sdk_dynamodb::types::AttributeValue::Bool(*unsure)),
                 SendEnd::Failed { last_error } => {
                     failed += 1;
                     update

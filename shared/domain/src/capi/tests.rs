@@ -155,20 +155,47 @@ fn the_send_schedule() {
     use AfterFailure::*;
     let now = 1_000_000;
     assert_eq!(
-        after_failure(SendFailure::Unavailable, 1, now),
+        after_failure(SendFailure::Unavailable, 1, false, now),
         RetryAt(now + MINUTE_MS)
     );
     assert_eq!(
-        after_failure(SendFailure::Unexpected, 2, now),
+        after_failure(SendFailure::Unexpected, 2, false, now),
         RetryAt(now + 10 * MINUTE_MS)
     );
-    assert_eq!(after_failure(SendFailure::Unavailable, 3, now), Fail);
+    assert_eq!(after_failure(SendFailure::Unavailable, 3, false, now), Fail);
+    // A row Meta may hold is never failed for attempts: it goes again
+    // every ten minutes until Meta answers.
+    for (failure, unsure) in [
+        (SendFailure::Unanswered, false),
+        (SendFailure::Unavailable, true),
+        (SendFailure::Unexpected, true),
+    ] {
+        assert_eq!(
+            after_failure(failure, 3, unsure, now),
+            RetryAt(now + UNSURE_RETRY_MS),
+            "{failure:?} unsure={unsure}"
+        );
+        assert_eq!(
+            after_failure(failure, 9, unsure, now),
+            RetryAt(now + UNSURE_RETRY_MS)
+        );
+    }
+    assert_eq!(
+        after_failure(SendFailure::Unanswered, 1, false, now),
+        RetryAt(now + MINUTE_MS),
+        "the schedule first"
+    );
     for f in [
         SendFailure::Rejected,
         SendFailure::Permission,
         SendFailure::TokenInvalid,
     ] {
-        assert_eq!(after_failure(f, 1, now), Fail, "{f:?}");
+        assert_eq!(after_failure(f, 1, false, now), Fail, "{f:?}");
+        assert_eq!(
+            after_failure(f, 1, true, now),
+            Fail,
+            "Meta's refusal ends it"
+        );
     }
     assert!(!too_old(now, now + MAX_EVENT_AGE_MS));
     assert!(too_old(now, now + MAX_EVENT_AGE_MS + 1));
@@ -197,6 +224,7 @@ pub(crate) fn row(attempts: i64, next: Option<i64>, lease: Option<i64>) -> Conve
         last_error: None,
         hashes: None,
         work_at: None,
+        unsure: false,
     }
 }
 
@@ -224,7 +252,7 @@ fn a_claimed_row_waits_for_its_attempt_and_its_lease() {
 #[test]
 fn doomed_rows_are_too_old_out_of_attempts_or_without_contact_data() {
     let now = 10 * DAY_MS;
-    let ok = |t, a, h| doomed(t, a, h, now);
+    let ok = |t, a, h| doomed(t, a, h, false, now);
     assert_eq!(ok(now, 1, true), None);
     assert_eq!(ok(now, MAX_ATTEMPTS, true), None, "the third attempt goes");
     let code = |v: Option<String>| v.map(|e| e.split(':').next().unwrap_or_default().to_owned());
@@ -242,6 +270,10 @@ fn doomed_rows_are_too_old_out_of_attempts_or_without_contact_data() {
             .is_some_and(|e| e.starts_with("EVENT_TOO_OLD")),
         "too old wins"
     );
+    // A lost attempt that may have reached Meta does not doom the row;
+    // the 7-day limit still does.
+    assert_eq!(doomed(now, MAX_ATTEMPTS + 1, true, true, now), None);
+    assert!(doomed(now - MAX_EVENT_AGE_MS - 1, 1, true, true, now).is_some());
 }
 
 #[test]
@@ -298,22 +330,35 @@ fn each_of_metas_answers_is_one_verdict() {
         );
     }
     let now = 1_000;
-    assert_eq!(end_of(Verdict::Sent, 1, now), SendEnd::Sent);
+    assert_eq!(end_of(Verdict::Sent, 1, false, now), SendEnd::Sent);
+    assert_eq!(end_of(Verdict::NotSent, 1, false, now), SendEnd::Released);
     assert_eq!(
         end_of(
             Verdict::Attempt(SendFailure::Unavailable, "x".into()),
             1,
+            false,
             now
         ),
         SendEnd::Retry {
             at: now + MINUTE_MS,
-            last_error: "x".into()
+            last_error: "x".into(),
+            unsure: false,
         }
+    );
+    assert_eq!(
+        end_of(judge_unanswered("timed out"), 3, false, now),
+        SendEnd::Retry {
+            at: now + UNSURE_RETRY_MS,
+            last_error: "META_UNAVAILABLE: timed out".into(),
+            unsure: true,
+        },
+        "an unanswered third attempt goes again, marked"
     );
     assert_eq!(
         end_of(
             Verdict::Attempt(SendFailure::Unavailable, "x".into()),
             3,
+            false,
             now
         ),
         SendEnd::Failed {
@@ -324,6 +369,7 @@ fn each_of_metas_answers_is_one_verdict() {
         end_of(
             Verdict::Attempt(SendFailure::Permission, "x".into()),
             1,
+            false,
             now
         ),
         SendEnd::Failed {

@@ -117,6 +117,10 @@ pub(crate) struct ConversionItem {
     created_at: i64,
     status: String,
     attempts: i64,
+    /// Written only once true: an absent flag is a row no attempt of
+    /// which went unanswered.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    unsure: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     next_attempt_at: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -168,6 +172,7 @@ impl ConversionItem {
             created_at,
             status: ConversionStatus::Pending.as_str().to_owned(),
             attempts: 0,
+            unsure: false,
             next_attempt_at: Some(now),
             lease_until: None,
             value_cents: c.value_cents,
@@ -208,6 +213,7 @@ impl TryFrom<ConversionItem> for Conversion {
             last_error: i.last_error,
             hashes,
             work_at: i.work_at,
+            unsure: i.unsure,
         })
     }
 }

@@ -89,6 +89,7 @@ fn hashes_are_a_string_set_and_a_pixel_token_is_binary() {
             external_id: None,
         }),
         work_at: Some(9),
+        unsure: true,
     };
     let new = NewConversion {
         event_id: "e".into(),
