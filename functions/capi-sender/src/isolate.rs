@@ -51,7 +51,7 @@ impl Sender {
             let verdict = match result {
                 Ok(received) => judge_receipt(received, hi - lo),
                 Err(e) if e.maybe_received => judge_unanswered(&e.message),
-                Err(e) => match judge_error(e.kind, e.subcode, &e.message, hi - lo) {
+                Err(e) => match judge_error(e.kind, e.subcode, &e.message, hi - lo, e.regain_ms) {
                     Judged::All(v) => v,
                     Judged::Split => {
                         let mid = lo + (hi - lo) / 2;

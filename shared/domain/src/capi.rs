@@ -310,6 +310,12 @@ pub enum Verdict {
     Failed(String),
     /// A failed attempt: the schedule decides whether another follows.
     Attempt(SendFailure, String),
+    /// Meta throttled the request: a failed attempt whose next one waits
+    /// at least until Meta says access comes back.
+    Throttled {
+        wait_ms: i64,
+        error: String,
+    },
 }
 
 impl Verdict {
@@ -340,6 +346,7 @@ pub fn judge_error(
     subcode: Option<i64>,
     message: &str,
     events: usize,
+    regain_ms: Option<i64>,
 ) -> Judged {
     use LastErrorCode as C;
     let attempt =
@@ -353,7 +360,11 @@ pub fn judge_error(
         GraphErrorKind::Other => Judged::All(Verdict::Failed(last_error(C::MetaRejected, message))),
         GraphErrorKind::TokenInvalid => attempt(SendFailure::TokenInvalid, message),
         GraphErrorKind::Permission => attempt(SendFailure::Permission, message),
-        GraphErrorKind::Throttled => attempt(SendFailure::Unavailable, "Meta throttled the send"),
+        GraphErrorKind::Throttled => Judged::All(Verdict::Throttled {
+            // Bounded: no wait outlives the event's 7 days.
+            wait_ms: regain_ms.unwrap_or(0).clamp(0, MAX_EVENT_AGE_MS),
+            error: last_error(C::MetaUnavailable, "Meta throttled the send"),
+        }),
         GraphErrorKind::Transient | GraphErrorKind::TooMuchData => {
             attempt(SendFailure::Unavailable, message)
         }
@@ -409,6 +420,25 @@ pub fn end_of(verdict: Verdict, attempts: i64, unsure: bool, now: i64) -> SendEn
         Verdict::Sent => SendEnd::Sent,
         Verdict::NotSent => SendEnd::Released,
         Verdict::Failed(e) => SendEnd::Failed { last_error: e },
+        Verdict::Throttled { wait_ms, error } => {
+            match end_of(
+                Verdict::Attempt(SendFailure::Unavailable, error),
+                attempts,
+                unsure,
+                now,
+            ) {
+                SendEnd::Retry {
+                    at,
+                    last_error,
+                    unsure,
+                } => SendEnd::Retry {
+                    at: at.max(now + wait_ms),
+                    last_error,
+                    unsure,
+                },
+                other => other,
+            }
+        }
         Verdict::Attempt(f, e) => match after_failure(f, attempts, unsure, now) {
             AfterFailure::RetryAt(at) => SendEnd::Retry {
                 at,

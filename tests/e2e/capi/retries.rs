@@ -440,3 +440,38 @@ async fn an_answer_that_never_comes_sends_again_with_the_same_event_id() {
     assert!(accepted.iter().all(|e| e.event_id == row.event_id));
     assert_eq!(h.fake().unanswered_events(), 3);
 }
+
+/// A throttled send waits for the regain time Meta gives in its usage
+/// headers, not just the schedule's minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_send_waits_for_metas_regain_time() {
+    use adtrail_fake_meta::Throttle;
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    h.fake().tune(|k| {
+        k.throttle = Some(Throttle {
+            code: 80_000,
+            remaining: 1,
+            regain_minutes: 45,
+            only_path: Some("/events".into()),
+        })
+    });
+    record(
+        &h,
+        "ana",
+        "c1",
+        json!({"column": "agendado", "meta": meta_for("ana")}),
+    )
+    .await;
+    let t = h.now();
+    drain(&h).await;
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!(row.next_attempt_at, Some(t + 45 * MINUTE_MS), "{row:?}");
+    h.runner().advance(10 * MINUTE_MS).await.unwrap();
+    drain(&h).await;
+    assert!(h.fake().accepted_events().is_empty(), "still waiting");
+    h.runner().advance(35 * MINUTE_MS).await.unwrap();
+    drain(&h).await;
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!((row.status, row.attempts), (ConversionStatus::Sent, 2));
+}

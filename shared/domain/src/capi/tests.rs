@@ -282,11 +282,14 @@ fn each_of_metas_answers_is_one_verdict() {
     fn failed(code: &str, j: Judged) -> bool {
         matches!(j, Judged::All(Verdict::Failed(e)) if e.starts_with(code))
     }
-    assert_eq!(judge_error(Other, None, "bad", 10), Judged::Split);
-    assert!(failed("META_REJECTED", judge_error(Other, None, "bad", 1)));
+    assert_eq!(judge_error(Other, None, "bad", 10, None), Judged::Split);
+    assert!(failed(
+        "META_REJECTED",
+        judge_error(Other, None, "bad", 1, None)
+    ));
     assert!(failed(
         "PIXEL_UNAVAILABLE",
-        judge_error(Other, Some(33), "no pixel", 10)
+        judge_error(Other, Some(33), "no pixel", 10, None)
     ));
     let attempt = |j: Judged| match j {
         Judged::All(Verdict::Attempt(f, e)) => (f, e),
@@ -303,21 +306,37 @@ fn each_of_metas_answers_is_one_verdict() {
             SendFailure::Permission,
             "META_PERMISSION_MISSING: m",
         ),
-        (
-            Throttled,
-            SendFailure::Unavailable,
-            "META_UNAVAILABLE: Meta throttled the send",
-        ),
         (Transient, SendFailure::Unavailable, "META_UNAVAILABLE: m"),
         (TooMuchData, SendFailure::Unavailable, "META_UNAVAILABLE: m"),
     ];
     for (kind, failure, error) in table {
         assert_eq!(
-            attempt(judge_error(kind, None, "m", 5)),
+            attempt(judge_error(kind, None, "m", 5, None)),
             (failure, error.to_owned()),
             "{kind:?}"
         );
     }
+    // A throttle waits for Meta's regain time when it is later than the
+    // schedule's, never past the event's 7 days.
+    let throttled = |regain| match judge_error(Throttled, None, "m", 5, regain) {
+        Judged::All(v @ Verdict::Throttled { .. }) => v,
+        other => panic!("{other:?}"),
+    };
+    let at = |v: Verdict| match end_of(v, 1, false, 0) {
+        SendEnd::Retry { at, last_error, .. } => {
+            assert_eq!(last_error, "META_UNAVAILABLE: Meta throttled the send");
+            at
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(at(throttled(None)), MINUTE_MS);
+    assert_eq!(at(throttled(Some(1_000))), MINUTE_MS);
+    assert_eq!(at(throttled(Some(60 * MINUTE_MS))), 60 * MINUTE_MS);
+    assert_eq!(at(throttled(Some(i64::MAX))), MAX_EVENT_AGE_MS);
+    assert!(matches!(
+        end_of(throttled(Some(60 * MINUTE_MS)), 3, false, 0),
+        SendEnd::Failed { .. }
+    ));
     assert_eq!(judge_receipt(5, 5), Verdict::Sent);
     for short in [
         judge_receipt(4, 5),
