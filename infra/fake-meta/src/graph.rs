@@ -261,6 +261,15 @@ pub(crate) fn ads(
         Ok(s) => s,
         Err(r) => return r,
     };
+    if knobs.ads_limit_cap.is_some_and(|cap| size > cap) {
+        return meta_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            1,
+            Some(99),
+            "Please reduce the amount of data you're asking for, then retry your request",
+            false,
+        );
+    }
     let items = acc
         .ads
         .iter()

@@ -49,6 +49,10 @@ pub struct Knobs {
     pub fail_5xx: u32,
     /// Above this many rows in one insights range, Meta asks to reduce data.
     pub row_cap: Option<usize>,
+    /// `GET /act_…/ads` with a `limit` above this answers code 1, "Please
+    /// reduce the amount of data you're asking for", as Meta does for
+    /// accounts with heavy creatives.
+    pub ads_limit_cap: Option<usize>,
     pub latency_ms: u64,
     /// After this many more authorized calls, the token of the next call
     /// dies: it is refused like an expired token from then on.

@@ -289,3 +289,49 @@ async fn the_fake_meta_is_as_strict_as_meta() {
         .unwrap();
     assert!(ok["data"].as_array().unwrap().len() > 10);
 }
+
+/// Meta answers "reduce the amount of data" (code 1) to an ads listing
+/// with heavy creatives: the page's `limit` shrinks and the listing goes
+/// on, rather than failing the run every time.
+#[tokio::test]
+async fn an_ads_page_meta_finds_too_big_shrinks_and_the_catalog_completes() {
+    let h = Harness::start().await;
+    h.fake().tune(|k| k.ads_limit_cap = Some(10));
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    let link = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert_eq!(link.sync_state.as_str(), "live");
+    assert_eq!(
+        h.store()
+            .catalog()
+            .site_catalog("loja-x")
+            .await
+            .unwrap()
+            .len(),
+        48,
+        "every ad, in pages of at most 10"
+    );
+    let limits: Vec<String> = h
+        .fake()
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with(&format!("{LOJA_PRINCIPAL}/ads")))
+        .map(|r| {
+            url_decode(&r.query)
+                .get("limit")
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    assert!(
+        limits.starts_with(&[
+            "200".into(),
+            "100".into(),
+            "50".into(),
+            "25".into(),
+            "12".into(),
+            "6".into()
+        ]),
+        "{limits:?}"
+    );
+}

@@ -82,8 +82,22 @@ impl GraphClient {
         }
         let mut url = self.url(&format!("{account}/ads"), &query);
         let mut out = Ads::default();
-        for _ in 0..MAX_ADS_PAGES {
-            let (json, usage) = self.get(url.clone(), token).await?;
+        let mut limit = ADS_PAGE_SIZE;
+        // The cap is on ads asked for, so shrunk pages read as far.
+        let mut asked = 0;
+        while asked < MAX_ADS_PAGES * ADS_PAGE_SIZE as usize {
+            let (json, usage) = match self.get(url.clone(), token).await {
+                Ok(answer) => answer,
+                // Meta asks for less: the same page, half as long; the
+                // next links carry the smaller limit on.
+                Err(e) if too_much_data(&e) && limit > MIN_PAGE_LIMIT => {
+                    limit = (limit / 2).max(MIN_PAGE_LIMIT);
+                    url = with_limit(&url, limit);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            asked += limit as usize;
             out.usage = out.usage.merge(usage);
             let page: Paged =
                 serde_json::from_value(json).map_err(|_| GraphError::malformed("ads page"))?;

@@ -308,9 +308,33 @@ async fn read_bounded(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>
     Ok(body)
 }
 
-/// Whether an error means the range should be read in halves.
+/// Whether Meta asks for less: the range read in halves, a page's
+/// `limit` shrunk. Besides its documented subcodes, Meta answers code 1
+/// "Please reduce the amount of data you're asking for" on big listings.
 pub fn too_much_data(e: &GraphError) -> bool {
     e.kind == GraphErrorKind::TooMuchData
+        || (e.code == Some(1)
+            && e.message
+                .to_ascii_lowercase()
+                .contains("reduce the amount of data"))
+}
+
+/// The smallest `limit` a page shrinks to before the listing fails.
+const MIN_PAGE_LIMIT: u32 = 5;
+
+/// `url` asking for `limit` items a page.
+fn with_limit(url: &Url, limit: u32) -> Url {
+    let kept: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(k, _)| k != "limit")
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let mut out = url.clone();
+    out.query_pairs_mut()
+        .clear()
+        .extend_pairs(kept)
+        .append_pair("limit", &limit.to_string());
+    out
 }
 
 #[cfg(test)]
