@@ -3,6 +3,8 @@
 
 use std::error::Error as StdError;
 
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+
 type Cause = Box<dyn StdError + Send + Sync + 'static>;
 
 #[derive(Debug, thiserror::Error)]
@@ -44,7 +46,115 @@ impl StoreError {
             source: Box::new(source),
         }
     }
-    pub fn ddb(source: impl StdError + Send + Sync + 'static) -> Self {
-        Self::service("dynamodb", source)
+
+    /// A DynamoDB failure, said by its code and request id only: DynamoDB's
+    /// messages can quote item values (a `ValidationException` repeats the
+    /// value it refused), which may be contact hashes or sealed tokens, and
+    /// this error reaches log lines. A failure that never reached DynamoDB
+    /// (a timeout, a refused connection) keeps its whole cause.
+    pub fn ddb(source: impl DdbFailure) -> Self {
+        let detail = source.said();
+        Self::Service {
+            service: "dynamodb",
+            source: source.cause(&detail),
+            detail,
+        }
+    }
+}
+
+/// A DynamoDB failure that can be said without the service's message.
+pub trait DdbFailure: StdError + Send + Sync + 'static {
+    /// What failed, without DynamoDB's own words.
+    fn said(&self) -> String;
+    /// The cause to keep: itself, unless it quotes DynamoDB.
+    fn cause(self, said: &str) -> Cause;
+}
+
+/// The cause kept in place of an answer of DynamoDB's.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Redacted(String);
+
+impl<E, R> DdbFailure for SdkError<E, R>
+where
+    E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    fn said(&self) -> String {
+        match self {
+            SdkError::ServiceError(e) => format!(
+                "{} (request {})",
+                e.err().code().unwrap_or("an unnamed error"),
+                e.err().meta().extra("aws_request_id").unwrap_or("unknown"),
+            ),
+            SdkError::TimeoutError(_) => "timed out".into(),
+            SdkError::DispatchFailure(_) => "could not be sent".into(),
+            SdkError::ResponseError(_) => "answered unreadably".into(),
+            _ => "could not be made".into(),
+        }
+    }
+
+    fn cause(self, said: &str) -> Cause {
+        match self {
+            SdkError::ServiceError(_) | SdkError::ResponseError(_) => {
+                Box::new(Redacted(said.to_owned()))
+            }
+            other => Box::new(other),
+        }
+    }
+}
+
+impl DdbFailure for aws_smithy_types::error::operation::BuildError {
+    fn said(&self) -> String {
+        // Names a missing field, never a value.
+        format!("could not be built: {self}")
+    }
+
+    fn cause(self, _said: &str) -> Cause {
+        Box::new(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_dynamodb::Client;
+    use aws_sdk_dynamodb::error::ErrorMetadata;
+    use aws_sdk_dynamodb::operation::put_item::PutItemError;
+    use aws_smithy_mocks::{mock, mock_client};
+
+    use super::*;
+
+    /// Every line an error can put in a log: its Display and its causes'.
+    fn chain(e: &(dyn StdError + 'static)) -> String {
+        let mut text = e.to_string();
+        let mut source = e.source();
+        while let Some(s) = source {
+            text.push_str(&format!(" | {s} | {s:?}"));
+            source = s.source();
+        }
+        format!("{text} | {e:?}")
+    }
+
+    #[tokio::test]
+    async fn dynamodbs_words_never_reach_the_error() {
+        let refused = mock!(Client::put_item).then_error(|| {
+            PutItemError::generic(
+                ErrorMetadata::builder()
+                    .code("ValidationException")
+                    .message("One or more parameter values were invalid: ph[0] 5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8")
+                    .build(),
+            )
+        });
+        let client = mock_client!(aws_sdk_dynamodb, [&refused]);
+        let err = client
+            .put_item()
+            .table_name("t")
+            .send()
+            .await
+            .expect_err("refused");
+        let said = chain(&StoreError::ddb(err));
+        assert!(said.contains("ValidationException"), "{said}");
+        assert!(!said.contains("5e884898"), "{said}");
+        assert!(!said.contains("parameter values"), "{said}");
     }
 }
