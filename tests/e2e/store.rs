@@ -6,6 +6,7 @@ use adtrail_domain::spend::{RowChange, SpendFigures, SpendRow};
 use adtrail_store::connections::ListedAccount;
 use adtrail_store::lease::LeaseCondition;
 use adtrail_store::purge::PurgeStep;
+use adtrail_store::spend::SpendWrite;
 use adtrail_tests::*;
 
 fn account(id: &str) -> ListedAccount {
@@ -136,7 +137,10 @@ async fn spend_writes_keep_the_sums_in_step_and_stop_without_the_lease() {
             old: None,
         })
         .collect();
-    assert!(store.spend().write_spend(&held, &puts).await.unwrap());
+    assert_eq!(
+        store.spend().write_spend(&held, &puts).await.unwrap(),
+        SpendWrite::Written
+    );
     h.assert_sums_match_rows("s1", "act_1").await;
     // Change one, delete one.
     let changed = vec![
@@ -148,10 +152,20 @@ async fn spend_writes_keep_the_sums_in_step_and_stop_without_the_lease() {
             row: row(20_001, "1", 101),
         },
     ];
-    assert!(store.spend().write_spend(&held, &changed).await.unwrap());
+    assert_eq!(
+        store.spend().write_spend(&held, &changed).await.unwrap(),
+        SpendWrite::Written
+    );
     h.assert_sums_match_rows("s1", "act_1").await;
     let rows = h.all_rows("s1", "act_1").await;
     assert_eq!(rows.len(), 149);
+    // The same change again, computed from what is no longer stored (as a
+    // second execution of the run would): refused whole, sums untouched.
+    assert_eq!(
+        store.spend().write_spend(&held, &changed).await.unwrap(),
+        SpendWrite::Stale
+    );
+    h.assert_sums_match_rows("s1", "act_1").await;
     // Another run takes the lease: the old one writes nothing.
     assert!(
         store
@@ -160,8 +174,8 @@ async fn spend_writes_keep_the_sums_in_step_and_stop_without_the_lease() {
             .await
             .unwrap()
     );
-    assert!(
-        !store
+    assert_eq!(
+        store
             .spend()
             .write_spend(
                 &held,
@@ -171,7 +185,8 @@ async fn spend_writes_keep_the_sums_in_step_and_stop_without_the_lease() {
                 }]
             )
             .await
-            .unwrap()
+            .unwrap(),
+        SpendWrite::LostLease
     );
     let after = h.all_rows("s1", "act_1").await;
     assert_eq!(after.len(), 149);
@@ -214,11 +229,16 @@ async fn a_purge_runs_in_steps_and_stops_on_a_relink() {
         store.spend().pending_purges(10).await.unwrap(),
         vec![("s1".to_owned(), "act_1".to_owned())]
     );
-    assert_eq!(
-        store.spend().purge_step("s1", "act_1", 50).await.unwrap(),
-        PurgeStep::More
+    // Two sweepers take the same step at once: each row goes once, and
+    // the sums drop by it once.
+    let spend = store.spend();
+    let (a, b) = tokio::join!(
+        spend.purge_step("s1", "act_1", 50),
+        spend.purge_step("s1", "act_1", 50),
     );
+    assert_eq!((a.unwrap(), b.unwrap()), (PurgeStep::More, PurgeStep::More));
     h.assert_sums_match_rows("s1", "act_1").await;
+    assert_eq!(h.all_rows("s1", "act_1").await.len(), 70);
     assert_eq!(
         store.spend().purge_step("s1", "act_1", 100).await.unwrap(),
         PurgeStep::More

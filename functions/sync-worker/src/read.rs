@@ -11,10 +11,16 @@ use adtrail_domain::money::Currency;
 use adtrail_domain::plan::DateRange;
 use adtrail_domain::spend::{RowChange, SpendFigures, spend_changes};
 use adtrail_meta::{Insights, too_much_data};
+use adtrail_store::StoreError;
 use adtrail_store::lease::LeaseCondition;
+use adtrail_store::spend::SpendWrite;
 
 use crate::Worker;
 use crate::run::{RunReport, Stop};
+
+/// Reads of one part when other executions of the run keep writing its
+/// rows first.
+const SAVE_TRIES: usize = 3;
 
 /// A range read, split while Meta has too much data.
 pub(crate) struct Part {
@@ -77,13 +83,33 @@ impl Worker {
 
     /// Writes one part's rows as the domain's [`spend_changes`] decides:
     /// rows that did not change are not written again, and, when Meta gave
-    /// the whole part, stored rows Meta no longer lists are dropped.
+    /// the whole part, stored rows Meta no longer lists are dropped. When
+    /// another execution of the run wrote a row first, the part is read
+    /// again and what is left written.
     pub(crate) async fn save_part(
         &self,
         cond: &LeaseCondition,
         part: &Part,
         report: &mut RunReport,
     ) -> Result<(), Stop> {
+        for _ in 0..SAVE_TRIES {
+            match self.save_part_once(cond, part, report).await? {
+                SpendWrite::Written => return Ok(()),
+                SpendWrite::LostLease => return Err(Stop::LostLease),
+                SpendWrite::Stale => continue,
+            }
+        }
+        Err(Stop::Store(StoreError::Condition(
+            "spend rows kept changing under this run",
+        )))
+    }
+
+    async fn save_part_once(
+        &self,
+        cond: &LeaseCondition,
+        part: &Part,
+        report: &mut RunReport,
+    ) -> Result<SpendWrite, Stop> {
         let (stored, _) = self
             .store
             .spend()
@@ -110,9 +136,6 @@ impl Worker {
                 RowChange::Delete { .. } => report.rows_dropped += 1,
             }
         }
-        if !self.store.spend().write_spend(cond, &changes).await? {
-            return Err(Stop::LostLease);
-        }
-        Ok(())
+        Ok(self.store.spend().write_spend(cond, &changes).await?)
     }
 }

@@ -9,6 +9,7 @@ use adtrail_domain::spend::RowChange;
 use crate::attr::{get_s, n, s};
 use crate::keys::*;
 use crate::lease::LeaseCondition;
+use crate::spend::SpendWrite;
 use crate::{Spend, StoreError};
 
 /// DynamoDB's cap on the items of one transaction.
@@ -49,11 +50,15 @@ impl Spend<'_> {
                 .into_iter()
                 .map(|row| RowChange::Delete { row })
                 .collect();
-            if !self.write_spend(&cond, &changes).await? {
-                self.drop_purge_marker(site, account).await?;
-                return Ok(PurgeStep::Relinked);
-            }
-            return Ok(PurgeStep::More);
+            return Ok(match self.write_spend(&cond, &changes).await? {
+                SpendWrite::LostLease => {
+                    self.drop_purge_marker(site, account).await?;
+                    PurgeStep::Relinked
+                }
+                // A row changed since it was read (a sweeper beside this
+                // one): the next step reads again.
+                SpendWrite::Written | SpendWrite::Stale => PurgeStep::More,
+            });
         }
         // The rows are gone, so every sum is zero: drop the items.
         let sums = self.day_sums(site, account, 0, 9_999_999_999_999).await?;

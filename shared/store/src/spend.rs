@@ -132,8 +132,11 @@ impl Spend<'_> {
     }
 
     /// Writes row changes under `cond`, with the day sums in step, in as few
-    /// transactions as DynamoDB's 100-item cap allows. Answers `false`, having
-    /// written nothing more, as soon as the condition fails.
+    /// transactions as DynamoDB's 100-item cap allows. Each row is written
+    /// only if it still holds what the change was computed from, so two
+    /// executions of one run (both holding its lease) never add a day's
+    /// delta twice. Stops, having written nothing more, at the first
+    /// transaction that fails a condition, and says which.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -141,14 +144,15 @@ impl Spend<'_> {
         &self,
         cond: &LeaseCondition,
         changes: &[RowChange],
-    ) -> Result<bool, StoreError> {
+    ) -> Result<SpendWrite, StoreError> {
         let mut chunk: Vec<&RowChange> = vec![];
         let mut days = std::collections::BTreeSet::new();
         for change in changes {
             let new_day = !days.contains(&change.day());
             if 1 + chunk.len() + days.len() + 1 + usize::from(new_day) > MAX_TRANSACTION_ITEMS {
-                if !self.write_spend_chunk(cond, &chunk).await? {
-                    return Ok(false);
+                let written = self.write_spend_chunk(cond, &chunk).await?;
+                if written != SpendWrite::Written {
+                    return Ok(written);
                 }
                 chunk.clear();
                 days.clear();
@@ -157,7 +161,7 @@ impl Spend<'_> {
             chunk.push(change);
         }
         if chunk.is_empty() {
-            return Ok(true);
+            return Ok(SpendWrite::Written);
         }
         self.write_spend_chunk(cond, &chunk).await
     }
@@ -166,7 +170,7 @@ impl Spend<'_> {
         &self,
         cond: &LeaseCondition,
         chunk: &[&RowChange],
-    ) -> Result<bool, StoreError> {
+    ) -> Result<SpendWrite, StoreError> {
         let t = &self.names.table;
         let (site, account) = (cond.site_id(), cond.ad_account_id());
         let mut items = vec![cond.check(t)?];
@@ -174,28 +178,38 @@ impl Spend<'_> {
         for change in chunk {
             deltas.entry(change.day()).or_default().add(change.delta());
             items.push(match change {
-                RowChange::Put { row, .. } => {
-                    let put = Put::builder()
-                        .table_name(t)
-                        .item(PK, s(spend_pk(site, account)))
-                        .item(SK, s(spend_sk(row.day_start, &row.ad_id)))
-                        .item("adId", s(&row.ad_id))
-                        .item("dayStart", n(row.day_start))
-                        .item("spendCents", n(row.figures.spend_cents))
-                        .item("impressions", n(row.figures.impressions))
-                        .item("clicks", n(row.figures.clicks))
-                        .item("updatedAt", n(row.updated_at))
-                        .build()
-                        .map_err(StoreError::ddb)?;
+                RowChange::Put { row, old } => {
+                    let put = as_read(
+                        Put::builder(),
+                        *old,
+                        |b, e| b.condition_expression(e),
+                        |b, k, v| b.expression_attribute_values(k, v),
+                    )
+                    .table_name(t)
+                    .item(PK, s(spend_pk(site, account)))
+                    .item(SK, s(spend_sk(row.day_start, &row.ad_id)))
+                    .item("adId", s(&row.ad_id))
+                    .item("dayStart", n(row.day_start))
+                    .item("spendCents", n(row.figures.spend_cents))
+                    .item("impressions", n(row.figures.impressions))
+                    .item("clicks", n(row.figures.clicks))
+                    .item("updatedAt", n(row.updated_at))
+                    .build()
+                    .map_err(StoreError::ddb)?;
                     TransactWriteItem::builder().put(put).build()
                 }
                 RowChange::Delete { row } => {
-                    let delete = Delete::builder()
-                        .table_name(t)
-                        .key(PK, s(spend_pk(site, account)))
-                        .key(SK, s(spend_sk(row.day_start, &row.ad_id)))
-                        .build()
-                        .map_err(StoreError::ddb)?;
+                    let delete = as_read(
+                        Delete::builder(),
+                        Some(row.figures),
+                        |b, e| b.condition_expression(e),
+                        |b, k, v| b.expression_attribute_values(k, v),
+                    )
+                    .table_name(t)
+                    .key(PK, s(spend_pk(site, account)))
+                    .key(SK, s(spend_sk(row.day_start, &row.ad_id)))
+                    .build()
+                    .map_err(StoreError::ddb)?;
                     TransactWriteItem::builder().delete(delete).build()
                 }
             });
@@ -217,8 +231,45 @@ impl Spend<'_> {
             items.push(TransactWriteItem::builder().update(update).build());
         }
         if items.len() == 1 {
-            return Ok(true);
+            return Ok(SpendWrite::Written);
         }
-        self.transact_under_lease(items).await
+        Ok(match self.transact(items).await? {
+            None => SpendWrite::Written,
+            Some(0) => SpendWrite::LostLease,
+            Some(_) => SpendWrite::Stale,
+        })
+    }
+}
+
+/// How a spend write ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpendWrite {
+    Written,
+    /// The run's lease is gone: nothing more was written.
+    LostLease,
+    /// A row no longer holds what the change was computed from (another
+    /// execution of the run wrote it first): read again and recompute.
+    Stale,
+}
+
+/// Conditions a row write on the row holding `old` (or being absent), in
+/// the builder's own condition and value setters.
+fn as_read<B>(
+    builder: B,
+    old: Option<SpendFigures>,
+    condition: impl Fn(B, &str) -> B,
+    value: impl Fn(B, &str, aws_sdk_dynamodb::types::AttributeValue) -> B,
+) -> B {
+    match old {
+        None => condition(builder, "attribute_not_exists(pk)"),
+        Some(f) => {
+            let b = condition(
+                builder,
+                "spendCents = :oldSpend AND impressions = :oldImpressions AND clicks = :oldClicks",
+            );
+            let b = value(b, ":oldSpend", n(f.spend_cents));
+            let b = value(b, ":oldImpressions", n(f.impressions));
+            value(b, ":oldClicks", n(f.clicks))
+        }
     }
 }

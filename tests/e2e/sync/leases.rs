@@ -199,3 +199,40 @@ async fn a_relink_during_the_purge_stops_it_and_the_backfill_rewrites() {
     assert_eq!(after.len(), before.len());
     h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
 }
+
+/// SQS hands a run's message to two workers at once (a duplicate delivery
+/// while the first copy still runs): both hold the same lease, both read
+/// Meta, and the day sums must still equal a recount of the rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_executions_of_one_run_at_once_count_spend_once() {
+    use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
+    use lambda_runtime::{Context, LambdaEvent};
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.runner().dispatch().await.unwrap();
+    let link = h.link("loja-x", LOJA_PRINCIPAL).await;
+    let body = serde_json::to_string(&SyncMessage {
+        site_id: "loja-x".into(),
+        ad_account_id: LOJA_PRINCIPAL.into(),
+        run_id: link.run_id.clone().unwrap(),
+    })
+    .unwrap();
+    let event = |id: &str| {
+        let mut m = SqsMessage::default();
+        m.message_id = Some(id.into());
+        m.body = Some(body.clone());
+        let mut e = SqsEvent::default();
+        e.records = vec![m];
+        LambdaEvent::new(e, Context::default())
+    };
+    // Slow answers, so both copies read before either writes.
+    h.fake().tune(|k| k.latency_ms = 40);
+    let worker = &h.runner().worker;
+    let (a, b) = tokio::join!(
+        adtrail_sync_worker::handle(worker, event("first")),
+        adtrail_sync_worker::handle(worker, event("second")),
+    );
+    assert!(a.is_ok() && b.is_ok());
+    assert!(!h.all_rows("loja-x", LOJA_PRINCIPAL).await.is_empty());
+    h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
+}
