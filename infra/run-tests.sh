@@ -28,6 +28,9 @@ export ADTRAIL_DDB_FAULTS="${ADTRAIL_DDB_FAULTS:-0.05}"
 export ADTRAIL_IAM_LOG_DIR="${TMPDIR:-/tmp}/adtrail-iam-$port"
 rm -rf "$ADTRAIL_IAM_LOG_DIR"
 trap 'kill $moto 2>/dev/null || true; rm -rf "$ADTRAIL_IAM_LOG_DIR"' EXIT
+# The functions' real mains, which the runtime test starts behind a
+# stand-in Runtime API.
+cargo build -q -p adtrail-api -p adtrail-dispatcher -p adtrail-sync-worker -p adtrail-capi-sender --bins
 # With arguments, they are cargo test's (e.g. `-p adtrail-tests --test e2e capi::`).
 if [ "${1:-}" = "--contract-only" ]; then
   shift

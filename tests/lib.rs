@@ -3,6 +3,8 @@
 //! runner on a virtual clock, and an HTTP client that calls the API as a
 //! host's server would, with a bearer token verified like API Gateway does.
 
+pub mod runtime;
+
 use std::sync::Arc;
 
 use adtrail_domain::links::SiteAdAccount;

@@ -7,6 +7,7 @@ mod api;
 mod capi;
 mod fault;
 mod login;
+mod runtime;
 mod store;
 mod sync;
 mod template;

@@ -89,7 +89,7 @@ fn hashes_are_a_string_set_and_a_pixel_token_is_binary() {
             external_id: None,
         }),
         work_at: Some(9),
-        unsure: true,
+        unsure: false,
     };
     let new = NewConversion {
         event_id: "e".into(),
@@ -114,6 +114,17 @@ fn hashes_are_a_string_set_and_a_pixel_token_is_binary() {
         .try_into()
         .unwrap();
     assert_eq!(back, conv);
+    assert!(item.get("unsure").is_none(), "written only once true");
+    let mut marked = item.clone();
+    marked.insert(
+        "unsure".into(),
+        aws_sdk_dynamodb::types::AttributeValue::Bool(true),
+    );
+    let back: Conversion = decode::<ConversionItem>(&marked, "c")
+        .unwrap()
+        .try_into()
+        .unwrap();
+    assert!(back.unsure);
     let pixel = SitePixel {
         site_id: "loja-x".into(),
         pixel_id: "1".into(),

@@ -1,0 +1,239 @@
+//! The functions' real `main`s, run as Lambda runs them (the binaries
+//! behind a stand-in Runtime API, `AWS_LAMBDA_LOG_LEVEL=trace`, JSON
+//! logs), through a scenario that carries every secret adtrail holds: a
+//! pasted connection token, a pixel's own token, a login code and the Meta
+//! app's secret, the host's bearer JWT, contact hashes and a plain phone
+//! sent by mistake. Nothing the processes write may hold any of them.
+
+use adtrail_domain::time::{Clock, SystemClock};
+use adtrail_fake_meta::{FAKE_APP_SECRET, LOJA_PIXEL};
+use adtrail_local::http::api_gateway_event;
+use adtrail_tests::runtime::{Function, binary};
+use adtrail_tests::*;
+use axum::http::{HeaderMap, HeaderValue, Method, Uri};
+use serde_json::{Value, json};
+
+const PIXEL_TOKEN: &str = "EAAB-loja-own-pixel-token-0009";
+const LOGIN_CODE: &str = "sys-code-runtime-7";
+
+/// The stack's names and the fake's address, as the template gives them.
+fn env(h: &Harness) -> Vec<(String, String)> {
+    let n = &h.store().names;
+    let mut env = vec![
+        ("TABLE_NAME", n.table.clone()),
+        ("SYNC_QUEUE_URL", n.sync_queue_url.clone()),
+        ("SEND_QUEUE_URL", n.send_queue_url.clone()),
+        ("BUS_NAME", n.bus.clone()),
+        ("KEY_ID", n.key_id.clone()),
+        ("THUMBNAIL_BUCKET", n.bucket.clone()),
+        (
+            "META_APP_SECRET_ID",
+            n.meta_app_secret.clone().unwrap_or_default(),
+        ),
+        ("META_GRAPH_URL", h.fake().url()),
+        ("AWS_LAMBDA_LOG_LEVEL", "trace".into()),
+        ("AWS_LAMBDA_LOG_FORMAT", "json".into()),
+    ];
+    env.push(("RUST_LOG", "trace".into()));
+    env.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+/// An API Gateway event as the host's server causes it: the bearer JWT in
+/// its headers, the verified claims beside.
+fn api_event(h: &Harness, method: &str, path: &str, body: Option<Value>) -> Value {
+    let token = h.app.host_token();
+    let claims = h.app.local.keys.verify(&token).expect("claims");
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        "authorization",
+        HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+    );
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    api_gateway_event(
+        &Method::from_bytes(method.as_bytes()).unwrap(),
+        &path.parse::<Uri>().unwrap(),
+        &headers,
+        body.as_bytes(),
+        Some(&claims),
+    )
+}
+
+/// The queue's messages as Lambda's event source mapping hands them.
+async fn sqs_event(h: &Harness, url: &str) -> Option<Value> {
+    let got = h
+        .store()
+        .sqs
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(10)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    if got.is_empty() {
+        return None;
+    }
+    let records: Vec<Value> = got
+        .iter()
+        .map(|m| {
+            json!({
+                "messageId": m.message_id,
+                "receiptHandle": m.receipt_handle,
+                "body": m.body,
+                "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "0", "SenderId": "local", "ApproximateFirstReceiveTimestamp": "0"},
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:local",
+                "awsRegion": "us-east-1",
+            })
+        })
+        .collect();
+    Some(json!({ "Records": records }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_mains_at_trace_log_no_secret() {
+    // The mains run on the wall clock: so does the stack here.
+    let h = Harness::start_at(SystemClock.now_ms()).await;
+    let env = env(&h);
+    let api = Function::start(binary("adtrail-api"), &env).await;
+    let dispatcher = Function::start(binary("adtrail-dispatcher"), &env).await;
+    let worker = Function::start(binary("adtrail-sync-worker"), &env).await;
+    let sender = Function::start(binary("adtrail-capi-sender"), &env).await;
+
+    let plain_phone = "5511988887777";
+    let hashes = [
+        adtrail_domain::contact::sha256_hex(plain_phone),
+        adtrail_domain::contact::sha256_hex("contact-runtime"),
+    ];
+    let meta = json!({"ph": [hashes[0]], "externalId": hashes[1]});
+    let now = SystemClock.now_ms();
+    let mut answers = vec![];
+    for (method, path, body) in [
+        (
+            "PUT",
+            "/v1/sites/loja-x",
+            json!({"name": "Loja X", "currency": "BRL", "country": "BR"}),
+        ),
+        (
+            "PUT",
+            "/v1/meta/connections/agency",
+            json!({"accessToken": TOKEN}),
+        ),
+        (
+            "POST",
+            "/v1/meta/connections/agency/login",
+            json!({"code": LOGIN_CODE, "redirectUri": "https://app.example.com/meta/retorno"}),
+        ),
+        (
+            "PUT",
+            &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"),
+            json!({"ownerKey": "agency"}),
+        ),
+        (
+            "PUT",
+            "/v1/sites/loja-x/pixel",
+            json!({"pixelId": LOJA_PIXEL.0, "accessToken": PIXEL_TOKEN}),
+        ),
+        (
+            "PUT",
+            "/v1/sites/loja-x/pipeline",
+            json!({"columns": [{"key": "agendado", "name": "Agendado"}]}),
+        ),
+        (
+            "PUT",
+            "/v1/sites/loja-x/event-map",
+            json!({"columns": {"agendado": "Schedule"}, "sendLeadEvent": true}),
+        ),
+        (
+            "POST",
+            "/v1/sites/loja-x/leads",
+            json!({"leadKey": "ana", "changeId": "r1", "occurredAt": now, "origin": "organic", "meta": meta}),
+        ),
+        (
+            "POST",
+            "/v1/sites/loja-x/leads/ana/stage",
+            json!({"changeId": "r2", "occurredAt": now, "column": "agendado", "meta": {"ph": [plain_phone]}}),
+        ),
+    ] {
+        let answer = api
+            .invoke(api_event(&h, method, path, Some(body)))
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let status = answer["statusCode"].as_i64().unwrap_or(0);
+        assert!(status < 300, "{method} {path}: {answer}");
+        answers.push(answer);
+    }
+    answers.push(
+        api.invoke(api_event(&h, "GET", "/v1/meta/connections/agency", None))
+            .await
+            .unwrap(),
+    );
+
+    // The schedule fires the dispatcher; the worker runs what it queued.
+    let schedule: Value =
+        serde_json::from_str(include_str!("../../infra/events/dispatcher-schedule.json")).unwrap();
+    dispatcher.invoke(schedule).await.expect("dispatch");
+    let mut synced = 0;
+    while let Some(event) = sqs_event(&h, &h.store().names.sync_queue_url).await {
+        answers.push(worker.invoke(event).await.expect("sync"));
+        synced += 1;
+    }
+    assert!(synced > 0, "the dispatcher queued the linked account");
+    // The sender sends the lead's events with the pixel's own token.
+    let mut sends = 0;
+    while let Some(event) = sqs_event(&h, &h.store().names.send_queue_url).await {
+        answers.push(sender.invoke(event).await.expect("send"));
+        sends += 1;
+    }
+    assert!(sends > 0);
+    // The Lead went; the Schedule had only a plain phone, which is never
+    // sent (nor kept).
+    assert_eq!(h.fake().accepted_events().len(), 1, "the Lead reached Meta");
+    assert!(
+        h.fake()
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/events"))
+            .all(|r| r.authorization.as_deref() == Some(&format!("Bearer {PIXEL_TOKEN}"))),
+        "sent with the pixel's own token"
+    );
+
+    let jwt = h.app.host_token();
+    let mut written = String::new();
+    for f in [api, dispatcher, worker, sender] {
+        written.push_str(&f.stop().await);
+        written.push('\n');
+    }
+    // The search looks where the logs are: the runtime's JSON lines at
+    // TRACE from every process, the sender's own summary among them.
+    assert!(
+        written.contains("\"level\":\"TRACE\""),
+        "TRACE lines were written"
+    );
+    assert!(
+        written.contains("send batch done"),
+        "the sender's log is searched"
+    );
+    let answers = serde_json::to_string(&answers).unwrap();
+    let secrets = [
+        ("the connection token", TOKEN.to_owned()),
+        ("the pixel's token", PIXEL_TOKEN.to_owned()),
+        ("the login code", LOGIN_CODE.to_owned()),
+        ("the app secret", FAKE_APP_SECRET.to_owned()),
+        ("a contact hash", hashes[0].clone()),
+        ("a contact hash", hashes[1].clone()),
+        ("the plain phone", plain_phone.to_owned()),
+        ("the bearer JWT", jwt.split('.').nth(2).unwrap().to_owned()),
+    ];
+    for (what, secret) in &secrets {
+        assert!(
+            !written.contains(secret.as_str()),
+            "{what} is in a log line"
+        );
+        assert!(!answers.contains(secret.as_str()), "{what} is in an answer");
+    }
+}
