@@ -334,3 +334,35 @@ async fn claims_are_read_in_batches_and_one_account_feeds_one_site() {
     assert!(claims.values().all(|s| s == "s1"));
     assert_eq!(store.links().owner_links("o1").await.unwrap().len(), 12);
 }
+
+/// An agency whose 1,000 accounts and 1,000 pixels have long names: the
+/// connection item stays under DynamoDB's 400 KB (moto refuses larger), and
+/// every account is listed.
+#[tokio::test]
+async fn a_connection_listing_of_a_huge_agency_fits_its_item() {
+    use adtrail_store::connections::{ListedAccount, ListedPixel};
+    let h = Harness::start().await;
+    let long = "\u{1F4B0}".repeat(400);
+    let accounts: Vec<ListedAccount> = (0..1_000)
+        .map(|i| ListedAccount {
+            ad_account_id: format!("act_{i:012}"),
+            name: long.clone(),
+            currency: "BRL".into(),
+            timezone: "America/Sao_Paulo".into(),
+        })
+        .collect();
+    let pixels: Vec<ListedPixel> = (0..1_000)
+        .map(|i| ListedPixel {
+            pixel_id: format!("{i:015}"),
+            name: long.clone(),
+        })
+        .collect();
+    let stored = h
+        .store()
+        .connections()
+        .put_connection("big", vec![7; 600], "v1", &accounts, &pixels, T0)
+        .await
+        .expect("stored");
+    assert_eq!(stored.accounts.len(), 1_000);
+    assert_eq!(stored.pixels.len(), 1_000);
+}

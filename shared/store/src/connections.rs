@@ -53,6 +53,41 @@ pub struct Authorization<'a> {
 /// The most pixels one connection keeps in its listing.
 pub const MAX_LISTED_PIXELS: usize = 1_000;
 
+/// Bytes the listings may take in the connection item, far below
+/// DynamoDB's 400 KB for an item with its token and dates: the accounts'
+/// and the pixels'.
+pub const ACCOUNTS_LISTING_BYTES: usize = 260_000;
+pub const PIXELS_LISTING_BYTES: usize = 100_000;
+
+/// Shortens the names (display only, never a key) until the listing's JSON
+/// fits `budget`: every id is kept, so every listed account can still be
+/// linked. Answers the JSON.
+fn fitted<T: Serialize>(
+    items: &[T],
+    budget: usize,
+    name: impl Fn(&mut T) -> &mut String,
+) -> Result<String, StoreError>
+where
+    T: Clone,
+{
+    let mut items = items.to_vec();
+    let mut cap = 400;
+    loop {
+        let json =
+            serde_json::to_string(&items).map_err(|_| StoreError::Malformed("listing".into()))?;
+        if json.len() <= budget || cap == 0 {
+            return Ok(json);
+        }
+        cap /= 2;
+        for item in &mut items {
+            let n = name(item);
+            if let Some((at, _)) = n.char_indices().nth(cap) {
+                n.truncate(at);
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Connection {
     pub owner_key: String,
@@ -104,10 +139,16 @@ impl Connections<'_> {
         pixels: &[ListedPixel],
         now: i64,
     ) -> Result<Connection, StoreError> {
-        let listing = serde_json::to_string(&accounts[..accounts.len().min(MAX_LISTED_ACCOUNTS)])
-            .map_err(|_| StoreError::Malformed("listing".into()))?;
-        let pixel_listing = serde_json::to_string(&pixels[..pixels.len().min(MAX_LISTED_PIXELS)])
-            .map_err(|_| StoreError::Malformed("pixel listing".into()))?;
+        let listing = fitted(
+            &accounts[..accounts.len().min(MAX_LISTED_ACCOUNTS)],
+            ACCOUNTS_LISTING_BYTES,
+            |a| &mut a.name,
+        )?;
+        let pixel_listing = fitted(
+            &pixels[..pixels.len().min(MAX_LISTED_PIXELS)],
+            PIXELS_LISTING_BYTES,
+            |p| &mut p.name,
+        )?;
         let out = self.update_item(owner_pk(owner), CONNECTION_SK)
             .update_expression(
                 "SET ownerKey = :owner, #status = :active, sealedToken = :token, tokenVersion = :version, \
@@ -294,5 +335,38 @@ impl Connections<'_> {
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn delete_connection(&self, owner: &str) -> Result<bool, StoreError> {
         self.delete_existing(owner_pk(owner), CONNECTION_SK).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listing_of_long_names_fits_the_item_and_keeps_every_id() {
+        // 1,000 accounts named with 400 four-byte characters: 1.6 MB raw.
+        let accounts: Vec<ListedAccount> = (0..MAX_LISTED_ACCOUNTS)
+            .map(|i| ListedAccount {
+                ad_account_id: format!("act_{:012}", i),
+                name: "\u{1F4B0}".repeat(400),
+                currency: "BRL".into(),
+                timezone: "America/Sao_Paulo".into(),
+            })
+            .collect();
+        let json = fitted(&accounts, ACCOUNTS_LISTING_BYTES, |a| &mut a.name).unwrap();
+        assert!(json.len() <= ACCOUNTS_LISTING_BYTES, "{}", json.len());
+        let back: Vec<ListedAccount> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.len(), MAX_LISTED_ACCOUNTS);
+        assert!(
+            back.iter().all(|a| !a.name.is_empty()),
+            "names shortened, not dropped"
+        );
+        // A listing that fits is kept as Meta gave it.
+        let small = &accounts[..3];
+        let json = fitted(small, ACCOUNTS_LISTING_BYTES, |a| &mut a.name).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Vec<ListedAccount>>(&json).unwrap(),
+            small
+        );
     }
 }
