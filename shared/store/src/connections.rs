@@ -62,14 +62,11 @@ pub const PIXELS_LISTING_BYTES: usize = 100_000;
 /// Shortens the names (display only, never a key) until the listing's JSON
 /// fits `budget`: every id is kept, so every listed account can still be
 /// linked. Answers the JSON.
-fn fitted<T: Serialize>(
+fn fitted<T: Serialize + Clone>(
     items: &[T],
     budget: usize,
     name: impl Fn(&mut T) -> &mut String,
-) -> Result<String, StoreError>
-where
-    T: Clone,
-{
+) -> Result<String, StoreError> {
     let mut items = items.to_vec();
     let mut cap = 400;
     loop {
