@@ -212,3 +212,34 @@ pub(crate) fn pixel_view(pixel: Option<&SitePixel>) -> PixelView<'_> {
         },
     }
 }
+
+/// Keeps the leading rows whose JSON fits `budget` bytes, so an answer
+/// never passes Lambda's 6 MB; answers whether any was left out.
+pub(crate) fn keep_within<T: Serialize>(rows: &mut Vec<T>, budget: usize) -> bool {
+    let mut bytes = 0;
+    let fits = rows
+        .iter()
+        .take_while(|r| {
+            bytes += serde_json::to_vec(r).map_or(usize::MAX / 2, |v| v.len() + 1);
+            bytes <= budget
+        })
+        .count();
+    let cut = fits < rows.len();
+    rows.truncate(fits);
+    cut
+}
+
+#[cfg(test)]
+mod keep_within_tests {
+    use super::keep_within;
+
+    #[test]
+    fn rows_past_the_budget_are_left_out_and_said() {
+        let mut rows = vec!["a".repeat(10); 10];
+        assert!(!keep_within(&mut rows, 1_000));
+        assert_eq!(rows.len(), 10);
+        // Each row is 12 bytes of JSON and a comma.
+        assert!(keep_within(&mut rows, 40));
+        assert_eq!(rows.len(), 3);
+    }
+}
