@@ -4,6 +4,7 @@
 //! brought leads.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 use adtrail_domain::catalog::CatalogEntry;
 use adtrail_store::blobs::thumbnail_key;
@@ -48,13 +49,15 @@ pub(crate) fn entry_of_ad(ad: adtrail_meta::Ad) -> CatalogEntry {
 
 impl Worker {
     /// Merges what the run learnt into the catalog (only entries that
-    /// change), then copies thumbnails the catalog lacks.
+    /// change), then copies thumbnails the catalog lacks, starting none
+    /// past `stop_at` (those left are copied by a later run).
     pub(crate) async fn save_catalog(
         &self,
         cond: &LeaseCondition,
         learnt: BTreeMap<String, CatalogEntry>,
         thumbnails: HashMap<String, String>,
         now: i64,
+        stop_at: Instant,
         report: &mut RunReport,
     ) -> Result<(), Stop> {
         let stored = self.store.catalog().site_catalog(cond.site_id()).await?;
@@ -89,6 +92,9 @@ impl Worker {
         need_thumbnail.truncate(MAX_THUMBNAILS_PER_RUN);
         let copies = futures::stream::iter(need_thumbnail)
             .map(|(ad, url)| async move {
+                if Instant::now() >= stop_at {
+                    return Ok(None);
+                }
                 let Some(thumb) = self.graph.thumbnail(&url).await else {
                     return Ok(None);
                 };

@@ -4,13 +4,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use adtrail_domain::catalog::CatalogEntry;
-use adtrail_domain::dates::Timezone;
+use adtrail_domain::dates::{LocalDate, Timezone, shift};
 use adtrail_domain::graph_error::{GraphErrorKind, Usage};
 use adtrail_domain::links::SiteAdAccount;
 use adtrail_domain::money::Currency;
 use adtrail_domain::outcome::{FailureKind, Finish, LinkProgress, PlanDone, RunOutcome, finish};
 use adtrail_domain::pixels::ConnectionStatus;
-use adtrail_domain::plan::{SyncCursor, SyncPlan, plan_sync};
+use adtrail_domain::plan::{DateRange, SyncCursor, SyncPlan, plan_sync};
 use adtrail_meta::GraphError;
 use adtrail_store::connections::Connection;
 use adtrail_store::lease::LeaseCondition;
@@ -107,14 +107,8 @@ impl Worker {
                     regain_ms: None,
                 }
             }
-            Err(Stop::OutOfTime) => RunOutcome::Failed {
-                kind: FailureKind::OutOfTime,
-                reason: "the run stopped before its Lambda deadline; what it read is saved and the next run reads the range again"
-                    .into(),
-                regain_ms: None,
-            },
-            Err(Stop::Graph(e)) => graph_failure(&e),
             Err(Stop::Store(e)) => return Err(e.into()),
+            Err(stop) => stopped(stop),
         };
         self.finish(msg, &link, &token_version, &outcome, started_at)
             .await?;
@@ -151,16 +145,18 @@ impl Worker {
         };
         let mut usage = Usage::default();
         let mut parts = vec![];
-        self.read_range(
-            &token,
-            link,
-            &currency,
-            plan.range(),
-            stop_reads_at,
-            &mut usage,
-            &mut parts,
-        )
-        .await?;
+        let read = self
+            .read_range(
+                &token,
+                link,
+                &currency,
+                plan.range(),
+                stop_reads_at,
+                &mut usage,
+                &mut parts,
+            )
+            .await;
+        // What came is saved under the lease, whatever stopped the reading.
         let mut catalog: BTreeMap<String, CatalogEntry> = BTreeMap::new();
         for part in &parts {
             self.save_part(&cond, part, report).await?;
@@ -168,10 +164,52 @@ impl Worker {
                 learn(&mut catalog, entry_of_row(row));
             }
         }
+        if let Err(stop) = read {
+            // A backfill goes on next time from the first day not read.
+            let done = match plan {
+                SyncPlan::Backfill { range, .. } => read_through(range, &parts),
+                SyncPlan::Live { .. } => None,
+            };
+            let (Some(done), Stop::OutOfTime | Stop::Graph(_)) = (done, &stop) else {
+                return Err(stop);
+            };
+            self.save_catalog(
+                &cond,
+                catalog,
+                HashMap::new(),
+                started_at,
+                stop_reads_at,
+                report,
+            )
+            .await?;
+            return Ok(RunOutcome::Partial {
+                next_from: shift(done, 1),
+                stopped: Box::new(stopped(stop)),
+            });
+        }
         let mut thumbnails = HashMap::new();
         if plan.full_catalog() {
             if Instant::now() >= stop_reads_at {
-                return Err(Stop::OutOfTime);
+                // The block is read, not the catalog: the next run reads the
+                // block's last day again, and then the catalog.
+                return match plan {
+                    SyncPlan::Backfill { range, .. } if range.since < range.until => {
+                        self.save_catalog(
+                            &cond,
+                            catalog,
+                            HashMap::new(),
+                            started_at,
+                            stop_reads_at,
+                            report,
+                        )
+                        .await?;
+                        Ok(RunOutcome::Partial {
+                            next_from: range.until,
+                            stopped: Box::new(stopped(Stop::OutOfTime)),
+                        })
+                    }
+                    _ => Err(Stop::OutOfTime),
+                };
             }
             let listed = self
                 .graph
@@ -186,8 +224,15 @@ impl Worker {
                 learn(&mut catalog, entry_of_ad(ad));
             }
         }
-        self.save_catalog(&cond, catalog, thumbnails, started_at, report)
-            .await?;
+        self.save_catalog(
+            &cond,
+            catalog,
+            thumbnails,
+            started_at,
+            stop_reads_at,
+            report,
+        )
+        .await?;
         if matches!(plan, SyncPlan::Live { .. }) && Instant::now() < stop_reads_at {
             self.name_lead_ads(&token, &cond, started_at, report)
                 .await?;
@@ -277,7 +322,8 @@ impl Worker {
                     .links()
                     .finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, &update)
                     .await?
-                    && let (RunOutcome::Failed { .. }, Some(error)) = (outcome, &update.last_error)
+                    && let (RunOutcome::Failed { .. } | RunOutcome::Partial { .. }, Some(error)) =
+                        (outcome, &update.last_error)
                 {
                     self.put_event(
                         "AccountSyncFailed",
@@ -331,6 +377,40 @@ impl Worker {
 }
 
 /// A Graph failure as a run outcome.
+/// The last day of `range` that the parts read cover without a gap from
+/// its first, if they cover any.
+fn read_through(range: DateRange, parts: &[crate::read::Part]) -> Option<LocalDate> {
+    let mut ranges: Vec<DateRange> = parts.iter().map(|p| p.range).collect();
+    ranges.sort_by_key(|r| r.since);
+    let mut through: Option<LocalDate> = None;
+    for r in ranges {
+        let next = through.map_or(range.since, |d| shift(d, 1));
+        if r.since != next {
+            break;
+        }
+        through = Some(r.until);
+    }
+    through.filter(|d| *d < range.until)
+}
+
+/// A run's outcome when something stopped it (not AWS, not a lost lease).
+fn stopped(stop: Stop) -> RunOutcome {
+    match stop {
+        Stop::OutOfTime => RunOutcome::Failed {
+            kind: FailureKind::OutOfTime,
+            reason: "the run stopped before its Lambda deadline; what it read is saved and the next run reads the rest"
+                .into(),
+            regain_ms: None,
+        },
+        Stop::Graph(e) => graph_failure(&e),
+        Stop::LostLease | Stop::Store(_) => RunOutcome::Failed {
+            kind: FailureKind::Unavailable,
+            reason: "link lost".into(),
+            regain_ms: None,
+        },
+    }
+}
+
 fn graph_failure(e: &GraphError) -> RunOutcome {
     let kind = match e.kind {
         GraphErrorKind::TokenInvalid => FailureKind::Token,

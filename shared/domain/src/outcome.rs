@@ -73,6 +73,14 @@ pub enum RunOutcome {
         reason: String,
         regain_ms: Option<i64>,
     },
+    /// A backfill run that stopped (`stopped`, a failure) after saving the
+    /// block's days up to the one before `next_from`: the next run starts
+    /// there. Stopping for its deadline after reading something is no
+    /// failure: the run read a shorter block.
+    Partial {
+        next_from: LocalDate,
+        stopped: Box<RunOutcome>,
+    },
 }
 
 /// The part of a link the outcome depends on.
@@ -130,6 +138,27 @@ pub fn finish(link: LinkProgress, outcome: &RunOutcome, started_at: i64, now: i6
         last_full_resync_at: None,
     };
     match outcome {
+        RunOutcome::Partial { next_from, stopped } => {
+            let out_of_time = matches!(
+                **stopped,
+                RunOutcome::Failed {
+                    kind: FailureKind::OutOfTime,
+                    ..
+                }
+            );
+            match finish(link, stopped, started_at, now) {
+                Finish::Update(mut update) => {
+                    update.backfill_from = Change::Set(*next_from);
+                    if out_of_time {
+                        update.failures = 0;
+                        update.last_error = None;
+                        update.next_sync_at = now + BACKFILL_NEXT_BLOCK_MS;
+                    }
+                    Finish::Update(update)
+                }
+                pause => pause,
+            }
+        }
         RunOutcome::Ok {
             usage_pct,
             regain_ms,

@@ -301,3 +301,48 @@ async fn a_run_near_its_deadline_starts_no_meta_read_and_says_so() {
     );
     assert_eq!(link.next_sync_at, Some(h.now() + 15 * MINUTE_MS));
 }
+
+/// A huge account: Meta asks for less on every range over three days and
+/// answers slowly, so no run reads a 30-day block before its deadline. What
+/// each run read is kept, and the next run goes on from there: the 90-day
+/// backfill completes over several runs instead of timing out forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_account_completes_its_backfill_over_several_runs() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    // About 19 rows an account-day: over 3 days of rows is "too much data".
+    h.fake().set_knobs(Knobs {
+        row_cap: Some(60),
+        latency_ms: 60,
+        ..Knobs::default()
+    });
+    let mut runs = 0;
+    for _ in 0..40 {
+        h.runner().dispatch().await.unwrap();
+        let link = h.link("loja-x", LOJA_PRINCIPAL).await;
+        if let Some(run_id) = link.run_id.clone() {
+            runs += 1;
+            let message = SyncMessage {
+                site_id: "loja-x".into(),
+                ad_account_id: LOJA_PRINCIPAL.into(),
+                run_id,
+            };
+            h.runner()
+                .worker
+                .run(
+                    &message,
+                    std::time::Instant::now() + std::time::Duration::from_millis(1_500),
+                )
+                .await
+                .unwrap();
+        }
+        if h.link("loja-x", LOJA_PRINCIPAL).await.sync_state.as_str() == "live" {
+            break;
+        }
+        h.runner().advance(16 * MINUTE_MS).await.unwrap();
+    }
+    let link = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert_eq!(link.sync_state.as_str(), "live", "{link:?}");
+    assert!(runs > 1, "it took several runs ({runs})");
+    h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
+}

@@ -210,3 +210,38 @@ fn a_truncated_day_is_reported() {
             .starts_with("META_TRUNCATED: ")
     );
 }
+
+#[test]
+fn a_backfill_that_stopped_keeps_its_progress() {
+    let from = crate::dates::parse_date("2026-05-09").unwrap();
+    let backfilling = LinkProgress {
+        sync_state: SyncState::Backfill,
+        failures: 3,
+        ..link()
+    };
+    let partial = |stopped| RunOutcome::Partial {
+        next_from: from,
+        stopped: Box::new(stopped),
+    };
+    // Out of time after reading something: no failure, next block soon.
+    let u = update(finish(
+        backfilling,
+        &partial(failed(FailureKind::OutOfTime, None)),
+        NOW,
+        NOW,
+    ));
+    assert_eq!(u.backfill_from, Change::Set(from));
+    assert_eq!((u.failures, u.last_error), (0, None));
+    assert_eq!(u.next_sync_at, NOW + BACKFILL_NEXT_BLOCK_MS);
+    // Meta failed mid-block: the failure's back-off, the progress kept.
+    let u = update(finish(
+        backfilling,
+        &partial(failed(FailureKind::Throttled, Some(2 * HOUR_MS))),
+        NOW,
+        NOW,
+    ));
+    assert_eq!(u.backfill_from, Change::Set(from));
+    assert_eq!(u.failures, 4);
+    assert_eq!(u.next_sync_at, NOW + 2 * HOUR_MS);
+    assert!(u.last_error.is_some_and(|e| e.starts_with("RATE_LIMITED")));
+}
