@@ -43,6 +43,9 @@ pub struct LocalQueue {
     pub visibility_timeout: i64,
     pub dead_letter_url: Option<String>,
     pub consumer: Option<(String, i64)>,
+    /// How long the mapping gathers a batch (the template's
+    /// `MaximumBatchingWindowInSeconds`).
+    pub batching_window_ms: i64,
 }
 
 /// The resources of one local stack.
@@ -311,6 +314,7 @@ async fn create_queues(
             visibility_timeout: q.visibility_timeout,
             dead_letter_url,
             consumer: q.consumer.clone(),
+            batching_window_ms: q.batching_window_ms,
         });
     }
 

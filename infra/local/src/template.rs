@@ -45,6 +45,8 @@ pub struct QueueDef {
     pub redrive: Option<(String, i64)>,
     /// The consuming function's logical id and its batch size.
     pub consumer: Option<(String, i64)>,
+    /// The mapping's `MaximumBatchingWindowInSeconds`, in milliseconds.
+    pub batching_window_ms: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -166,6 +168,7 @@ impl Template {
                         p["RedrivePolicy"]["maxReceiveCount"].as_i64()?,
                     ))
                 });
+                let mut batching_window_ms = 0;
                 let consumer = functions.iter().find_map(|(fid, f)| {
                     f["Properties"]["Events"]
                         .as_mapping()?
@@ -175,6 +178,11 @@ impl Template {
                             (e["Type"].as_str() == Some("SQS")
                                 && source.trim_end_matches(".Arn") == id)
                                 .then(|| {
+                                    batching_window_ms =
+                                        e["Properties"]["MaximumBatchingWindowInSeconds"]
+                                            .as_i64()
+                                            .unwrap_or(0)
+                                            * 1_000;
                                     (
                                         fid.clone(),
                                         e["Properties"]["BatchSize"].as_i64().unwrap_or(10),
@@ -187,6 +195,7 @@ impl Template {
                     retention: p["MessageRetentionPeriod"].as_i64(),
                     redrive,
                     consumer,
+                    batching_window_ms,
                     logical_id: id,
                 }
             })

@@ -288,3 +288,43 @@ async fn a_sender_near_its_deadline_starts_no_request_and_hands_the_rows_back() 
     let row = &rows(&h, "loja-x").await[0];
     assert_eq!((row.status, row.attempts), (ConversionStatus::Sent, 1));
 }
+
+/// Leads trickling in over a few seconds reach Meta together: the local
+/// poller honours the send queue mapping's batch size and 5-second
+/// batching window from `template.yaml`, as Lambda's does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leads_trickling_in_reach_meta_in_one_request_after_the_batching_window() {
+    let h = Harness::start().await;
+    let queue = h.runner().stack.queue("SendQueue").expect("the send queue");
+    assert_eq!(queue.batching_window_ms, 5_000, "read from template.yaml");
+    assert_eq!(queue.consumer.as_ref().map(|(_, b)| *b), Some(1_000));
+    loja_with_pixel(&h).await;
+    let events = |h: &Harness| {
+        h.fake()
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/events"))
+            .count()
+    };
+    // A lead a second; the poller runs in between.
+    for (i, key) in ["ana", "bia", "caio", "duda", "edu"].iter().enumerate() {
+        record(
+            &h,
+            key,
+            &format!("c{i}"),
+            json!({"column": "agendado", "meta": meta_for(key)}),
+        )
+        .await;
+        h.runner().poll().await.unwrap();
+        assert_eq!(events(&h), 0, "the window is still open after lead {i}");
+        h.runner().advance(1_000).await.unwrap();
+    }
+    // Five seconds after the first lead, the window closes: one request.
+    let polled = h.runner().poll().await.unwrap();
+    assert_eq!(polled.batches, 1);
+    assert_eq!(events(&h), 1, "one request for every lead");
+    assert_eq!(
+        h.fake().accepted_events().len(),
+        rows(&h, "loja-x").await.len()
+    );
+}

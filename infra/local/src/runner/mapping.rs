@@ -58,6 +58,62 @@ impl Runner {
         Ok(report)
     }
 
+    /// One pass of Lambda's pollers at the runner's clock, as the event
+    /// source mappings of the template run them: a queue's batch goes to
+    /// its consumer when it is full (the mapping's `BatchSize`) or when the
+    /// mapping's `MaximumBatchingWindowInSeconds` has passed since the
+    /// poller first saw the batch's oldest message; until then the messages
+    /// wait on the queue. [`Runner::drain`] is this with every window
+    /// closed at once (a test's "run until idle").
+    ///
+    /// # Errors
+    /// [`RunnerError`] when SQS fails.
+    pub async fn poll(&self) -> Result<DrainReport, RunnerError> {
+        self.release_due().await?;
+        let mut report = DrainReport::default();
+        for queue in &self.stack.queues {
+            let Some((function, batch)) = &queue.consumer else {
+                continue;
+            };
+            let messages = self.receive_batch(queue, function, *batch).await?;
+            if messages.is_empty() {
+                continue;
+            }
+            let now = self.now();
+            let ids: Vec<String> = messages
+                .iter()
+                .filter_map(|m| m.message_id.clone())
+                .collect();
+            let opened = {
+                let mut seen = self.first_seen.lock().unwrap_or_else(|e| e.into_inner());
+                ids.iter()
+                    .map(|id| *seen.entry(id.clone()).or_insert(now))
+                    .min()
+                    .unwrap_or(now)
+            };
+            let full = i64::try_from(messages.len()).unwrap_or(i64::MAX) >= *batch;
+            if !full && now < opened + queue.batching_window_ms {
+                let receipts: Vec<String> = messages
+                    .iter()
+                    .filter_map(|m| m.receipt_handle.clone())
+                    .collect();
+                self.set_visibility(&queue.url, &receipts, 0).await?;
+                continue;
+            }
+            {
+                let mut seen = self.first_seen.lock().unwrap_or_else(|e| e.into_inner());
+                for id in &ids {
+                    seen.remove(id);
+                }
+            }
+            report.batches += 1;
+            let failed = self.invoke(function, sqs_event(queue, &messages)).await;
+            self.settle(queue, function, &messages, &failed, &mut report)
+                .await?;
+        }
+        Ok(report)
+    }
+
     /// One batch from one queue to its consumer. Answers whether any
     /// message came.
     async fn deliver_batch(
@@ -71,6 +127,13 @@ impl Runner {
         let messages = self.receive_batch(queue, function, *batch).await?;
         if messages.is_empty() {
             return Ok(false);
+        }
+        if let Ok(mut seen) = self.first_seen.lock() {
+            for m in &messages {
+                if let Some(id) = &m.message_id {
+                    seen.remove(id);
+                }
+            }
         }
         report.batches += 1;
         let failed = self.invoke(function, sqs_event(queue, &messages)).await;

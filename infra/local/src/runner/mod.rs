@@ -124,6 +124,9 @@ pub struct Runner {
     /// The delays the sender asked for, by receipt handle.
     delays: Arc<Mutex<HashMap<String, i64>>>,
     held: Mutex<Vec<Held>>,
+    /// When a poller first saw each waiting message (by message id), on
+    /// the runner's clock: a batching window counts from there.
+    first_seen: Mutex<HashMap<String, i64>>,
 }
 
 impl Runner {
@@ -167,6 +170,7 @@ impl Runner {
             stack,
             clock,
             held: Mutex::new(vec![]),
+            first_seen: Mutex::new(HashMap::new()),
         }
     }
 
