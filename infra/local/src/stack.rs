@@ -177,7 +177,11 @@ impl LocalStack {
             .to_builder()
             .http_client(self.cloud.gate(function, inner))
             .build();
-        Store::new(&config, self.store.names.clone())
+        Store::counted(
+            &config,
+            self.store.names.clone(),
+            self.store.counter.clone(),
+        )
     }
 
     pub fn queue(&self, logical_id: &str) -> Option<&LocalQueue> {

@@ -159,7 +159,16 @@ impl Store {
     /// Builds every client from one SDK configuration. S3 uses path-style
     /// addresses when an endpoint is overridden (moto locally).
     pub fn new(config: &aws_config::SdkConfig, names: Names) -> Self {
-        let counter = RequestCounter::default();
+        Self::counted(config, names, RequestCounter::default())
+    }
+
+    /// The same, counting into `counter` (the local stack's functions share
+    /// one, so the benchmarks count every function's requests).
+    pub fn counted(
+        config: &aws_config::SdkConfig,
+        names: Names,
+        counter: RequestCounter,
+    ) -> Self {
         let ddb = aws_sdk_dynamodb::config::Builder::from(config)
             .retry_config(retry::dynamodb_retry_config())
             .retry_classifier(retry::TransactionConflicts)
