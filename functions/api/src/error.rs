@@ -79,11 +79,15 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         let code = match e {
             StoreError::SealingKey(_) => ErrorCode::SealingKeyUnavailable,
+            ref e if e.is_transient() => ErrorCode::StoreUnavailable,
             _ => ErrorCode::Internal,
         };
         let message = match code {
             ErrorCode::SealingKeyUnavailable => {
                 "the sealing key (KMS) is unavailable; try again later"
+            }
+            ErrorCode::StoreUnavailable => {
+                "the database stayed busy through every retry; no write was left half-done, and the request is safe to repeat"
             }
             _ => "an internal error occurred",
         };

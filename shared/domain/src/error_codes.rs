@@ -18,12 +18,13 @@ pub enum ErrorCode {
     RateLimited,
     MetaUnavailable,
     SealingKeyUnavailable,
+    StoreUnavailable,
     ReportIncomplete,
     Internal,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 16] = [
         Self::InvalidArgument,
         Self::Unauthenticated,
         Self::Forbidden,
@@ -37,6 +38,7 @@ impl ErrorCode {
         Self::RateLimited,
         Self::MetaUnavailable,
         Self::SealingKeyUnavailable,
+        Self::StoreUnavailable,
         Self::ReportIncomplete,
         Self::Internal,
     ];
@@ -56,6 +58,7 @@ impl ErrorCode {
             Self::RateLimited => "RATE_LIMITED",
             Self::MetaUnavailable => "META_UNAVAILABLE",
             Self::SealingKeyUnavailable => "SEALING_KEY_UNAVAILABLE",
+            Self::StoreUnavailable => "STORE_UNAVAILABLE",
             Self::ReportIncomplete => "REPORT_INCOMPLETE",
             Self::Internal => "INTERNAL",
         }
@@ -75,7 +78,7 @@ impl ErrorCode {
             | Self::ReportIncomplete => 422,
             Self::RateLimited => 429,
             Self::MetaUnavailable => 502,
-            Self::SealingKeyUnavailable => 503,
+            Self::SealingKeyUnavailable | Self::StoreUnavailable => 503,
             Self::Internal => 500,
         }
     }

@@ -47,6 +47,31 @@ impl StoreError {
         }
     }
 
+    /// Whether the failure is DynamoDB (or a batch of it) still busy or
+    /// unreachable after every retry, rather than a fault of the request:
+    /// trying again later may work.
+    pub fn is_transient(&self) -> bool {
+        const BUSY: [&str; 8] = [
+            "ProvisionedThroughputExceededException",
+            "ThrottlingException",
+            "RequestLimitExceeded",
+            "InternalServerError",
+            "TransactionConflictException",
+            "TransactionCanceledException",
+            "timed out",
+            "could not be sent",
+        ];
+        match self {
+            Self::Incomplete { .. } => true,
+            Self::Service {
+                service: "dynamodb",
+                detail,
+                ..
+            } => BUSY.iter().any(|b| detail.starts_with(b)),
+            _ => false,
+        }
+    }
+
     /// A DynamoDB failure, said by its code and request id only: DynamoDB's
     /// messages can quote item values (a `ValidationException` repeats the
     /// value it refused), which may be contact hashes or sealed tokens, and

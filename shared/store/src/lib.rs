@@ -164,11 +164,7 @@ impl Store {
 
     /// The same, counting into `counter` (the local stack's functions share
     /// one, so the benchmarks count every function's requests).
-    pub fn counted(
-        config: &aws_config::SdkConfig,
-        names: Names,
-        counter: RequestCounter,
-    ) -> Self {
+    pub fn counted(config: &aws_config::SdkConfig, names: Names, counter: RequestCounter) -> Self {
         let ddb = aws_sdk_dynamodb::config::Builder::from(config)
             .retry_config(retry::dynamodb_retry_config())
             .retry_classifier(retry::TransactionConflicts)

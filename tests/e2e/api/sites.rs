@@ -125,3 +125,29 @@ async fn reads_check_their_ranges_and_site_lists() {
     assert_eq!(status, 200, "366 days is allowed: {body}");
     assert_eq!(body["days"].as_array().unwrap().len(), 366);
 }
+
+/// DynamoDB failing through every retry: the API answers a clear 503 the
+/// caller may repeat, and nothing is half-written.
+#[tokio::test]
+async fn a_database_busy_through_every_retry_is_a_503_and_writes_nothing() {
+    let h = Harness::start().await;
+    let faults = &h.runner().stack.cloud.faults;
+    faults.set_share(1.0);
+    let (s, b) = h
+        .call(
+            "PUT",
+            "/v1/sites/loja-x",
+            Some(json!({"name": "Loja X", "currency": "BRL", "country": "BR"})),
+        )
+        .await;
+    faults.set_share(0.0);
+    assert_eq!((s, code(&b)), (503, "STORE_UNAVAILABLE"), "{b}");
+    assert!(
+        !b.to_string().contains("Exception"),
+        "no DynamoDB words: {b}"
+    );
+    assert!(
+        h.store().sites().get_site("loja-x").await.unwrap().is_none(),
+        "nothing was written"
+    );
+}

@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::http::StatusCode;
@@ -81,7 +82,7 @@ impl Fault {
 /// The share of requests to fail and what was injected.
 #[derive(Debug)]
 pub struct Faults {
-    per_mille: u32,
+    per_mille: AtomicU32,
     seed: u64,
     rng: Mutex<fastrand::Rng>,
     injected: Mutex<BTreeMap<Fault, u64>>,
@@ -97,7 +98,7 @@ impl Faults {
     /// Fails `share` (0 to 1) of DynamoDB requests, drawn from `seed`.
     pub fn new(share: f64, seed: u64) -> Self {
         Self {
-            per_mille: (share.clamp(0.0, 1.0) * 1_000.0).round() as u32,
+            per_mille: AtomicU32::new(per_mille(share)),
             seed,
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
             injected: Mutex::new(BTreeMap::new()),
@@ -126,7 +127,13 @@ impl Faults {
     }
 
     pub fn share(&self) -> f64 {
-        f64::from(self.per_mille) / 1_000.0
+        f64::from(self.per_mille.load(Ordering::Relaxed)) / 1_000.0
+    }
+
+    /// Fails `share` of the requests from now on (a test turns DynamoDB
+    /// off and on).
+    pub fn set_share(&self, share: f64) {
+        self.per_mille.store(per_mille(share), Ordering::Relaxed);
     }
 
     /// Faults injected so far, by kind.
@@ -139,12 +146,13 @@ impl Faults {
 
     /// The answer that replaces this request, when it is to fail.
     pub fn inject(&self, call: &Call, body: &[u8]) -> Option<HttpResponse> {
-        if call.service != "dynamodb" || self.per_mille == 0 {
+        let per_mille = self.per_mille.load(Ordering::Relaxed);
+        if call.service != "dynamodb" || per_mille == 0 {
             return None;
         }
         let fault = {
             let mut rng = self.rng.lock().ok()?;
-            if rng.u32(0..1_000) >= self.per_mille {
+            if rng.u32(0..1_000) >= per_mille {
                 return None;
             }
             let possible = Fault::possible(&call.operation);
@@ -155,6 +163,10 @@ impl Faults {
         }
         Some(answer(fault, call, body))
     }
+}
+
+fn per_mille(share: f64) -> u32 {
+    (share.clamp(0.0, 1.0) * 1_000.0).round() as u32
 }
 
 fn answer(fault: Fault, call: &Call, body: &[u8]) -> HttpResponse {
