@@ -13,6 +13,7 @@ use crate::attr::{FromItem, n, s};
 use crate::keys::{COUNT_SHARDS, PK, SK, conv_pk, shard_of};
 use crate::write::applied;
 use crate::{Conversions, StoreError};
+use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::conversions::counter_update;
 
@@ -70,13 +71,29 @@ impl Conversions<'_> {
             .expression_attribute_values(":id", s(lease_id))
             .expression_attribute_values(":until", n(until))
             .expression_attribute_values(":now", n(now))
-            .return_values(ReturnValue::AllNew)
+            .return_values(ReturnValue::AllOld)
             .send()
             .await;
         if let Some(out) = applied(res)? {
-            return Ok(Claim::Claimed(Box::new(Conversion::from_item(
-                &out.attributes.unwrap_or_default(),
-            )?)));
+            let mut c = Conversion::from_item(&out.attributes.unwrap_or_default())?;
+            let taken_over = c.lease_until.is_some();
+            c.attempts += 1;
+            c.lease_until = Some(until);
+            c.work_at = Some(until);
+            if taken_over && !c.unsure {
+                // The attempt before was claimed and never ended: it may
+                // have reached Meta.
+                self.update_item(conv_pk(site), sk)
+                    .update_expression("SET unsure = :yes")
+                    .condition_expression("leaseId = :id")
+                    .expression_attribute_values(":yes", AttributeValue::Bool(true))
+                    .expression_attribute_values(":id", s(lease_id))
+                    .send()
+                    .await
+                    .map_err(StoreError::ddb)?;
+                c.unsure = true;
+            }
+            return Ok(Claim::Claimed(Box::new(c)));
         }
         let Some(item) = self.read_item(conv_pk(site), sk).await? else {
             return Ok(Claim::Gone);
@@ -138,13 +155,17 @@ impl Conversions<'_> {
             for i in chunk {
                 let (site, sk) = &keys[*i];
                 let c = &rows[&keys[*i]];
+                // A lease still on the row is an attempt that never ended:
+                // it may have reached Meta.
+                let unsure = c.unsure || c.lease_until.is_some();
                 let mut update = Update::builder()
                     .table_name(&self.names.table)
                     .key(PK, s(conv_pk(site)))
                     .key(SK, s(sk))
                     .update_expression(
-                        "SET attempts = :next, leaseId = :id, leaseUntil = :until, workAt = :until",
+                        "SET attempts = :next, leaseId = :id, leaseUntil = :until, workAt = :until, unsure = :unsure",
                     )
+                    .expression_attribute_values(":unsure", AttributeValue::Bool(unsure))
                     .condition_expression(
                         "#status = :pending AND attempts = :seen AND nextAttemptAt <= :now AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
                     )
@@ -170,6 +191,7 @@ impl Conversions<'_> {
                 None => {
                     for i in chunk {
                         let mut c = rows[&keys[*i]].clone();
+                        c.unsure = c.unsure || c.lease_until.is_some();
                         c.attempts += 1;
                         c.lease_until = Some(until);
                         c.work_at = Some(until);
@@ -271,7 +293,7 @@ impl Conversions<'_> {
                     )
                     .expression_attribute_values(":at", n(*at))
                     .expression_attribute_values(":e", s(last_error))
-                    .expression_attribute_values(":unsure", aws_sdk_dynamodb::types::AttributeValue::Bool(*unsure)),
+                    .expression_attribute_values(":unsure", AttributeValue::Bool(*unsure)),
                 SendEnd::Failed { last_error } => {
                     failed += 1;
                     update

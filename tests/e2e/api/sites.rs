@@ -147,7 +147,12 @@ async fn a_database_busy_through_every_retry_is_a_503_and_writes_nothing() {
         "no DynamoDB words: {b}"
     );
     assert!(
-        h.store().sites().get_site("loja-x").await.unwrap().is_none(),
+        h.store()
+            .sites()
+            .get_site("loja-x")
+            .await
+            .unwrap()
+            .is_none(),
         "nothing was written"
     );
 }

@@ -16,7 +16,7 @@ pub mod calls;
 pub mod faults;
 pub mod policy;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 
 use aws_smithy_runtime_api::client::http::{
@@ -96,6 +96,10 @@ pub struct Cloud {
     pub resources: Resources,
     pub faults: Faults,
     log: Mutex<CallReport>,
+    /// Sender recordings still to kill, and the ones killed (by their
+    /// idempotency token, so every retry of one dies too).
+    kills_left: std::sync::atomic::AtomicU32,
+    killed: Mutex<HashSet<String>>,
 }
 
 impl Cloud {
@@ -104,8 +108,56 @@ impl Cloud {
             policy,
             resources,
             faults,
-            log: Mutex::default(),
+            ..Self::default()
         }
+    }
+
+    /// The sender's next `n` recordings of Meta's answers (the transaction
+    /// that marks rows sent or failed) never reach DynamoDB, through every
+    /// retry: a sender that dies between Meta's answer and its write.
+    pub fn kill_recordings(&self, n: u32) {
+        self.kills_left
+            .store(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Recordings killed so far.
+    pub fn killed_recordings(&self) -> usize {
+        self.killed.lock().map(|k| k.len()).unwrap_or(0)
+    }
+
+    fn kill(&self, function: &str, call: &Call, body: &[u8]) -> Option<HttpResponse> {
+        if function != "CapiSenderFunction" || call.operation != "TransactWriteItems" {
+            return None;
+        }
+        let text = std::str::from_utf8(body).ok()?;
+        if !text.contains("SET #status = :sent") && !text.contains("SET #status = :failed") {
+            return None;
+        }
+        let token = serde_json::from_str::<serde_json::Value>(text).ok()?["ClientRequestToken"]
+            .as_str()?
+            .to_owned();
+        let mut killed = self.killed.lock().ok()?;
+        if !killed.contains(&token) {
+            let left = &self.kills_left;
+            let took = left
+                .fetch_update(
+                    std::sync::atomic::Ordering::SeqCst,
+                    std::sync::atomic::Ordering::SeqCst,
+                    |n| n.checked_sub(1),
+                )
+                .is_ok();
+            if !took {
+                return None;
+            }
+            killed.insert(token);
+        }
+        Some(faults::dynamodb_response(
+            500,
+            &serde_json::json!({
+                "__type": "com.amazonaws.dynamodb.v20120810#InternalServerError",
+                "message": "Internal server error",
+            }),
+        ))
     }
 
     /// The log so far, with the faults injected.
@@ -207,6 +259,9 @@ impl HttpConnector for GateConnector {
         };
         if let Err(said) = cloud.judge(&self.gate.function, &call) {
             return HttpConnectorFuture::ready(Ok(denied(Some(&call), &said)));
+        }
+        if let Some(answer) = cloud.kill(&self.gate.function, &call, body) {
+            return HttpConnectorFuture::ready(Ok(answer));
         }
         if let Some(answer) = cloud.faults.inject(&call, body) {
             return HttpConnectorFuture::ready(Ok(answer));
