@@ -12,6 +12,7 @@
 mod catalog;
 mod read;
 mod run;
+mod stopped;
 
 use std::time::{Duration, Instant};
 

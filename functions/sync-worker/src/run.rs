@@ -4,13 +4,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use adtrail_domain::catalog::CatalogEntry;
-use adtrail_domain::dates::{LocalDate, Timezone, shift};
-use adtrail_domain::graph_error::{GraphErrorKind, Usage};
+use adtrail_domain::dates::{Timezone, shift};
+use adtrail_domain::graph_error::Usage;
 use adtrail_domain::links::SiteAdAccount;
 use adtrail_domain::money::Currency;
 use adtrail_domain::outcome::{FailureKind, Finish, LinkProgress, PlanDone, RunOutcome, finish};
 use adtrail_domain::pixels::ConnectionStatus;
-use adtrail_domain::plan::{DateRange, SyncCursor, SyncPlan, plan_sync};
+use adtrail_domain::plan::{SyncCursor, SyncPlan, plan_sync};
 use adtrail_meta::GraphError;
 use adtrail_store::connections::Connection;
 use adtrail_store::lease::LeaseCondition;
@@ -19,6 +19,7 @@ use adtrail_store::seal::Purpose;
 use serde_json::json;
 
 use crate::catalog::{entry_of_ad, entry_of_row};
+use crate::stopped::{failed, read_through, stopped};
 use crate::{Worker, WorkerError};
 
 pub const MAX_THUMBNAILS_PER_RUN: usize = 300;
@@ -373,71 +374,6 @@ impl Worker {
         if let Err(error) = self.store.bus().put_event(detail_type, &detail).await {
             tracing::warn!(detail_type, error = %error, "could not put the event on the bus");
         }
-    }
-}
-
-/// A Graph failure as a run outcome.
-/// The last day of `range` that the parts read cover without a gap from
-/// its first, if they cover any.
-fn read_through(range: DateRange, parts: &[crate::read::Part]) -> Option<LocalDate> {
-    let mut ranges: Vec<DateRange> = parts.iter().map(|p| p.range).collect();
-    ranges.sort_by_key(|r| r.since);
-    let mut through: Option<LocalDate> = None;
-    for r in ranges {
-        let next = through.map_or(range.since, |d| shift(d, 1));
-        if r.since != next {
-            break;
-        }
-        through = Some(r.until);
-    }
-    through.filter(|d| *d < range.until)
-}
-
-/// A run's outcome when something stopped it (not AWS, not a lost lease).
-fn stopped(stop: Stop) -> RunOutcome {
-    match stop {
-        Stop::OutOfTime => RunOutcome::Failed {
-            kind: FailureKind::OutOfTime,
-            reason: "the run stopped before its Lambda deadline; what it read is saved and the next run reads the rest"
-                .into(),
-            regain_ms: None,
-        },
-        Stop::Graph(e) => graph_failure(&e),
-        Stop::LostLease | Stop::Store(_) => RunOutcome::Failed {
-            kind: FailureKind::Unavailable,
-            reason: "link lost".into(),
-            regain_ms: None,
-        },
-    }
-}
-
-fn graph_failure(e: &GraphError) -> RunOutcome {
-    let kind = match e.kind {
-        GraphErrorKind::TokenInvalid => FailureKind::Token,
-        GraphErrorKind::Throttled => FailureKind::Throttled,
-        GraphErrorKind::Permission => FailureKind::Permission,
-        GraphErrorKind::TooMuchData | GraphErrorKind::Transient | GraphErrorKind::Other => {
-            FailureKind::Unavailable
-        }
-    };
-    let reason = match e.code {
-        Some(code) => format!("Meta error {code}: {}", e.message),
-        None if e.status > 0 => format!("Meta answered HTTP {}", e.status),
-        None => e.message.clone(),
-    };
-    RunOutcome::Failed {
-        kind,
-        reason,
-        regain_ms: e.regain_ms,
-    }
-}
-
-/// A run that failed before reading Meta.
-fn failed(kind: FailureKind, reason: &str) -> RunOutcome {
-    RunOutcome::Failed {
-        kind,
-        reason: reason.into(),
-        regain_ms: None,
     }
 }
 

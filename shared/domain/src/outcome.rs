@@ -139,25 +139,7 @@ pub fn finish(link: LinkProgress, outcome: &RunOutcome, started_at: i64, now: i6
     };
     match outcome {
         RunOutcome::Partial { next_from, stopped } => {
-            let out_of_time = matches!(
-                **stopped,
-                RunOutcome::Failed {
-                    kind: FailureKind::OutOfTime,
-                    ..
-                }
-            );
-            match finish(link, stopped, started_at, now) {
-                Finish::Update(mut update) => {
-                    update.backfill_from = Change::Set(*next_from);
-                    if out_of_time {
-                        update.failures = 0;
-                        update.last_error = None;
-                        update.next_sync_at = now + BACKFILL_NEXT_BLOCK_MS;
-                    }
-                    Finish::Update(update)
-                }
-                pause => pause,
-            }
+            finish_partial(link, *next_from, stopped, started_at, now)
         }
         RunOutcome::Ok {
             usage_pct,
@@ -270,6 +252,37 @@ pub fn finish(link: LinkProgress, outcome: &RunOutcome, started_at: i64, now: i6
             };
             Finish::Update(keep(next, state, failures, Some(last_error(code, reason))))
         }
+    }
+}
+
+/// A backfill that stopped part-way: the stop's own ending, with the
+/// block's progress kept; out of time after reading something is no
+/// failure, the next block comes soon.
+fn finish_partial(
+    link: LinkProgress,
+    next_from: LocalDate,
+    stopped: &RunOutcome,
+    started_at: i64,
+    now: i64,
+) -> Finish {
+    let out_of_time = matches!(
+        stopped,
+        RunOutcome::Failed {
+            kind: FailureKind::OutOfTime,
+            ..
+        }
+    );
+    match finish(link, stopped, started_at, now) {
+        Finish::Update(mut update) => {
+            update.backfill_from = Change::Set(next_from);
+            if out_of_time {
+                update.failures = 0;
+                update.last_error = None;
+                update.next_sync_at = now + BACKFILL_NEXT_BLOCK_MS;
+            }
+            Finish::Update(update)
+        }
+        pause => pause,
     }
 }
 

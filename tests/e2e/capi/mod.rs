@@ -7,6 +7,7 @@
 use adtrail_tests::*;
 use serde_json::Value;
 
+mod answers;
 mod delivery;
 mod events;
 mod retries;

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::contact::EMPTY_HASH;
+use crate::graph_error::GraphErrorKind;
 use crate::leads::tests::{change, lead};
 use crate::leads::{LeadChange, LeadState, Stage};
 use crate::time::utc_day;

@@ -1,0 +1,105 @@
+//! Meta's answers as they really come: accepted and never answered (the
+//! row goes again with its `event_id`), and a throttle with a regain time.
+
+use adtrail_domain::capi::ConversionStatus;
+use adtrail_domain::time::MINUTE_MS;
+use adtrail_tests::capi::*;
+use adtrail_tests::*;
+use serde_json::json;
+
+use super::drain;
+
+/// Meta takes the events and its answer never comes: the sender cannot
+/// know, so the row stays pending, marked unsure, and goes again with the
+/// same `event_id` (Meta's deduplication drops the copy); it is never
+/// failed for attempts while Meta may hold it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_never_comes_sends_again_with_the_same_event_id() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    // Every answer lost for the first three attempts, 5xx after.
+    h.fake().tune(|k| k.accept_then_timeout = 3);
+    record(
+        &h,
+        "ana",
+        "c1",
+        json!({"column": "agendado", "meta": meta_for("ana")}),
+    )
+    .await;
+    drain(&h).await;
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!(
+        (row.status, row.attempts, row.unsure),
+        (ConversionStatus::Pending, 1, true)
+    );
+    assert!(
+        row.last_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("META_UNAVAILABLE: Meta did not answer in time")),
+        "{row:?}"
+    );
+    h.runner().advance(MINUTE_MS).await.unwrap();
+    drain(&h).await;
+    h.runner().advance(10 * MINUTE_MS).await.unwrap();
+    drain(&h).await;
+    // Three attempts spent, Meta holds the event three times over: the
+    // row is not failed; a fourth goes ten minutes later and is answered.
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!((row.status, row.attempts), (ConversionStatus::Pending, 3));
+    h.fake().tune(|k| k.fail_5xx = 1);
+    h.runner().advance(10 * MINUTE_MS).await.unwrap();
+    drain(&h).await;
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!(
+        (row.status, row.attempts),
+        (ConversionStatus::Pending, 4),
+        "a 5xx does not fail a row Meta may hold"
+    );
+    h.runner().advance(10 * MINUTE_MS).await.unwrap();
+    drain(&h).await;
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!((row.status, row.attempts), (ConversionStatus::Sent, 5));
+    let accepted = h.fake().accepted_events();
+    assert_eq!(
+        accepted.len(),
+        4,
+        "taken three times unanswered, once answered"
+    );
+    assert!(accepted.iter().all(|e| e.event_id == row.event_id));
+    assert_eq!(h.fake().unanswered_events(), 3);
+}
+
+/// A throttled send waits for the regain time Meta gives in its usage
+/// headers, not just the schedule's minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_send_waits_for_metas_regain_time() {
+    use adtrail_fake_meta::Throttle;
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    h.fake().tune(|k| {
+        k.throttle = Some(Throttle {
+            code: 80_000,
+            remaining: 1,
+            regain_minutes: 45,
+            only_path: Some("/events".into()),
+        })
+    });
+    record(
+        &h,
+        "ana",
+        "c1",
+        json!({"column": "agendado", "meta": meta_for("ana")}),
+    )
+    .await;
+    let t = h.now();
+    drain(&h).await;
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!(row.next_attempt_at, Some(t + 45 * MINUTE_MS), "{row:?}");
+    h.runner().advance(10 * MINUTE_MS).await.unwrap();
+    drain(&h).await;
+    assert!(h.fake().accepted_events().is_empty(), "still waiting");
+    h.runner().advance(35 * MINUTE_MS).await.unwrap();
+    drain(&h).await;
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!((row.status, row.attempts), (ConversionStatus::Sent, 2));
+}
