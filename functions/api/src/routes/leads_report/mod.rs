@@ -32,7 +32,9 @@ use adtrail_store::keys::RollupDim;
 use adtrail_store::rollups::RollupRow;
 use lambda_http::{Body, Request, Response};
 
-use self::rows::{AdRow, AdView, Counts, Figures, LeadsReport, OriginRow, Paid, SiteRow, tree};
+use self::rows::{
+    AdRow, AdView, Counts, Figures, LeadsReport, OriginRow, Paid, SiteRow, keep_ads_within, tree,
+};
 use crate::auth::Caller;
 use crate::cohorts::site_rollups;
 use crate::error::ApiError;
@@ -43,6 +45,9 @@ use crate::{Api, json};
 
 /// The longest range of the leads report.
 pub const MAX_REPORT_DAYS: i64 = 366;
+/// Bytes the tree's ad rows may take: with the rest of the report, far
+/// below Lambda's 6 MB for an answer.
+pub const REPORT_AD_BYTES: usize = 4_000_000;
 /// How long a thumbnail URL works.
 pub const THUMBNAIL_URL_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
@@ -288,7 +293,8 @@ async fn assemble(
             ads.push(ad_row(api, s, ad, mismatch, budgets).await?);
         }
     }
-    let campaigns = tree(ads);
+    let mut campaigns = tree(ads);
+    let ads_truncated = keep_ads_within(&mut campaigns, REPORT_AD_BYTES);
 
     let by_site: Vec<SiteRow> = sites.iter().map(|s| s.row(budgets.days_cut)).collect();
 
@@ -306,6 +312,7 @@ async fn assemble(
         spend_currency,
         currency_mismatch: mismatch,
         spend_incomplete: budgets.days_cut || budgets.ad_rows_cut,
+        ads_truncated,
         totals: Counts::of(&totals, total_paid),
         origins,
         campaigns,

@@ -166,10 +166,37 @@ pub(super) struct LeadsReport {
     pub(super) spend_currency: Option<String>,
     pub(super) currency_mismatch: bool,
     pub(super) spend_incomplete: bool,
+    /// Ad rows were left out so the answer fits Lambda's 6 MB (the groups
+    /// above them keep their full sums).
+    pub(super) ads_truncated: bool,
     pub(super) totals: Counts,
     pub(super) origins: Vec<OriginRow>,
     pub(super) campaigns: Vec<CampaignView>,
     pub(super) by_site: Vec<SiteRow>,
+}
+
+/// Keeps the ad rows whose JSON fits `budget` bytes, walking the tree in
+/// its order (most spend first), so the ads that spent least go first;
+/// every campaign and ad set stays with its sums. Answers whether any ad
+/// was left out.
+pub(super) fn keep_ads_within(campaigns: &mut [CampaignView], budget: usize) -> bool {
+    let mut bytes = 0;
+    let mut cut = false;
+    for adset in campaigns.iter_mut().flat_map(|c| c.adsets.iter_mut()) {
+        let mut keep = 0;
+        for ad in &adset.ads {
+            let n = serde_json::to_vec(ad).map_or(usize::MAX / 2, |v| v.len() + 1);
+            if cut || bytes + n > budget {
+                cut = true;
+                break;
+            }
+            bytes += n;
+            keep += 1;
+        }
+        cut |= keep < adset.ads.len();
+        adset.ads.truncate(keep);
+    }
+    cut
 }
 
 /// One ad of the tree, before it is grouped.
@@ -237,4 +264,62 @@ pub(super) fn tree(ads: Vec<AdRow>) -> Vec<CampaignView> {
 /// Ascending by spend (unknown lowest), then leads.
 fn order(a: &(Paid, Counters), b: &(Paid, Counters)) -> std::cmp::Ordering {
     (a.0.spend_cents, a.1.leads).cmp(&(b.0.spend_cents, b.1.leads))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ad(i: usize, campaign: &str, spend: i64) -> AdRow {
+        let paid = Paid {
+            spend_cents: Some(spend),
+            ..Paid::default()
+        };
+        let counters = Counters::default();
+        AdRow {
+            campaign: (Some(campaign.into()), None),
+            adset: (Some(format!("{campaign}-set")), None),
+            view: AdView {
+                ad_id: format!("ad{i}"),
+                ad_name: Some("x".repeat(50)),
+                site_id: "s".into(),
+                creative_type: None,
+                ad_status: None,
+                thumbnail_url: None,
+                figures: Figures::of(&counters, paid, true),
+            },
+            counters,
+            paid,
+        }
+    }
+
+    #[test]
+    fn ads_past_the_budget_leave_the_tree_and_the_groups_keep_their_sums() {
+        let rows: Vec<AdRow> = (0..10)
+            .map(|i| {
+                ad(
+                    i,
+                    if i < 5 { "big" } else { "small" },
+                    if i < 5 { 1_000 } else { 10 },
+                )
+            })
+            .collect();
+        let mut whole = tree(rows);
+        let before = serde_json::to_value(&whole).unwrap();
+        assert!(!keep_ads_within(&mut whole.clone(), 1_000_000));
+        let one = serde_json::to_vec(&whole[0].adsets[0].ads[0])
+            .unwrap()
+            .len()
+            + 1;
+        assert!(keep_ads_within(&mut whole, one * 6));
+        let ads: Vec<usize> = whole.iter().map(|c| c.adsets[0].ads.len()).collect();
+        assert_eq!(ads, vec![5, 1], "the big campaign's ads first");
+        let after = serde_json::to_value(&whole).unwrap();
+        for c in 0..2 {
+            assert_eq!(
+                after[c]["spendCents"], before[c]["spendCents"],
+                "a campaign keeps its sum"
+            );
+        }
+    }
 }
