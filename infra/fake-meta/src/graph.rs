@@ -74,6 +74,17 @@ pub(crate) fn post_events(shared: &Shared, pixel: &str, body: &[u8], knobs: &Kno
     }
 }
 
+/// The id of the big agency's `i`-th extra account.
+fn extra_account(i: usize) -> String {
+    format!("act_8{i:09}")
+}
+
+/// Which extra account `act` is, if it is one the knobs list.
+fn extra_index(act: &str, knobs: &Knobs) -> Option<usize> {
+    let i: usize = act.strip_prefix("act_8")?.parse().ok()?;
+    (i < knobs.extra_accounts && act == extra_account(i)).then_some(i)
+}
+
 pub(crate) fn account<'a>(shared: &'a Shared, id: &str) -> Option<&'a SampleAccount> {
     shared.accounts.iter().find(|a| a.id == id)
 }
@@ -93,12 +104,25 @@ pub(crate) fn graph_get(
                 Ok(s) => s,
                 Err(r) => return r,
             };
-            let items = shared
+            let mut items: Vec<Value> = shared
                 .accounts
                 .iter()
                 .map(|a| json!({"id": a.id, "account_id": &a.id[4..], "name": a.name, "currency": a.currency, "timezone_name": a.timezone}))
                 .collect();
+            items.extend((0..knobs.extra_accounts).map(|i| {
+                let id = extra_account(i);
+                json!({"id": id, "account_id": &id[4..], "name": format!("Agency account {i}"), "currency": "BRL", "timezone_name": "America/Sao_Paulo"})
+            }));
             paged(shared, rest, query, items, size, token)
+        }
+        [act, "adspixels"] if extra_index(act, knobs).is_some() => {
+            let i = extra_index(act, knobs).unwrap_or_default();
+            let items = if i < knobs.pixel_accounts {
+                vec![json!({"id": format!("12{i:014}"), "name": format!("Agency pixel {i}")})]
+            } else {
+                vec![]
+            };
+            paged(shared, rest, query, items, 25, token)
         }
         [_, "insights" | "ads"] if knobs.deny_permission => meta_error(
             StatusCode::FORBIDDEN,

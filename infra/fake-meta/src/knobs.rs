@@ -81,6 +81,11 @@ pub struct Knobs {
     /// unanswered past the client's timeout (Meta took the events; the
     /// sender cannot know).
     pub accept_then_timeout: u32,
+    /// A big agency: this many more ad accounts listed after the sample's
+    /// (`act_8000000000`, …, no spend), the first `pixel_accounts` of them
+    /// owning a pixel each.
+    pub extra_accounts: usize,
+    pub pixel_accounts: usize,
     /// Refuse to trade a short-lived user token for a long-lived one.
     pub fail_token_exchange: bool,
 }

@@ -244,3 +244,32 @@ async fn who_authorized_and_pixels_a_new_listing_no_longer_grants() {
     );
     assert_eq!(sale(&h, "bia").await, json!(["Purchase"]));
 }
+
+/// An agency with 500 ad accounts, 100 of them owning a pixel, with Meta
+/// answering at 300 ms a call: the connect lists them all and answers
+/// within API Gateway's 29 seconds (the pixel listings go ten at a time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_big_agency_connects_within_api_gateways_29_seconds() {
+    let h = Harness::start().await;
+    h.fake().tune(|k| {
+        k.extra_accounts = 496;
+        k.pixel_accounts = 100;
+        k.latency_ms = 300;
+    });
+    let started = std::time::Instant::now();
+    let body = h.connect(TOKEN).await;
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(29),
+        "the connect took {took:?}"
+    );
+    assert_eq!(body["adAccounts"].as_array().map(Vec::len), Some(500));
+    // The first 100 accounts' pixels: the sample's two, and 96 of the
+    // agency's.
+    assert_eq!(
+        body["pixels"].as_array().map(Vec::len),
+        Some(98),
+        "{}",
+        body["pixels"]
+    );
+}
