@@ -150,6 +150,34 @@ impl Links<'_> {
         account: &str,
         now: i64,
     ) -> Result<bool, StoreError> {
+        self.unlink(site, account, now, true).await
+    }
+
+    /// Unlinks as [`Links::unlink_account`] does, for an owner being
+    /// removed whole: its connection's count is left alone (the connection
+    /// goes next), so the owner's links at different sites can be unlinked
+    /// at once without all contending for that one item. A removal that
+    /// stops half-way leaves that count high until it is repeated (and the
+    /// connection goes), never low.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn unlink_for_removal(
+        &self,
+        site: &str,
+        account: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        self.unlink(site, account, now, false).await
+    }
+
+    async fn unlink(
+        &self,
+        site: &str,
+        account: &str,
+        now: i64,
+        count_owner: bool,
+    ) -> Result<bool, StoreError> {
         let Some(link) = self.get_link(site, account).await? else {
             return Ok(false);
         };
@@ -195,11 +223,12 @@ impl Links<'_> {
                 .build(),
             TransactWriteItem::builder().put(purge).build(),
         ];
-        if self
-            .connections()
-            .get_connection(&link.owner_key)
-            .await?
-            .is_some()
+        if count_owner
+            && self
+                .connections()
+                .get_connection(&link.owner_key)
+                .await?
+                .is_some()
         {
             tx.push(
                 TransactWriteItem::builder()

@@ -247,9 +247,10 @@ async fn who_authorized_and_pixels_a_new_listing_no_longer_grants() {
 
 /// An agency with 500 ad accounts, 100 of them owning a pixel, with Meta
 /// answering at 300 ms a call: the connect lists them all and answers
-/// within API Gateway's 29 seconds (the pixel listings go ten at a time).
+/// within API Gateway's 29 seconds (the pixel listings go ten at a time);
+/// its removal unlinks site by site, the sites at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_big_agency_connects_within_api_gateways_29_seconds() {
+async fn a_big_agency_connects_and_is_removed_within_api_gateways_29_seconds() {
     let h = Harness::start().await;
     h.fake().tune(|k| {
         k.extra_accounts = 496;
@@ -272,4 +273,33 @@ async fn a_big_agency_connects_within_api_gateways_29_seconds() {
         "{}",
         body["pixels"]
     );
+
+    // 60 of its accounts feed three sites; removing the owner unlinks them
+    // site by site, the sites at once.
+    for n in 0..3 {
+        let site = format!("big-{n}");
+        h.put_site(&site, "BRL").await;
+        for i in 0..20 {
+            h.link_account(&site, &format!("act_8{:09}", n * 20 + i), "agency")
+                .await;
+        }
+    }
+    let started = std::time::Instant::now();
+    let (s, b) = h.call("DELETE", "/v1/meta/connections/agency", None).await;
+    let took = started.elapsed();
+    assert_eq!((s, b["unlinked"].as_i64()), (200, Some(60)), "{b}");
+    assert!(
+        took < std::time::Duration::from_secs(29),
+        "the removal took {took:?}"
+    );
+    for n in 0..3 {
+        assert!(
+            h.store()
+                .links()
+                .site_links(&format!("big-{n}"))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
 }

@@ -84,17 +84,7 @@ pub(crate) async fn delete_connection(
     let owner = resolve_owner(caller, owner, true)?;
     require_whole_owner(api, caller, &owner).await?;
     let now = api.clock.now_ms();
-    let mut unlinked = 0;
-    for (site, account) in api.store.links().owner_links(&owner).await? {
-        if api
-            .store
-            .links()
-            .unlink_account(&site, &account, now)
-            .await?
-        {
-            unlinked += 1;
-        }
-    }
+    let unlinked = unlink_all(api, &owner, now).await?;
     let mut pixels_removed = 0;
     for site in api.store.pixels().owner_pixels(&owner).await? {
         if let Some(p) = api.store.pixels().get_pixel(&site).await?
@@ -115,6 +105,40 @@ pub(crate) async fn delete_connection(
         }),
     )
 }
+
+/// Unlinks every account the owner feeds: each site's links one after the
+/// other (they share the site's count), up to [`UNLINK_CONCURRENCY`] sites
+/// at once, so an agency's 500 links go in the time of about 60
+/// transactions. Answers how many were unlinked.
+async fn unlink_all(api: &Api, owner: &str, now: i64) -> Result<usize, ApiError> {
+    use futures::StreamExt;
+    let mut by_site: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (site, account) in api.store.links().owner_links(owner).await? {
+        by_site.entry(site).or_default().push(account);
+    }
+    let done: Vec<Result<usize, ApiError>> = futures::stream::iter(by_site)
+        .map(|(site, accounts)| async move {
+            let mut unlinked = 0;
+            for account in accounts {
+                if api
+                    .store
+                    .links()
+                    .unlink_for_removal(&site, &account, now)
+                    .await?
+                {
+                    unlinked += 1;
+                }
+            }
+            Ok(unlinked)
+        })
+        .buffer_unordered(UNLINK_CONCURRENCY)
+        .collect()
+        .await;
+    done.into_iter().sum()
+}
+
+/// Sites whose links a removal unlinks at once.
+const UNLINK_CONCURRENCY: usize = 8;
 
 pub(crate) async fn get_connection(
     api: &Api,
