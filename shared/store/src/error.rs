@@ -30,8 +30,12 @@ pub enum StoreError {
     #[error("{service} request failed: {detail}")]
     Service {
         service: &'static str,
-        /// The SDK's error with its whole context (code, message, request id).
+        /// What failed: for DynamoDB its code and request id, for the
+        /// others the SDK's error with its whole context.
         detail: String,
+        /// The service was busy or unreachable through every retry (a
+        /// throttle, a conflict, a 5xx, a timeout): trying later may work.
+        transient: bool,
         #[source]
         source: Cause,
     },
@@ -43,6 +47,7 @@ impl StoreError {
         Self::Service {
             service,
             detail,
+            transient: false,
             source: Box::new(source),
         }
     }
@@ -51,23 +56,9 @@ impl StoreError {
     /// unreachable after every retry, rather than a fault of the request:
     /// trying again later may work.
     pub fn is_transient(&self) -> bool {
-        const BUSY: [&str; 8] = [
-            "ProvisionedThroughputExceededException",
-            "ThrottlingException",
-            "RequestLimitExceeded",
-            "InternalServerError",
-            "TransactionConflictException",
-            "TransactionCanceledException",
-            "timed out",
-            "could not be sent",
-        ];
         match self {
             Self::Incomplete { .. } => true,
-            Self::Service {
-                service: "dynamodb",
-                detail,
-                ..
-            } => BUSY.iter().any(|b| detail.starts_with(b)),
+            Self::Service { transient, .. } => *transient,
             _ => false,
         }
     }
@@ -81,6 +72,7 @@ impl StoreError {
         let detail = source.said();
         Self::Service {
             service: "dynamodb",
+            transient: source.transient(),
             source: source.cause(&detail),
             detail,
         }
@@ -91,6 +83,9 @@ impl StoreError {
 pub trait DdbFailure: StdError + Send + Sync + 'static {
     /// What failed, without DynamoDB's own words.
     fn said(&self) -> String;
+    /// Whether DynamoDB was busy or unreachable rather than the request
+    /// at fault.
+    fn transient(&self) -> bool;
     /// The cause to keep: itself, unless it quotes DynamoDB.
     fn cause(self, said: &str) -> Cause;
 }
@@ -119,6 +114,33 @@ where
         }
     }
 
+    fn transient(&self) -> bool {
+        const BUSY: [&str; 5] = [
+            "ProvisionedThroughputExceededException",
+            "ThrottlingException",
+            "RequestLimitExceeded",
+            "InternalServerError",
+            "TransactionConflictException",
+        ];
+        match self {
+            SdkError::ServiceError(e) => match e.err().code() {
+                // Cancelled only for conflicts or throttling, never for a
+                // condition or a bad item: the reasons close its message.
+                Some("TransactionCanceledException") => e.err().message().is_some_and(|m| {
+                    m.rsplit_once('[').is_some_and(|(_, reasons)| {
+                        reasons.trim_end_matches(']').split(", ").all(|r| {
+                            matches!(r, "None" | "TransactionConflict" | "ThrottlingError")
+                        })
+                    })
+                }),
+                Some(code) => BUSY.contains(&code),
+                None => false,
+            },
+            SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => true,
+            _ => false,
+        }
+    }
+
     fn cause(self, said: &str) -> Cause {
         match self {
             SdkError::ServiceError(_) | SdkError::ResponseError(_) => {
@@ -133,6 +155,10 @@ impl DdbFailure for aws_smithy_types::error::operation::BuildError {
     fn said(&self) -> String {
         // Names a missing field, never a value.
         format!("could not be built: {self}")
+    }
+
+    fn transient(&self) -> bool {
+        false
     }
 
     fn cause(self, _said: &str) -> Cause {
@@ -177,9 +203,54 @@ mod tests {
             .send()
             .await
             .expect_err("refused");
-        let said = chain(&StoreError::ddb(err));
+        let err = StoreError::ddb(err);
+        assert!(!err.is_transient(), "a refused item is no busy database");
+        let said = chain(&err);
         assert!(said.contains("ValidationException"), "{said}");
         assert!(!said.contains("5e884898"), "{said}");
         assert!(!said.contains("parameter values"), "{said}");
+    }
+
+    #[tokio::test]
+    async fn busy_through_every_retry_is_transient_and_a_condition_is_not() {
+        use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+        let error = |code: &'static str, message: &'static str| {
+            move || {
+                TransactWriteItemsError::generic(
+                    ErrorMetadata::builder().code(code).message(message).build(),
+                )
+            }
+        };
+        for (code, message, transient) in [
+            ("ThrottlingException", "Rate exceeded", true),
+            (
+                "TransactionCanceledException",
+                "Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]",
+                true,
+            ),
+            (
+                "TransactionCanceledException",
+                "Transaction cancelled, please refer cancellation reasons for specific reasons [ConditionalCheckFailed, None]",
+                false,
+            ),
+            (
+                "ValidationException",
+                "One or more parameter values were invalid",
+                false,
+            ),
+        ] {
+            let rule = mock!(Client::transact_write_items).then_error(error(code, message));
+            let client = mock_client!(aws_sdk_dynamodb, [&rule]);
+            let err = client
+                .transact_write_items()
+                .send()
+                .await
+                .expect_err("refused");
+            assert_eq!(
+                StoreError::ddb(err).is_transient(),
+                transient,
+                "{code}: {message}"
+            );
+        }
     }
 }

@@ -9,12 +9,11 @@ use aws_sdk_dynamodb::types::KeysAndAttributes;
 
 use crate::attr::{Item, s};
 use crate::keys::{PK, SK};
+use crate::retry::Backoff;
 use crate::{Store, StoreError};
 
 /// Keys one `BatchGetItem` takes.
 const BATCH_KEYS: usize = 100;
-/// Requests one chunk of keys may take before the read fails.
-const BATCH_TRIES: u32 = crate::retry::MAX_ATTEMPTS;
 
 impl Store {
     /// Runs `query` page by page, at most `max_pages`, handing each page's
@@ -45,7 +44,7 @@ impl Store {
 
     /// Items by their keys, strongly read: BatchGet, 100 keys a request.
     /// Keys DynamoDB leaves unprocessed are asked again after a jittered,
-    /// doubling wait, [`BATCH_TRIES`] requests at most a chunk.
+    /// doubling wait, [`crate::retry::MAX_ATTEMPTS`] requests at most a chunk.
     ///
     /// # Errors
     /// [`StoreError::Incomplete`] when keys are still unprocessed after
@@ -60,13 +59,8 @@ impl Store {
                 .iter()
                 .map(|(pk, sk)| [(PK.to_owned(), s(pk)), (SK.to_owned(), s(sk))].into())
                 .collect();
-            for attempt in 0..BATCH_TRIES {
-                if pending.is_empty() {
-                    break;
-                }
-                if attempt > 0 {
-                    tokio::time::sleep(crate::retry::backoff(attempt)).await;
-                }
+            let mut backoff = Backoff::default();
+            loop {
                 let out = self
                     .ddb
                     .batch_get_item()
@@ -88,6 +82,9 @@ impl Store {
                     .into_values()
                     .flat_map(|k| k.keys)
                     .collect();
+                if pending.is_empty() || !backoff.wait().await {
+                    break;
+                }
             }
             if !pending.is_empty() {
                 return Err(StoreError::Incomplete {
@@ -187,6 +184,6 @@ pub(crate) mod tests {
             }
             other => panic!("a partial read must fail, got {other:?}"),
         }
-        assert_eq!(rule.num_calls(), BATCH_TRIES as usize);
+        assert_eq!(rule.num_calls(), crate::retry::MAX_ATTEMPTS as usize);
     }
 }

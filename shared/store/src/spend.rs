@@ -179,37 +179,33 @@ impl Spend<'_> {
             deltas.entry(change.day()).or_default().add(change.delta());
             items.push(match change {
                 RowChange::Put { row, old } => {
-                    let put = as_read(
-                        Put::builder(),
-                        *old,
-                        |b, e| b.condition_expression(e),
-                        |b, k, v| b.expression_attribute_values(k, v),
-                    )
-                    .table_name(t)
-                    .item(PK, s(spend_pk(site, account)))
-                    .item(SK, s(spend_sk(row.day_start, &row.ad_id)))
-                    .item("adId", s(&row.ad_id))
-                    .item("dayStart", n(row.day_start))
-                    .item("spendCents", n(row.figures.spend_cents))
-                    .item("impressions", n(row.figures.impressions))
-                    .item("clicks", n(row.figures.clicks))
-                    .item("updatedAt", n(row.updated_at))
-                    .build()
-                    .map_err(StoreError::ddb)?;
+                    let (condition, values) = as_read(*old);
+                    let put = Put::builder()
+                        .condition_expression(condition)
+                        .set_expression_attribute_values(values)
+                        .table_name(t)
+                        .item(PK, s(spend_pk(site, account)))
+                        .item(SK, s(spend_sk(row.day_start, &row.ad_id)))
+                        .item("adId", s(&row.ad_id))
+                        .item("dayStart", n(row.day_start))
+                        .item("spendCents", n(row.figures.spend_cents))
+                        .item("impressions", n(row.figures.impressions))
+                        .item("clicks", n(row.figures.clicks))
+                        .item("updatedAt", n(row.updated_at))
+                        .build()
+                        .map_err(StoreError::ddb)?;
                     TransactWriteItem::builder().put(put).build()
                 }
                 RowChange::Delete { row } => {
-                    let delete = as_read(
-                        Delete::builder(),
-                        Some(row.figures),
-                        |b, e| b.condition_expression(e),
-                        |b, k, v| b.expression_attribute_values(k, v),
-                    )
-                    .table_name(t)
-                    .key(PK, s(spend_pk(site, account)))
-                    .key(SK, s(spend_sk(row.day_start, &row.ad_id)))
-                    .build()
-                    .map_err(StoreError::ddb)?;
+                    let (condition, values) = as_read(Some(row.figures));
+                    let delete = Delete::builder()
+                        .condition_expression(condition)
+                        .set_expression_attribute_values(values)
+                        .table_name(t)
+                        .key(PK, s(spend_pk(site, account)))
+                        .key(SK, s(spend_sk(row.day_start, &row.ad_id)))
+                        .build()
+                        .map_err(StoreError::ddb)?;
                     TransactWriteItem::builder().delete(delete).build()
                 }
             });
@@ -252,24 +248,21 @@ pub enum SpendWrite {
     Stale,
 }
 
-/// Conditions a row write on the row holding `old` (or being absent), in
-/// the builder's own condition and value setters.
-fn as_read<B>(
-    builder: B,
-    old: Option<SpendFigures>,
-    condition: impl Fn(B, &str) -> B,
-    value: impl Fn(B, &str, aws_sdk_dynamodb::types::AttributeValue) -> B,
-) -> B {
+/// The condition that a row still holds `old` (or is absent), with its
+/// values.
+fn as_read(old: Option<SpendFigures>) -> (&'static str, Option<Item>) {
     match old {
-        None => condition(builder, "attribute_not_exists(pk)"),
-        Some(f) => {
-            let b = condition(
-                builder,
-                "spendCents = :oldSpend AND impressions = :oldImpressions AND clicks = :oldClicks",
-            );
-            let b = value(b, ":oldSpend", n(f.spend_cents));
-            let b = value(b, ":oldImpressions", n(f.impressions));
-            value(b, ":oldClicks", n(f.clicks))
-        }
+        None => ("attribute_not_exists(pk)", None),
+        Some(f) => (
+            "spendCents = :oldSpend AND impressions = :oldImpressions AND clicks = :oldClicks",
+            Some(
+                [
+                    (":oldSpend".to_owned(), n(f.spend_cents)),
+                    (":oldImpressions".to_owned(), n(f.impressions)),
+                    (":oldClicks".to_owned(), n(f.clicks)),
+                ]
+                .into(),
+            ),
+        ),
     }
 }

@@ -283,4 +283,53 @@ mod tests {
         );
         assert_eq!(never.num_calls(), crate::retry::MAX_ATTEMPTS as usize);
     }
+
+    fn delete(pk: &str) -> WriteRequest {
+        WriteRequest::builder()
+            .delete_request(
+                aws_sdk_dynamodb::types::DeleteRequest::builder()
+                    .key(PK, s(pk))
+                    .key(SK, s("x"))
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+    }
+
+    /// Items DynamoDB hands back unprocessed are written again, and never
+    /// dropped: still unprocessed after every attempt, the write fails.
+    #[tokio::test]
+    async fn unprocessed_items_are_written_again_then_fail_loudly() {
+        use aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemOutput;
+        let left = || {
+            BatchWriteItemOutput::builder()
+                .unprocessed_items("t", vec![delete("b")])
+                .build()
+        };
+        let second_time = mock!(Client::batch_write_item)
+            .sequence()
+            .output(left)
+            .output(|| BatchWriteItemOutput::builder().build())
+            .build();
+        let store = store_with(mock_client!(aws_sdk_dynamodb, [&second_time]));
+        store
+            .batch_write("t", vec![delete("a"), delete("b")])
+            .await
+            .expect("written on the second request");
+        assert_eq!(second_time.num_calls(), 2);
+
+        let never = mock!(Client::batch_write_item)
+            .sequence()
+            .output(left)
+            .repeatedly()
+            .build();
+        let store = store_with(mock_client!(aws_sdk_dynamodb, [&never]));
+        match store.batch_write("t", vec![delete("a"), delete("b")]).await {
+            Err(StoreError::Incomplete { operation, left }) => {
+                assert_eq!((operation, left), ("BatchWriteItem", 1));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(never.num_calls(), crate::retry::MAX_ATTEMPTS as usize);
+    }
 }
