@@ -94,6 +94,19 @@ pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
     })
 }
 
+/// The top-level keys of a JSON object body, `null` values included: for
+/// the rules that turn on a field's presence, not its value.
+pub fn body_keys(req: &Request) -> Vec<String> {
+    let bytes: &[u8] = match req.body() {
+        Body::Text(t) => t.as_bytes(),
+        Body::Binary(b) => b,
+        _ => b"",
+    };
+    serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(bytes)
+        .map(|m| m.into_iter().map(|(k, _)| k).collect())
+        .unwrap_or_default()
+}
+
 /// The query string's parameters; a repeated parameter is an error.
 ///
 /// # Errors

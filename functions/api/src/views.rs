@@ -4,6 +4,8 @@
 //! JSON map after building it.
 
 use adtrail_domain::dates::Timezone;
+use adtrail_domain::destinations::{Account, Destination, DestinationState, PIXEL_SLUG};
+use adtrail_domain::identifiers::Platform;
 use adtrail_domain::links::SiteAdAccount;
 use adtrail_domain::pixels::SitePixel;
 use adtrail_domain::plan::backfill_progress;
@@ -241,5 +243,110 @@ mod keep_within_tests {
         // Each row is 12 bytes of JSON and a comma.
         assert!(keep_within(&mut rows, 40));
         assert_eq!(rows.len(), 3);
+    }
+}
+
+/// A destination as the destination routes and `meta.status` show it:
+/// the platform's ids, the test mode and the state, never a credential.
+/// The site's pixel shows as the destination `meta` (`via: "pixel"`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct DestinationView<'a> {
+    slug: &'a str,
+    platform: &'static str,
+    /// `active`, `disabled`, `stopped` (credentials refused) or `archived`.
+    state: &'static str,
+    enabled: bool,
+    /// `destinations` or `pixel`: which routes manage it.
+    via: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pixel_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pixel_code: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ad_account_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    operating_account: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    login_account: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conversion_actions: Option<std::collections::BTreeMap<&'static str, &'a str>>,
+    test_mode: bool,
+    last_error: Option<&'a str>,
+    created_at: Option<i64>,
+    updated_at: i64,
+    archived_at: Option<i64>,
+}
+
+pub(crate) fn destination_view(d: &Destination) -> DestinationView<'_> {
+    let mut view = DestinationView {
+        slug: &d.slug,
+        platform: d.account.platform().as_str(),
+        state: d.state().as_str(),
+        enabled: d.enabled,
+        via: "destinations",
+        pixel_id: None,
+        pixel_code: None,
+        ad_account_id: None,
+        operating_account: None,
+        login_account: None,
+        conversion_actions: None,
+        test_mode: d.account.in_test_mode(),
+        last_error: d.last_error.as_deref(),
+        created_at: Some(d.created_at),
+        updated_at: d.updated_at,
+        archived_at: d.archived_at,
+    };
+    match &d.account {
+        Account::Meta { pixel_id, .. } | Account::Snap { pixel_id, .. } => {
+            view.pixel_id = Some(pixel_id);
+        }
+        Account::TikTok { pixel_code, .. } => view.pixel_code = Some(pixel_code),
+        Account::Pinterest { ad_account_id, .. } => view.ad_account_id = Some(ad_account_id),
+        Account::Google {
+            operating_account,
+            login_account,
+            conversion_actions,
+            ..
+        } => {
+            view.operating_account = Some(operating_account);
+            view.login_account = Some(login_account);
+            view.conversion_actions = Some(
+                conversion_actions
+                    .iter()
+                    .map(|(e, id)| (e.wire(), id.as_str()))
+                    .collect(),
+            );
+        }
+    }
+    view
+}
+
+/// The site's pixel among its destinations.
+pub(crate) fn pixel_destination_view(p: &SitePixel) -> DestinationView<'_> {
+    let state = if p.stopped || p.not_granted {
+        DestinationState::Stopped
+    } else if !p.enabled {
+        DestinationState::Disabled
+    } else {
+        DestinationState::Active
+    };
+    DestinationView {
+        slug: PIXEL_SLUG,
+        platform: Platform::Meta.as_str(),
+        state: state.as_str(),
+        enabled: p.enabled,
+        via: "pixel",
+        pixel_id: Some(&p.pixel_id),
+        pixel_code: None,
+        ad_account_id: None,
+        operating_account: None,
+        login_account: None,
+        conversion_actions: None,
+        test_mode: p.test_event_code.is_some(),
+        last_error: p.last_error.as_deref(),
+        created_at: None,
+        updated_at: p.updated_at,
+        archived_at: None,
     }
 }

@@ -20,7 +20,7 @@ pub fn lead_write(site: &str, currency: &str, i: usize, events: usize, now: i64)
         external_id: Some(sha256_hex(&format!("contact-{i}"))),
     };
     let value = 10_000 + i as i64;
-    let conversions: Vec<NewConversion> = EventName::ALL
+    let conversions: Vec<NewConversion> = EventName::LEAD_EVENTS
         .into_iter()
         .take(events)
         .map(|e| {

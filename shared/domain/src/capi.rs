@@ -14,29 +14,71 @@ use crate::leads::Applied;
 use crate::pixels::PixelReady;
 use crate::time::{DAY_MS, MINUTE_MS};
 
-/// The events a site's pixel receives.
+/// The events adtrail sends: the four a lead's changes queue (the seed's
+/// table) and the shop's funnel events a storefront posts. Each platform's
+/// name for each is in [`crate::destinations::platform_event`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EventName {
     Lead,
     QualifiedLead,
     Schedule,
     Purchase,
+    CompleteRegistration,
+    AddToCart,
+    InitiateCheckout,
+    ViewContent,
+    Search,
 }
 
 impl EventName {
-    pub const ALL: [EventName; 4] = [
+    pub const ALL: [EventName; 9] = [
+        EventName::Lead,
+        EventName::QualifiedLead,
+        EventName::Schedule,
+        EventName::Purchase,
+        EventName::CompleteRegistration,
+        EventName::AddToCart,
+        EventName::InitiateCheckout,
+        EventName::ViewContent,
+        EventName::Search,
+    ];
+
+    /// The events a lead's changes queue.
+    pub const LEAD_EVENTS: [EventName; 4] = [
         EventName::Lead,
         EventName::QualifiedLead,
         EventName::Schedule,
         EventName::Purchase,
     ];
 
+    /// The name adtrail stores and answers (Meta's standard names, and
+    /// `QualifiedLead`).
     pub fn as_str(self) -> &'static str {
         match self {
             EventName::Lead => "Lead",
             EventName::QualifiedLead => "QualifiedLead",
             EventName::Schedule => "Schedule",
             EventName::Purchase => "Purchase",
+            EventName::CompleteRegistration => "CompleteRegistration",
+            EventName::AddToCart => "AddToCart",
+            EventName::InitiateCheckout => "InitiateCheckout",
+            EventName::ViewContent => "ViewContent",
+            EventName::Search => "Search",
+        }
+    }
+
+    /// The name a storefront posts (`POST /v1/sites/{siteId}/events`).
+    pub fn wire(self) -> &'static str {
+        match self {
+            EventName::Lead => "lead",
+            EventName::QualifiedLead => "qualified_lead",
+            EventName::Schedule => "schedule",
+            EventName::Purchase => "purchase",
+            EventName::CompleteRegistration => "complete_registration",
+            EventName::AddToCart => "add_to_cart",
+            EventName::InitiateCheckout => "initiate_checkout",
+            EventName::ViewContent => "view_content",
+            EventName::Search => "search",
         }
     }
 
@@ -44,10 +86,19 @@ impl EventName {
         Self::ALL.into_iter().find(|e| e.as_str() == value)
     }
 
+    pub fn parse_wire(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.wire() == value)
+    }
+
     /// The events a board column may send (`Purchase` comes only from a
-    /// recorded sale).
+    /// recorded sale; the shop's funnel events never from a board).
     pub fn parse_column_event(value: &str) -> Option<Self> {
-        Self::parse(value).filter(|e| *e != EventName::Purchase)
+        Self::parse(value).filter(|e| {
+            matches!(
+                e,
+                EventName::Lead | EventName::QualifiedLead | EventName::Schedule
+            )
+        })
     }
 }
 

@@ -12,6 +12,7 @@ pub mod capi;
 pub mod catalog;
 pub mod contact;
 pub mod dates;
+pub mod destinations;
 pub mod error_codes;
 pub mod graph_error;
 pub mod identifiers;

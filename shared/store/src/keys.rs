@@ -13,6 +13,7 @@
 //! | purge of an unlinked account | `purge#<siteId>` | `<act>` | `work` |
 //! | board and event map | `site#<siteId>` | `board` | |
 //! | pixel | `site#<siteId>` | `pixel` | |
+//! | destination (a platform account the site's events go to) | `dest#<siteId>` | `<slug>` | |
 //! | lead | `lead#<siteId>` | `<leadKey>` | |
 //! | an ad that brought a lead (for naming) | `leadad#<siteId>` | `<adId>` | |
 //! | a cohort's lead counters (by origin `o#…` and ad `a#…`) | `rollup#<siteId>` | `<cohortDay>#<dim>` | |
@@ -142,6 +143,9 @@ pub fn entry_pk(site: &str, column: &str) -> String {
 }
 pub fn entry_sk(day_start: i64, lead_id: &str) -> String {
     format!("{day_start:013}#{lead_id}")
+}
+pub fn dest_pk(site: &str) -> String {
+    format!("dest#{site}")
 }
 pub fn conv_pk(site: &str) -> String {
     format!("conv#{site}")

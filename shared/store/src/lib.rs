@@ -14,6 +14,7 @@ pub mod catalog;
 pub mod connections;
 pub mod conversions;
 pub mod counter;
+pub mod destinations;
 pub mod error;
 mod items;
 pub mod keys;
@@ -135,6 +136,8 @@ handles! {
     Connections => connections;
     /// Sites' pixels (`pixels.rs`).
     Pixels => pixels;
+    /// Sites' destinations on every ad platform (`destinations.rs`).
+    Destinations => destinations;
     /// Boards and event maps (`board.rs`).
     Boards => boards;
     /// Leads (`leads.rs`), the outbox (`outbox.rs`) and the rollups

@@ -1,6 +1,8 @@
-//! Seals Meta tokens with KMS before they touch DynamoDB. The encryption
-//! context names the owner and the purpose, so a sealed token copied to
-//! another owner's item (or used for another purpose) does not open.
+//! Seals secrets with KMS before they touch DynamoDB: Meta tokens, and each
+//! destination's credentials. The encryption context names whose secret it
+//! is (the owner; for a destination its site and slug) and the purpose, so
+//! a sealed secret copied to another item (or used for another purpose)
+//! does not open.
 
 use aws_sdk_kms::primitives::Blob;
 
@@ -13,6 +15,9 @@ pub enum Purpose {
     MetaConnection,
     /// A pixel's own Conversions API token.
     PixelToken,
+    /// A destination's credentials (any platform's), bound to its site
+    /// and slug.
+    DestinationCredentials,
 }
 
 impl Purpose {
@@ -20,6 +25,7 @@ impl Purpose {
         match self {
             Self::MetaConnection => "meta-connection-token",
             Self::PixelToken => "meta-pixel-token",
+            Self::DestinationCredentials => "destination-credentials",
         }
     }
 }
@@ -35,19 +41,7 @@ impl Sealer<'_> {
         purpose: Purpose,
         secret: &str,
     ) -> Result<Vec<u8>, StoreError> {
-        let out = self
-            .kms
-            .encrypt()
-            .key_id(&self.names.key_id)
-            .plaintext(Blob::new(secret.as_bytes()))
-            .encryption_context("owner", owner)
-            .encryption_context("purpose", purpose.as_str())
-            .send()
-            .await
-            .map_err(|e| StoreError::SealingKey(Box::new(e)))?;
-        out.ciphertext_blob
-            .map(Blob::into_inner)
-            .ok_or_else(|| StoreError::Malformed("KMS answered no ciphertext".into()))
+        self.encrypt(&[("owner", owner)], purpose, secret).await
     }
 
     /// Decrypts what [`Sealer::seal`] sealed for the same owner and purpose.
@@ -61,13 +55,80 @@ impl Sealer<'_> {
         purpose: Purpose,
         sealed: &[u8],
     ) -> Result<String, StoreError> {
-        let out = self
+        self.decrypt(&[("owner", owner)], purpose, sealed).await
+    }
+
+    /// Encrypts a destination's credentials, bound to its site and slug.
+    ///
+    /// # Errors
+    /// [`StoreError::SealingKey`] when KMS refuses or cannot be reached.
+    pub async fn seal_destination(
+        &self,
+        site: &str,
+        slug: &str,
+        secret: &str,
+    ) -> Result<Vec<u8>, StoreError> {
+        let context = [("site", site), ("slug", slug)];
+        self.encrypt(&context, Purpose::DestinationCredentials, secret)
+            .await
+    }
+
+    /// Decrypts what [`Sealer::seal_destination`] sealed for the same site
+    /// and slug.
+    ///
+    /// # Errors
+    /// [`StoreError::SealingKey`] when KMS refuses or cannot be reached.
+    pub async fn unseal_destination(
+        &self,
+        site: &str,
+        slug: &str,
+        sealed: &[u8],
+    ) -> Result<String, StoreError> {
+        let context = [("site", site), ("slug", slug)];
+        self.decrypt(&context, Purpose::DestinationCredentials, sealed)
+            .await
+    }
+
+    async fn encrypt(
+        &self,
+        context: &[(&str, &str)],
+        purpose: Purpose,
+        secret: &str,
+    ) -> Result<Vec<u8>, StoreError> {
+        let mut request = self
+            .kms
+            .encrypt()
+            .key_id(&self.names.key_id)
+            .plaintext(Blob::new(secret.as_bytes()))
+            .encryption_context("purpose", purpose.as_str());
+        for (k, v) in context {
+            request = request.encryption_context(*k, *v);
+        }
+        let out = request
+            .send()
+            .await
+            .map_err(|e| StoreError::SealingKey(Box::new(e)))?;
+        out.ciphertext_blob
+            .map(Blob::into_inner)
+            .ok_or_else(|| StoreError::Malformed("KMS answered no ciphertext".into()))
+    }
+
+    async fn decrypt(
+        &self,
+        context: &[(&str, &str)],
+        purpose: Purpose,
+        sealed: &[u8],
+    ) -> Result<String, StoreError> {
+        let mut request = self
             .kms
             .decrypt()
             .key_id(&self.names.key_id)
             .ciphertext_blob(Blob::new(sealed))
-            .encryption_context("owner", owner)
-            .encryption_context("purpose", purpose.as_str())
+            .encryption_context("purpose", purpose.as_str());
+        for (k, v) in context {
+            request = request.encryption_context(*k, *v);
+        }
+        let out = request
             .send()
             .await
             .map_err(|e| StoreError::SealingKey(Box::new(e)))?;
@@ -75,6 +136,6 @@ impl Sealer<'_> {
             .plaintext
             .ok_or_else(|| StoreError::Malformed("KMS answered no plaintext".into()))?;
         String::from_utf8(plain.into_inner())
-            .map_err(|_| StoreError::Malformed("sealed token is not text".into()))
+            .map_err(|_| StoreError::Malformed("sealed secret is not text".into()))
     }
 }

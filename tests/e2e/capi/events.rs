@@ -178,7 +178,9 @@ async fn every_row_of_the_seed_table() {
     );
     assert_eq!(
         c["last30d"],
-        json!({"Purchase": 1, "QualifiedLead": 1, "Lead": 1, "Schedule": 1})
+        json!({"Purchase": 1, "QualifiedLead": 1, "Lead": 1, "Schedule": 1,
+               "CompleteRegistration": 0, "AddToCart": 0, "InitiateCheckout": 0,
+               "ViewContent": 0, "Search": 0})
     );
 
     // A removed lead takes its conversions and leaves the counters.

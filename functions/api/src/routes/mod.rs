@@ -4,6 +4,7 @@
 mod board;
 mod connections;
 mod conversions;
+mod destinations;
 mod leads;
 mod leads_report;
 mod links;
@@ -35,6 +36,10 @@ enum Op {
     SyncNow,
     PutPixel,
     DeletePixel,
+    PutDestination,
+    GetDestination,
+    ListDestinations,
+    DeleteDestination,
     PutPipeline,
     PutEventMap,
     GetEventMap,
@@ -64,7 +69,7 @@ const fn r(method: &'static str, path: &'static str, op: Op) -> Route {
 /// Every route. The one table: dispatch finds routes here, the `405`
 /// answers and the logs' route names read it, and the template tests check
 /// it against the template's routes and the OpenAPI document.
-pub const ROUTES: [Route; 23] = [
+pub const ROUTES: [Route; 27] = [
     r("PUT", "/v1/sites/{siteId}", Op::PutSite),
     r("PUT", "/v1/meta/connections/{ownerKey}", Op::PutConnection),
     r("GET", "/v1/meta/connections/{ownerKey}", Op::GetConnection),
@@ -97,6 +102,26 @@ pub const ROUTES: [Route; 23] = [
     r("POST", "/v1/sites/{siteId}/sync", Op::SyncNow),
     r("PUT", "/v1/sites/{siteId}/pixel", Op::PutPixel),
     r("DELETE", "/v1/sites/{siteId}/pixel", Op::DeletePixel),
+    r(
+        "GET",
+        "/v1/sites/{siteId}/destinations",
+        Op::ListDestinations,
+    ),
+    r(
+        "PUT",
+        "/v1/sites/{siteId}/destinations/{slug}",
+        Op::PutDestination,
+    ),
+    r(
+        "GET",
+        "/v1/sites/{siteId}/destinations/{slug}",
+        Op::GetDestination,
+    ),
+    r(
+        "DELETE",
+        "/v1/sites/{siteId}/destinations/{slug}",
+        Op::DeleteDestination,
+    ),
     r("PUT", "/v1/sites/{siteId}/pipeline", Op::PutPipeline),
     r("PUT", "/v1/sites/{siteId}/event-map", Op::PutEventMap),
     r("GET", "/v1/sites/{siteId}/event-map", Op::GetEventMap),
@@ -201,6 +226,12 @@ async fn dispatch(
         Op::SyncNow => links::sync_now(api, caller, id(0)).await,
         Op::PutPixel => pixels::put_pixel(api, caller, req, id(0)).await,
         Op::DeletePixel => pixels::delete_pixel(api, caller, req, id(0)).await,
+        Op::PutDestination => destinations::put_destination(api, caller, req, id(0), id(1)).await,
+        Op::GetDestination => destinations::get_destination(api, caller, id(0), id(1)).await,
+        Op::ListDestinations => destinations::list_destinations(api, caller, id(0)).await,
+        Op::DeleteDestination => {
+            destinations::delete_destination(api, caller, req, id(0), id(1)).await
+        }
         Op::PutPipeline => board::put_pipeline(api, caller, req, id(0)).await,
         Op::PutEventMap => board::put_event_map(api, caller, req, id(0)).await,
         Op::GetEventMap => board::get_event_map(api, caller, req, id(0)).await,

@@ -276,12 +276,13 @@ async fn status_block(api: &Api, site: &str, now: Option<i64>) -> Result<Value, 
             }
             let get = |e: EventName| by_event.get(&e).copied().unwrap_or(0);
             (
-                json!({
-                    "Purchase": get(EventName::Purchase),
-                    "QualifiedLead": get(EventName::QualifiedLead),
-                    "Lead": get(EventName::Lead),
-                    "Schedule": get(EventName::Schedule),
-                }),
+                // Every event, with its zero: a client reads a fixed shape.
+                Value::Object(
+                    EventName::ALL
+                        .into_iter()
+                        .map(|e| (e.as_str().to_owned(), json!(get(e))))
+                        .collect(),
+                ),
                 json!(sent_today),
             )
         }

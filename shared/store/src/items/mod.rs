@@ -90,11 +90,13 @@ pub(super) fn parse<T>(value: Option<T>, entity: &str, attribute: &str) -> Resul
 }
 
 mod conversions;
+mod destinations;
 mod setup;
 mod spend;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use conversions::{ConversionItem, LeadItem};
+pub(crate) use destinations::DestinationItem;
 pub(crate) use setup::{BoardItem, ConnectionItem, LinkItem, PixelItem, SiteItem};
 pub(crate) use spend::{CatalogItem, FiguresItem};
