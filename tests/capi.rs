@@ -88,7 +88,10 @@ pub async fn rows(h: &Harness, site: &str) -> Vec<adtrail_domain::capi::Conversi
             .await
             .expect("rows");
         let n = page.len();
-        before = page.last().map(|c| (c.created_at, c.event_id.clone()));
+        before = page.last().map(|c| {
+            let (at, id) = adtrail_domain::capi::parse_conversion_ref(&c.sk).expect("a reference");
+            (at, id.to_owned())
+        });
         all.extend(page);
         if n < 100 {
             return all;

@@ -110,6 +110,47 @@ async fn the_real_mains_at_trace_log_no_secret() {
         adtrail_domain::contact::sha256_hex("contact-runtime"),
     ];
     let meta = json!({"ph": [hashes[0]], "externalId": hashes[1]});
+    // A storefront's plain contact, and each platform's credentials.
+    let contact = json!({"email": "zuleika.runtime@example.com", "phone": "+55 11 97777-6666",
+        "firstName": "Zuleika", "ip": "203.0.113.77", "userAgent": "AdtrailRuntimeAgent/9.9",
+        "fbc": "fb.1.1554763741205.RuntimeClick", "ttclid": "E.C.P.RuntimeTikTok"});
+    let plain = [
+        "zuleika.runtime@example.com",
+        "97777-6666",
+        "5511977776666",
+        "Zuleika",
+        "203.0.113.77",
+        "AdtrailRuntimeAgent/9.9",
+        "RuntimeClick",
+        "RuntimeTikTok",
+    ];
+    let contact_hashes = [
+        adtrail_domain::contact::sha256_hex("zuleika.runtime@example.com"),
+        adtrail_domain::contact::sha256_hex("5511977776666"),
+        adtrail_domain::contact::sha256_hex("+5511977776666"),
+    ];
+    let credentials = [
+        (
+            "tiktok",
+            json!({"pixelCode": "C4RUNTIME"}),
+            json!({"accessToken": "tiktok-runtime-secret"}),
+        ),
+        (
+            "google",
+            json!({"operatingAccount": "1234567890", "conversionActions": {"purchase": "42"}}),
+            json!({"clientId": "google-runtime-client", "clientSecret": "google-runtime-secret", "refreshToken": "google-runtime-refresh"}),
+        ),
+        (
+            "pinterest",
+            json!({"adAccountId": "549755885175"}),
+            json!({"accessToken": "pinterest-runtime-secret"}),
+        ),
+        (
+            "snap",
+            json!({"pixelId": "4a5b8c1d-0e2f-4a6b-8c9d-0e1f2a3b4c5d"}),
+            json!({"accessToken": "snap-runtime-secret"}),
+        ),
+    ];
     let now = SystemClock.now_ms();
     let mut answers = vec![];
     for (method, path, body) in [
@@ -158,7 +199,25 @@ async fn the_real_mains_at_trace_log_no_secret() {
             "/v1/sites/loja-x/leads/ana/stage",
             json!({"changeId": "r2", "occurredAt": now, "column": "agendado", "meta": {"ph": [plain_phone]}}),
         ),
-    ] {
+        (
+            "POST",
+            "/v1/sites/loja-x/events",
+            json!({"events": [{"eventId": "order-runtime", "event": "purchase", "occurredAt": now,
+                "actionSource": "website", "eventSourceUrl": "https://loja-x.example/checkout",
+                "valueCents": 1990, "currency": "BRL", "contact": contact}]}),
+        ),
+    ]
+    .into_iter()
+    .map(|(m, p, b)| (m, p.to_owned(), b))
+    .chain(credentials.iter().map(|(platform, ids, creds)| {
+        let mut body = ids.clone();
+        body["platform"] = json!(platform);
+        body["credentials"] = creds.clone();
+        ("PUT", format!("/v1/sites/loja-x/destinations/{platform}-one"), body)
+    }))
+    .collect::<Vec<_>>()
+    {
+        let path = path.as_str();
         let answer = api
             .invoke(api_event(&h, method, path, Some(body)))
             .await
@@ -192,7 +251,11 @@ async fn the_real_mains_at_trace_log_no_secret() {
     assert!(sends > 0);
     // The Lead went; the Schedule had only a plain phone, which is never
     // sent (nor kept).
-    assert_eq!(h.fake().accepted_events().len(), 1, "the Lead reached Meta");
+    assert_eq!(
+        h.fake().accepted_events().len(),
+        2,
+        "the Lead and the posted purchase reached Meta"
+    );
     assert!(
         h.fake()
             .requests()
@@ -228,7 +291,27 @@ async fn the_real_mains_at_trace_log_no_secret() {
         ("a contact hash", hashes[1].clone()),
         ("the plain phone", plain_phone.to_owned()),
         ("the bearer JWT", jwt.split('.').nth(2).unwrap().to_owned()),
-    ];
+    ]
+    .into_iter()
+    .chain(
+        plain
+            .iter()
+            .map(|p| ("a plain contact value", (*p).to_owned())),
+    )
+    .chain(
+        contact_hashes
+            .iter()
+            .map(|h| ("a posted contact's hash", h.clone())),
+    )
+    .chain(credentials.iter().flat_map(|(_, _, creds)| {
+        creds
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| ("a destination's credential", v.as_str().unwrap().to_owned()))
+            .collect::<Vec<_>>()
+    }))
+    .collect::<Vec<_>>();
     for (what, secret) in &secrets {
         assert!(
             !written.contains(secret.as_str()),

@@ -4,9 +4,9 @@
 //! conversion row in Meta's wire format.
 
 use adtrail_domain::capi::{
-    Conversion, EventName, Judged, Verdict, judge_error, judge_receipt, judge_unanswered,
+    Conversion, Judged, Verdict, judge_error, judge_receipt, judge_unanswered,
 };
-use adtrail_domain::contact::ContactHashes;
+use adtrail_domain::events::ActionSource;
 use adtrail_domain::money::Currency;
 use adtrail_meta::{CustomData, ServerEvent, UserData};
 
@@ -75,32 +75,54 @@ impl Sender {
     }
 }
 
+/// Meta's `action_source` for adtrail's (a lead's change: `chat`).
+fn meta_action_source(source: Option<&str>) -> &'static str {
+    match source.and_then(ActionSource::parse) {
+        None | Some(ActionSource::Chat) => "chat",
+        Some(ActionSource::Website) => "website",
+        Some(ActionSource::App) => "app",
+        Some(ActionSource::Phone) => "phone_call",
+        Some(ActionSource::PhysicalStore) => "physical_store",
+        Some(ActionSource::SystemGenerated) => "system_generated",
+        Some(ActionSource::Other) => "other",
+    }
+}
+
 /// A row as Meta's wire format has it.
 pub(crate) fn server_event(c: &Conversion, target: &Target) -> ServerEvent {
     let country = target.country_hash.clone();
-    let hashes = c.hashes.clone().unwrap_or(ContactHashes {
-        ph: vec![],
-        external_id: None,
-    });
-    let custom_data = match (c.event_name, c.value_cents, &c.currency) {
-        (EventName::Purchase, Some(cents), Some(currency)) => {
+    let hashes = c.hashes.clone().unwrap_or_default();
+    let value = match (c.value_cents, &c.currency) {
+        (Some(cents), Some(currency)) => {
             let exponent = Currency::parse(currency).map_or(2, |c| c.exponent());
-            Some(CustomData {
-                // Shortest round-trip formatting prints the decimal the
-                // cents spell (459.9 for 45,990).
-                value: cents as f64 / 10f64.powi(exponent as i32),
-                currency: currency.clone(),
-            })
+            // Shortest round-trip formatting prints the decimal the cents
+            // spell (459.9 for 45,990).
+            Some((cents as f64 / 10f64.powi(exponent as i32), currency.clone()))
         }
         _ => None,
     };
+    let custom_data = (value.is_some() || c.order_id.is_some()).then(|| CustomData {
+        value: value.as_ref().map(|v| v.0),
+        currency: value.map(|v| v.1),
+        order_id: c.order_id.clone(),
+    });
+    let signal = |name: &str| hashes.signals.get(name).cloned();
     ServerEvent {
         event_name: c.event_name.as_str().to_owned(),
         event_time: c.event_time.div_euclid(1_000),
         event_id: c.event_id.clone(),
-        action_source: "chat",
+        action_source: meta_action_source(c.action_source.as_deref()),
+        event_source_url: c.source_url.clone(),
         user_data: UserData {
+            client_ip_address: signal("ip"),
+            client_user_agent: signal("userAgent"),
+            fbc: signal("fbc"),
+            fbp: signal("fbp"),
+            ctwa_clid: signal("ctwaClid"),
+            em: hashes.em,
             ph: hashes.ph,
+            first_name: hashes.first_name,
+            last_name: hashes.last_name,
             external_id: hashes.external_id.into_iter().collect(),
             country: country.into_iter().collect(),
         },

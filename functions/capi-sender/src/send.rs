@@ -12,6 +12,7 @@ use adtrail_domain::capi::{
     Conversion, MAX_EVENTS_PER_REQUEST, SEND_LEASE_MS, SendEnd, SendFailure, Verdict, doomed,
     end_of,
 };
+use adtrail_domain::destinations::PIXEL_SLUG;
 use adtrail_meta::ServerEvent;
 use adtrail_store::sending::{Claim, Finish};
 use futures::StreamExt;
@@ -19,7 +20,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::isolate::server_event;
-use crate::targets::{Target, TokenOwner};
+use crate::targets::{Target, TargetKey, TokenOwner};
 use crate::{Delivery, Disposition, Sender, distinct_rows};
 
 /// Requests to Meta in flight at once.
@@ -161,7 +162,7 @@ impl Sender {
         let per_request = self.events_per_request.clamp(1, MAX_EVENTS_PER_REQUEST);
         let mut requests = vec![];
         for ((_, owner, _), members) in &groups {
-            let Ok(target) = &targets[&jobs[members[0]].conv.site_id] else {
+            let Ok(target) = &targets[&target_key(&jobs[members[0]].conv)] else {
                 continue;
             };
             for chunk in members.chunks(per_request) {
@@ -199,21 +200,22 @@ impl Sender {
         }
     }
 
-    /// Each site's target, once, and the rows by group; a row whose site
-    /// cannot send gets its verdict here.
+    /// Each target (a site's pixel, or a destination), once, and the rows
+    /// by group; a row whose target cannot send gets its verdict here.
     async fn group(
         &self,
         jobs: &[Job],
         verdicts: &mut [Option<Verdict>],
     ) -> (
-        HashMap<String, Result<Target, Verdict>>,
+        HashMap<TargetKey, Result<Target, Verdict>>,
         BTreeMap<GroupKey, Vec<usize>>,
     ) {
-        let mut targets: HashMap<String, Result<Target, Verdict>> = HashMap::new();
+        let mut targets: HashMap<TargetKey, Result<Target, Verdict>> = HashMap::new();
         for (j, job) in jobs.iter().enumerate() {
-            if verdicts[j].is_none() && !targets.contains_key(&job.conv.site_id) {
-                let target = self.target(&job.conv.site_id).await;
-                targets.insert(job.conv.site_id.clone(), target);
+            let key = target_key(&job.conv);
+            if verdicts[j].is_none() && !targets.contains_key(&key) {
+                let target = self.target(&key.0, key.1.as_deref()).await;
+                targets.insert(key, target);
             }
         }
         let mut groups: BTreeMap<GroupKey, Vec<usize>> = BTreeMap::new();
@@ -221,7 +223,7 @@ impl Sender {
             if verdicts[j].is_some() {
                 continue;
             }
-            match &targets[&job.conv.site_id] {
+            match &targets[&target_key(&job.conv)] {
                 Err(v) => verdicts[j] = Some(v.clone()),
                 Ok(t) => groups
                     .entry((
@@ -304,6 +306,7 @@ impl Sender {
                         "siteId": job.conv.site_id,
                         "eventId": job.conv.event_id,
                         "eventName": job.conv.event_name.as_str(),
+                        "destination": job.conv.destination.as_deref().unwrap_or(PIXEL_SLUG),
                         "leadId": job.conv.lead_id,
                         "attempts": job.conv.attempts,
                         "lastError": last_error,
@@ -340,4 +343,9 @@ fn prejudge(jobs: &[Job], now: i64) -> Vec<Option<Verdict>> {
             doomed(c.event_time, c.attempts, c.hashes.is_some(), c.unsure, now).map(Verdict::Failed)
         })
         .collect()
+}
+
+/// Where a row goes: its site, and its destination (`None`: the pixel).
+fn target_key(c: &Conversion) -> TargetKey {
+    (c.site_id.clone(), c.destination.clone())
 }

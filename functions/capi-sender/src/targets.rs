@@ -1,10 +1,12 @@
-//! Where each site's events go: its pixel and the token that sends to it
+//! Where each row goes: its site's pixel and the token that sends to it
 //! (the connection's, or the pixel's own), resolved once per batch by the
-//! domain's `pixel_ready` rule; and stopping a token's owner when Meta
+//! domain's `pixel_ready` rule, or a destination of the site with its own
+//! sealed credentials; and stopping a token's owner when the platform
 //! refuses the token.
 
 use adtrail_domain::capi::Verdict;
 use adtrail_domain::contact::sha256_hex;
+use adtrail_domain::destinations::{Account, Credentials};
 use adtrail_domain::error_codes::{LastErrorCode, last_error};
 use adtrail_domain::pixels::{PixelSource, pixel_ready};
 use adtrail_store::seal::Purpose;
@@ -27,14 +29,111 @@ pub(crate) struct Target {
 /// Whose token a target sends with, at which version.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum TokenOwner {
-    Connection { owner: String, version: String },
-    Pixel { site: String, version: String },
+    Connection {
+        owner: String,
+        version: String,
+    },
+    Pixel {
+        site: String,
+        version: String,
+    },
+    Destination {
+        site: String,
+        slug: String,
+        version: String,
+    },
 }
 
+/// What a row is sent to: its site's pixel, or one of its destinations.
+pub(crate) type TargetKey = (String, Option<String>);
+
 impl Sender {
+    /// Where a row of `site` for `destination` (`None`: the pixel) goes.
+    pub(crate) async fn target(
+        &self,
+        site: &str,
+        destination: Option<&str>,
+    ) -> Result<Target, Verdict> {
+        match destination {
+            None => self.pixel_target(site).await,
+            Some(slug) => self.destination_target(site, slug).await,
+        }
+    }
+
+    /// A destination with its own credentials, or why nothing can go to
+    /// it: gone, archived, disabled, stopped, or on a platform adtrail does
+    /// not send to yet.
+    async fn destination_target(&self, site: &str, slug: &str) -> Result<Target, Verdict> {
+        let unavailable =
+            |why: &str| Verdict::Failed(last_error(LastErrorCode::DestinationUnavailable, why));
+        let d = match self.store.destinations().get_destination(site, slug).await {
+            Ok(Some(d)) => d,
+            Ok(None) => return Err(unavailable("the destination is gone")),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the destination");
+                return Err(Verdict::unexpected("the store could not be read"));
+            }
+        };
+        if d.archived_at.is_some() {
+            return Err(unavailable("the destination is archived"));
+        }
+        if !d.enabled {
+            return Err(unavailable("the destination is disabled"));
+        }
+        if d.stopped {
+            return Err(unavailable(
+                "the platform refused the destination's credentials; store new ones",
+            ));
+        }
+        let Account::Meta {
+            pixel_id,
+            test_event_code,
+        } = &d.account
+        else {
+            return Err(unavailable("adtrail does not send to this platform yet"));
+        };
+        let opened = self
+            .store
+            .sealer()
+            .unseal_destination(site, slug, &d.sealed_credentials)
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "could not unseal the destination's credentials");
+                Verdict::unexpected("the sealing key is unavailable")
+            })?;
+        let Some(Credentials::Token(token)) = Credentials::from_sealed_text(&opened) else {
+            return Err(Verdict::unexpected(
+                "the credentials do not fit the platform",
+            ));
+        };
+        let country = self.site_country(site).await?;
+        Ok(Target {
+            pixel_id: pixel_id.clone(),
+            token,
+            test_event_code: test_event_code.clone(),
+            country_hash: country.map(|c| sha256_hex(&c.to_lowercase())),
+            owner: TokenOwner::Destination {
+                site: site.to_owned(),
+                slug: slug.to_owned(),
+                version: d.credential_version,
+            },
+        })
+    }
+
+    /// The site's country, for the hashed `country` Meta matches on.
+    async fn site_country(&self, site: &str) -> Result<Option<String>, Verdict> {
+        match self.store.sites().get_site(site).await {
+            Ok(row) => Ok(row.and_then(|s| s.country)),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the site");
+                Err(Verdict::unexpected("the store could not be read"))
+            }
+        }
+    }
+
     /// The site's pixel and its token, or why nothing can go (the
     /// domain's [`pixel_ready`] rule, the API's too).
-    pub(crate) async fn target(&self, site: &str) -> Result<Target, Verdict> {
+    async fn pixel_target(&self, site: &str) -> Result<Target, Verdict> {
         let store_failed = |e: adtrail_store::StoreError| {
             tracing::warn!(error = %e, "could not read the site's pixel and token");
             Verdict::unexpected("the store could not be read")
@@ -169,6 +268,16 @@ impl Sender {
                 .store
                 .pixels()
                 .stop_pixel(site, version, &error, now)
+                .await
+                .map(|_| ()),
+            TokenOwner::Destination {
+                site,
+                slug,
+                version,
+            } => self
+                .store
+                .destinations()
+                .stop_destination(site, slug, version, &error, now)
                 .await
                 .map(|_| ()),
         };

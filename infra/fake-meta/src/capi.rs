@@ -62,9 +62,7 @@ fn check_event(
         .get("event_time")
         .and_then(Value::as_i64)
         .ok_or("Invalid parameter: event_time must be an integer in seconds")?;
-    if time < now_s - SEVEN_DAYS_S {
-        return Err("Invalid parameter: event_time is more than 7 days in the past");
-    }
+
     if time > now_s + 60 {
         return Err("Invalid parameter: event_time is in the future");
     }
@@ -73,6 +71,15 @@ fn check_event(
         .and_then(Value::as_str)
         .filter(|s| ACTION_SOURCES.contains(s))
         .ok_or("Invalid parameter: action_source")?;
+    // 7 days, or 62 for a physical store's events.
+    let max_age = if source == "physical_store" {
+        62 * 86_400
+    } else {
+        SEVEN_DAYS_S
+    };
+    if time < now_s - max_age {
+        return Err("Invalid parameter: event_time is too far in the past");
+    }
     let event_id = e
         .get("event_id")
         .and_then(Value::as_str)
@@ -90,9 +97,33 @@ fn check_event(
     }
     for (key, value) in user {
         match key.as_str() {
-            "ph" | "external_id" | "country" | "em" | "ct" | "st" | "zp" if hashed(value) => {}
+            "ph" | "external_id" | "country" | "em" | "fn" | "ln" | "ct" | "st" | "zp"
+                if hashed(value) => {}
+            // Sent plain, as Meta documents: never hashed.
+            "client_ip_address"
+                if value
+                    .as_str()
+                    .is_some_and(|v| v.parse::<std::net::IpAddr>().is_ok()) => {}
+            "client_user_agent" | "fbc" | "fbp" | "ctwa_clid"
+                if value
+                    .as_str()
+                    .is_some_and(|v| !v.is_empty() && !is_digest(&Value::from(v))) => {}
             _ => return Err("Invalid parameter: user_data holds a malformed hash"),
         }
+    }
+    if user
+        .keys()
+        .all(|k| k == "client_ip_address" || k == "client_user_agent")
+    {
+        return Err("Invalid parameter: user_data must carry a customer information parameter");
+    }
+    if source == "website"
+        && !e
+            .get("event_source_url")
+            .and_then(Value::as_str)
+            .is_some_and(|u| u.starts_with("http"))
+    {
+        return Err("Invalid parameter: event_source_url is required for website events");
     }
     let custom = e.get("custom_data").cloned();
     if name == "Purchase" {

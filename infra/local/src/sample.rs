@@ -18,6 +18,7 @@ pub fn lead_write(site: &str, currency: &str, i: usize, events: usize, now: i64)
     let hashes = ContactHashes {
         ph: vec![sha256_hex(&format!("5511{i:09}"))],
         external_id: Some(sha256_hex(&format!("contact-{i}"))),
+        ..ContactHashes::default()
     };
     let value = 10_000 + i as i64;
     let conversions: Vec<NewConversion> = EventName::LEAD_EVENTS

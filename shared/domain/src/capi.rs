@@ -297,6 +297,16 @@ pub struct Conversion {
     /// An attempt left and got no answer (or was lost after it left):
     /// Meta may hold the event, so it is never failed for attempts.
     pub unsure: bool,
+    /// The destination's slug; `None`: the site's pixel.
+    pub destination: Option<String>,
+    /// Where the event happened (`website`, …); `None`: a lead's change
+    /// (sent as `chat`).
+    pub action_source: Option<String>,
+    /// The page of a website event.
+    pub source_url: Option<String>,
+    /// The host's order id (Google's `transactionId`, the others'
+    /// `order_id`).
+    pub order_id: Option<String>,
 }
 
 /// When a pending row may be claimed again: after its next attempt is due

@@ -3,6 +3,8 @@
 //! but the one shape is ignored as a whole, and the reason never repeats
 //! the value.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -17,21 +19,44 @@ pub(crate) const EMPTY_HASH: &str =
 /// The most phone hashes one lead carries.
 pub const MAX_PHONES: usize = 10;
 
-/// What the host knows of a contact, every value a SHA-256 digest. Its
-/// `Debug` never shows them.
-#[derive(Clone, PartialEq, Eq)]
+/// What a conversion row keeps of a contact for its one platform: SHA-256
+/// digests of the platform's own normalisation, and the plain signals the
+/// platform wants unhashed (IP, user agent, its click ids). Erased once
+/// delivery ends. Its `Debug` never shows a value.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct ContactHashes {
     pub ph: Vec<String>,
     pub external_id: Option<String>,
+    pub em: Vec<String>,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    /// Signal name ([`crate::events::Signal::as_str`]) → plain value.
+    pub signals: BTreeMap<String, String>,
+}
+
+impl ContactHashes {
+    /// Whether anything is left to match a person on (IP and user agent
+    /// alone are not).
+    pub fn is_empty(&self) -> bool {
+        self.ph.is_empty()
+            && self.em.is_empty()
+            && self.external_id.is_none()
+            && self.first_name.is_none()
+            && self.last_name.is_none()
+            && self.signals.keys().all(|k| k == "ip" || k == "userAgent")
+    }
 }
 
 impl std::fmt::Debug for ContactHashes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "ContactHashes({} phones, external id: {})",
+            "ContactHashes({} phones, {} e-mails, external id: {}, names: {}, signals: {:?})",
             self.ph.len(),
-            self.external_id.is_some()
+            self.em.len(),
+            self.external_id.is_some(),
+            self.first_name.is_some() || self.last_name.is_some(),
+            self.signals.keys().collect::<Vec<_>>()
         )
     }
 }
@@ -86,7 +111,11 @@ pub fn parse_meta(value: &Value) -> Result<ContactHashes, MetaIgnored> {
     if ph.is_empty() && external_id.is_none() {
         return Err(MetaIgnored::NothingToMatch);
     }
-    Ok(ContactHashes { ph, external_id })
+    Ok(ContactHashes {
+        ph,
+        external_id,
+        ..ContactHashes::default()
+    })
 }
 
 #[cfg(test)]

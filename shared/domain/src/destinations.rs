@@ -25,6 +25,11 @@ pub const PIXEL_SLUG: &str = "meta";
 /// is one DynamoDB transaction, two items a destination.
 pub const MAX_LIVE_DESTINATIONS: usize = 20;
 
+/// The platforms adtrail sends to now: a destination on another is
+/// registered and listed, but no event fans out to it until its adapter
+/// lands.
+pub const SENDING_PLATFORMS: &[Platform] = &[Platform::Meta];
+
 /// A destination's name within its site: a lowercase letter, then lowercase
 /// letters, digits and inner hyphens, at most 64 characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -371,11 +376,11 @@ impl Destination {
         }
     }
 
-    /// Whether new events fan out to it: enabled and not archived. A
-    /// stopped destination still queues (its rows fail with the refusal
-    /// until new credentials come), so a host sees what did not go.
+    /// Whether new events fan out to it: enabled, not archived, and not
+    /// stopped (as for the pixel, nothing queues for credentials the
+    /// platform refused until new ones are stored).
     pub fn takes_events(&self) -> bool {
-        self.enabled && self.archived_at.is_none()
+        self.enabled && !self.stopped && self.archived_at.is_none()
     }
 }
 

@@ -102,11 +102,12 @@ pub enum LastErrorCode {
     MetaRejected,
     EventTooOld,
     PixelUnavailable,
+    DestinationUnavailable,
     Unexpected,
 }
 
 impl LastErrorCode {
-    pub const ALL: [LastErrorCode; 14] = [
+    pub const ALL: [LastErrorCode; 15] = [
         Self::MetaTokenInvalid,
         Self::RateLimited,
         Self::MetaUnavailable,
@@ -120,6 +121,7 @@ impl LastErrorCode {
         Self::MetaRejected,
         Self::EventTooOld,
         Self::PixelUnavailable,
+        Self::DestinationUnavailable,
         Self::Unexpected,
     ];
 
@@ -138,6 +140,7 @@ impl LastErrorCode {
             Self::MetaRejected => "META_REJECTED",
             Self::EventTooOld => "EVENT_TOO_OLD",
             Self::PixelUnavailable => "PIXEL_UNAVAILABLE",
+            Self::DestinationUnavailable => "DESTINATION_UNAVAILABLE",
             Self::Unexpected => "UNEXPECTED",
         }
     }

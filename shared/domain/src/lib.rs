@@ -14,6 +14,7 @@ pub mod contact;
 pub mod dates;
 pub mod destinations;
 pub mod error_codes;
+pub mod events;
 pub mod graph_error;
 pub mod identifiers;
 pub mod ids;

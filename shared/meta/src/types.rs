@@ -78,8 +78,8 @@ pub struct Pixel {
     pub name: String,
 }
 
-/// One event for the Conversions API, in Meta's wire format. Its hashes are
-/// the contact data: its `Debug` leaves them out.
+/// One event for the Conversions API, in Meta's wire format. Its user data
+/// is the contact: its `Debug` leaves it out.
 #[derive(Clone, serde::Serialize, PartialEq)]
 pub struct ServerEvent {
     pub event_name: String,
@@ -87,6 +87,8 @@ pub struct ServerEvent {
     pub event_time: i64,
     pub event_id: String,
     pub action_source: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_source_url: Option<String>,
     pub user_data: UserData,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub custom_data: Option<CustomData>,
@@ -101,20 +103,41 @@ impl std::fmt::Debug for ServerEvent {
     }
 }
 
-/// Hashed contact data, as Meta names it.
-#[derive(Clone, serde::Serialize, PartialEq)]
+/// The contact, as Meta names it: SHA-256 digests, and the signals Meta
+/// wants plain (IP, user agent, click and browser ids).
+#[derive(Clone, Default, serde::Serialize, PartialEq)]
 pub struct UserData {
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub em: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ph: Vec<String>,
+    #[serde(rename = "fn", skip_serializing_if = "Option::is_none")]
+    pub first_name: Option<String>,
+    #[serde(rename = "ln", skip_serializing_if = "Option::is_none")]
+    pub last_name: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub external_id: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub country: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_ip_address: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_user_agent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fbc: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fbp: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ctwa_clid: Option<String>,
 }
 
-/// A purchase's value, in currency units.
+/// An event's value (in currency units) and order.
 #[derive(Debug, Clone, serde::Serialize, PartialEq)]
 pub struct CustomData {
-    pub value: f64,
-    pub currency: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_id: Option<String>,
 }

@@ -19,6 +19,7 @@
 //! | a cohort's lead counters (by origin `o#…` and ad `a#…`) | `rollup#<siteId>` | `<cohortDay>#<dim>` | |
 //! | a lead change seen (idempotency) | `change#<siteId>` | `<changeId>` | |
 //! | a lead entering a column on a UTC day | `entry#<siteId>#<column>` | `<dayStart>#<leadId>` | |
+//! | a posted event queued for a destination (idempotency) | `posted#<siteId>` | `<slug>#<eventId>` | |
 //! | conversion (outbox row and history) | `conv#<siteId>` | `<createdAt>#<eventId>` | `work` while pending |
 //! | conversion counters, sharded | `count#<siteId>#<n>` | `total`, `day#<dayStart>` | |
 //!
@@ -146,6 +147,12 @@ pub fn entry_sk(day_start: i64, lead_id: &str) -> String {
 }
 pub fn dest_pk(site: &str) -> String {
     format!("dest#{site}")
+}
+pub fn posted_pk(site: &str) -> String {
+    format!("posted#{site}")
+}
+pub fn posted_sk(slug: &str, event_id: &str) -> String {
+    format!("{slug}#{event_id}")
 }
 pub fn conv_pk(site: &str) -> String {
     format!("conv#{site}")

@@ -26,6 +26,7 @@ pub mod logging;
 pub mod meta_app;
 pub mod outbox;
 pub mod pixels;
+pub mod posted;
 pub mod purge;
 pub mod queue;
 mod read;
@@ -143,8 +144,9 @@ handles! {
     /// Leads (`leads.rs`), the outbox (`outbox.rs`) and the rollups
     /// (`rollups.rs`).
     Leads => leads;
-    /// Conversions: reads and counters (`conversions.rs`), send attempts
-    /// (`sending.rs`), lost sends (`recovery.rs`).
+    /// Conversions: reads and counters (`conversions.rs`), posted events
+    /// (`posted.rs`), send attempts (`sending.rs`), lost sends
+    /// (`recovery.rs`).
     Conversions => conversions;
     /// The SQS queues (`queue.rs`).
     Queues => queues;

@@ -6,6 +6,7 @@ use adtrail_domain::capi::{Conversion, ConversionStatus, doomed};
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use crate::attr::{FromItem, get_s, n, s};
+use crate::items::MATCH_ATTRIBUTES;
 use crate::keys::{
     COUNT_SHARDS, PK, SK, WORK_INDEX, conv_pk, parse_conv_pk, send_shard_n, shard_of,
 };
@@ -109,7 +110,7 @@ impl Conversions<'_> {
                     TransactWriteItem::builder()
                         .update(
                             base.update_expression(
-                                "SET #status = :failed, lastError = :e, attempts = :attempts REMOVE ph, externalId, leaseId, leaseUntil, workShard, workAt, nextAttemptAt",
+                                format!("SET #status = :failed, lastError = :e, attempts = :attempts REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil, workShard, workAt, nextAttemptAt"),
                             )
                             .expression_attribute_values(":failed", s(ConversionStatus::Failed.as_str()))
                             .expression_attribute_values(":e", s(e))

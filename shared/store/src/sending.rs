@@ -10,6 +10,7 @@ use adtrail_domain::time::utc_day;
 use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
 
 use crate::attr::{FromItem, n, s};
+use crate::items::MATCH_ATTRIBUTES;
 use crate::keys::{COUNT_SHARDS, PK, SK, conv_pk, shard_of};
 use crate::write::applied;
 use crate::{Conversions, StoreError};
@@ -275,7 +276,7 @@ impl Conversions<'_> {
                     *by_event.entry(f.event_name).or_default() += 1;
                     update
                         .update_expression(
-                            "SET #status = :sent, sentAt = :now REMOVE ph, externalId, leaseId, leaseUntil, workShard, workAt, nextAttemptAt, lastError",
+                            format!("SET #status = :sent, sentAt = :now REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil, workShard, workAt, nextAttemptAt, lastError"),
                         )
                         .expression_attribute_values(":sent", s(ConversionStatus::Sent.as_str()))
                         .expression_attribute_values(":now", n(now))
@@ -298,7 +299,7 @@ impl Conversions<'_> {
                     failed += 1;
                     update
                         .update_expression(
-                            "SET #status = :failed, lastError = :e REMOVE ph, externalId, leaseId, leaseUntil, workShard, workAt, nextAttemptAt",
+                            format!("SET #status = :failed, lastError = :e REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil, workShard, workAt, nextAttemptAt"),
                         )
                         .expression_attribute_values(
                             ":failed",

@@ -3,6 +3,8 @@
 //! and the `conversions` block of `meta.status`, read from the sharded
 //! counters. Neither ever carries the hashes a conversion was sent with.
 
+use adtrail_domain::capi::parse_conversion_ref;
+use adtrail_domain::destinations::PIXEL_SLUG;
 use std::collections::HashMap;
 
 use adtrail_domain::SiteId;
@@ -57,8 +59,12 @@ pub(crate) async fn list(
     let items = history_rows(api, site.as_str(), &rows).await?;
     let next = (items.len() == limit as usize)
         .then(|| {
-            rows.last()
-                .map(|r| json!({"before": r.created_at, "beforeEventId": r.event_id}))
+            rows.last().map(|r| {
+                // The row's own reference: a posted event's rows for
+                // several destinations share their event id.
+                let id = parse_conversion_ref(&r.sk).map_or(r.event_id.as_str(), |(_, id)| id);
+                json!({"before": r.created_at, "beforeEventId": id})
+            })
         })
         .flatten();
     json(
@@ -75,7 +81,12 @@ async fn history_rows(
     rows: &[adtrail_domain::capi::Conversion],
 ) -> Result<Vec<Value>, ApiError> {
     // The lead as it is now, and the ad's name from the catalog.
-    let mut lead_keys: Vec<String> = rows.iter().map(|r| r.lead_key.clone()).collect();
+    // A posted event's rows have no lead.
+    let mut lead_keys: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.lead_key.is_empty())
+        .map(|r| r.lead_key.clone())
+        .collect();
     lead_keys.sort();
     lead_keys.dedup();
     let leads: HashMap<String, _> = api
@@ -105,6 +116,7 @@ async fn history_rows(
             json!({
                 "eventId": r.event_id,
                 "eventName": r.event_name.as_str(),
+                "destination": r.destination.as_deref().unwrap_or(PIXEL_SLUG),
                 "leadId": lead.map(|l| l.lead_id.clone()),
                 "leadLabel": lead.and_then(|l| l.label.clone()),
                 "adName": ad_id.as_ref().and_then(|a| names.get(a).cloned().flatten()),

@@ -262,7 +262,7 @@ fn busy() -> ApiError {
 
 /// Whether the site can queue now, and whether new leads send `Lead`
 /// (the domain's one rule; the sender asks it again before sending).
-async fn pixel_ready_now(api: &Api, site: &str) -> Result<Option<PixelReady>, ApiError> {
+pub(crate) async fn pixel_ready_now(api: &Api, site: &str) -> Result<Option<PixelReady>, ApiError> {
     let pixel = api.store.pixels().get_pixel(site).await?;
     let connection = match pixel.as_ref().and_then(|p| p.connection_owner()) {
         Some(owner) => api
@@ -340,7 +340,7 @@ async fn apply(
                     .iter()
                     .map(|c| c.event_name.as_str())
                     .collect();
-                enqueue(api, site.as_str(), &plan.conversions).await;
+                enqueue_conversions(api, site.as_str(), &plan.conversions).await;
                 return json(
                     if plan.creates() { 201 } else { 200 },
                     &answer(
@@ -365,12 +365,8 @@ async fn apply(
     Err(busy())
 }
 
-/// Puts the new conversions' messages on the send queue. A failure here
-/// loses nothing: the rows are pending, and the sweeper sends them.
-async fn enqueue(api: &Api, site: &str, conversions: &[NewConversion]) {
-    if conversions.is_empty() {
-        return;
-    }
+/// Puts the new conversions' messages on the send queue.
+async fn enqueue_conversions(api: &Api, site: &str, conversions: &[NewConversion]) {
     let messages: Vec<SendMessage> = conversions
         .iter()
         .map(|c| SendMessage {
@@ -378,7 +374,16 @@ async fn enqueue(api: &Api, site: &str, conversions: &[NewConversion]) {
             key: c.sk.clone(),
         })
         .collect();
-    match api.store.queues().enqueue_sends(&messages).await {
+    enqueue(api, &messages).await;
+}
+
+/// Puts send messages on the send queue. A failure here loses nothing:
+/// the rows are pending, and the sweeper sends them.
+pub(crate) async fn enqueue(api: &Api, messages: &[SendMessage]) {
+    if messages.is_empty() {
+        return;
+    }
+    match api.store.queues().enqueue_sends(messages).await {
         Ok(0) => {}
         Ok(refused) => tracing::warn!(refused, "SQS refused sends; the sweeper will send them"),
         Err(error) => {

@@ -5,6 +5,7 @@ mod board;
 mod connections;
 mod conversions;
 mod destinations;
+mod events;
 mod leads;
 mod leads_report;
 mod links;
@@ -43,6 +44,7 @@ enum Op {
     PutPipeline,
     PutEventMap,
     GetEventMap,
+    PostEvents,
     RecordLead,
     MoveLead,
     DeleteLead,
@@ -69,7 +71,7 @@ const fn r(method: &'static str, path: &'static str, op: Op) -> Route {
 /// Every route. The one table: dispatch finds routes here, the `405`
 /// answers and the logs' route names read it, and the template tests check
 /// it against the template's routes and the OpenAPI document.
-pub const ROUTES: [Route; 27] = [
+pub const ROUTES: [Route; 28] = [
     r("PUT", "/v1/sites/{siteId}", Op::PutSite),
     r("PUT", "/v1/meta/connections/{ownerKey}", Op::PutConnection),
     r("GET", "/v1/meta/connections/{ownerKey}", Op::GetConnection),
@@ -125,6 +127,7 @@ pub const ROUTES: [Route; 27] = [
     r("PUT", "/v1/sites/{siteId}/pipeline", Op::PutPipeline),
     r("PUT", "/v1/sites/{siteId}/event-map", Op::PutEventMap),
     r("GET", "/v1/sites/{siteId}/event-map", Op::GetEventMap),
+    r("POST", "/v1/sites/{siteId}/events", Op::PostEvents),
     r("POST", "/v1/sites/{siteId}/leads", Op::RecordLead),
     r(
         "POST",
@@ -235,6 +238,7 @@ async fn dispatch(
         Op::PutPipeline => board::put_pipeline(api, caller, req, id(0)).await,
         Op::PutEventMap => board::put_event_map(api, caller, req, id(0)).await,
         Op::GetEventMap => board::get_event_map(api, caller, req, id(0)).await,
+        Op::PostEvents => events::post_events(api, caller, req, id(0)).await,
         Op::RecordLead => leads::record_lead(api, caller, req, id(0)).await,
         Op::MoveLead => leads::move_lead(api, caller, req, id(0), id(1)).await,
         Op::DeleteLead => leads::delete_lead(api, caller, id(0), id(1)).await,

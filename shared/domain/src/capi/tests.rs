@@ -226,6 +226,10 @@ pub(crate) fn row(attempts: i64, next: Option<i64>, lease: Option<i64>) -> Conve
         hashes: None,
         work_at: None,
         unsure: false,
+        destination: None,
+        action_source: None,
+        source_url: None,
+        order_id: None,
     }
 }
 

@@ -71,6 +71,7 @@ fn hashes() -> ContactHashes {
     ContactHashes {
         ph: vec![H.into()],
         external_id: None,
+        ..ContactHashes::default()
     }
 }
 

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use adtrail_domain::capi::{Conversion, ConversionStatus, EventName};
 use adtrail_domain::contact::ContactHashes;
+use adtrail_domain::events::EventRow;
 use adtrail_domain::leads::{Lead, NewConversion, Stage};
 use serde::{Deserialize, Serialize};
 
@@ -100,9 +101,13 @@ impl TryFrom<LeadItem> for Lead {
     }
 }
 
+/// The attributes that hold a row's contact data, erased (`REMOVE`) when
+/// its delivery ends.
+pub(crate) const MATCH_ATTRIBUTES: &str = "ph, externalId, em, fnHash, lnHash, signals";
+
 /// `conv#<siteId>` / `<createdAt>#<eventId>`. Its writes are updates of
 /// a few attributes, save the outbox's, which puts it whole.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ConversionItem {
     #[serde(default, skip_deserializing)]
@@ -111,7 +116,10 @@ pub(crate) struct ConversionItem {
     site_id: String,
     event_id: String,
     event_name: String,
+    /// Empty for a posted event's row (no lead).
+    #[serde(default)]
     lead_id: String,
+    #[serde(default)]
     lead_key: String,
     event_time: i64,
     created_at: i64,
@@ -143,6 +151,30 @@ pub(crate) struct ConversionItem {
     ph: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     external_id: Option<String>,
+    /// Hashed e-mails: a string set, erased with the phones.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "serde_dynamo::string_set"
+    )]
+    em: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fn_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ln_hash: Option<String>,
+    /// Plain signals the platform wants unhashed (IP, user agent, its
+    /// click ids), erased with the hashes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    signals: BTreeMap<String, String>,
+    /// The destination's slug; absent: the site's pixel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    destination: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    action_source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    order_id: Option<String>,
     /// The `work` index: the shard and the time its attempt is due.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) work_shard: Option<String>,
@@ -151,6 +183,35 @@ pub(crate) struct ConversionItem {
 }
 
 impl ConversionItem {
+    /// A pending row of `site` due now, holding `hashes`: what a lead's
+    /// conversions and posted events have in common.
+    fn due(
+        site: &str,
+        sk: &str,
+        keys: (String, i64, String),
+        hashes: &ContactHashes,
+        now: i64,
+    ) -> Self {
+        let (pk, created_at, work_shard) = keys;
+        ConversionItem {
+            pk,
+            sk: sk.to_owned(),
+            site_id: site.to_owned(),
+            created_at,
+            status: ConversionStatus::Pending.as_str().to_owned(),
+            next_attempt_at: Some(now),
+            ph: hashes.ph.clone(),
+            external_id: hashes.external_id.clone(),
+            em: hashes.em.clone(),
+            fn_hash: hashes.first_name.clone(),
+            ln_hash: hashes.last_name.clone(),
+            signals: hashes.signals.clone(),
+            work_shard: Some(work_shard),
+            work_at: Some(now),
+            ..ConversionItem::default()
+        }
+    }
+
     /// A new pending row of `lead` (or a failed one opened again), due
     /// now.
     pub(crate) fn pending(
@@ -159,30 +220,36 @@ impl ConversionItem {
         keys: (String, i64, String),
         now: i64,
     ) -> Self {
-        let (pk, created_at, work_shard) = keys;
         ConversionItem {
-            pk,
-            sk: c.sk.clone(),
-            site_id: lead.site_id.clone(),
             event_id: c.event_id.clone(),
             event_name: c.event_name.as_str().to_owned(),
             lead_id: lead.lead_id.clone(),
             lead_key: lead.lead_key.clone(),
             event_time: c.event_time,
-            created_at,
-            status: ConversionStatus::Pending.as_str().to_owned(),
-            attempts: 0,
-            unsure: false,
-            next_attempt_at: Some(now),
-            lease_until: None,
             value_cents: c.value_cents,
             currency: c.currency.clone(),
-            sent_at: None,
-            last_error: None,
-            ph: c.hashes.ph.clone(),
-            external_id: c.hashes.external_id.clone(),
-            work_shard: Some(work_shard),
-            work_at: Some(now),
+            ..Self::due(&lead.site_id, &c.sk, keys, &c.hashes, now)
+        }
+    }
+
+    /// The pending row of a posted event for one destination, due now.
+    pub(crate) fn posted(
+        row: &EventRow,
+        site: &str,
+        keys: (String, i64, String),
+        now: i64,
+    ) -> Self {
+        ConversionItem {
+            event_id: row.event_id.clone(),
+            event_name: row.event_name.as_str().to_owned(),
+            event_time: row.event_time,
+            value_cents: row.value_cents,
+            currency: row.currency.clone(),
+            destination: row.destination.clone(),
+            action_source: Some(row.action_source.as_str().to_owned()),
+            source_url: row.source_url.clone(),
+            order_id: row.order_id.clone(),
+            ..Self::due(site, &row.sk, keys, &row.hashes, now)
         }
     }
 }
@@ -190,10 +257,15 @@ impl ConversionItem {
 impl TryFrom<ConversionItem> for Conversion {
     type Error = StoreError;
     fn try_from(i: ConversionItem) -> Result<Self, StoreError> {
-        let hashes = (!i.ph.is_empty() || i.external_id.is_some()).then_some(ContactHashes {
+        let hashes = ContactHashes {
             ph: i.ph,
             external_id: i.external_id,
-        });
+            em: i.em,
+            first_name: i.fn_hash,
+            last_name: i.ln_hash,
+            signals: i.signals,
+        };
+        let hashes = (!hashes.is_empty()).then_some(hashes);
         Ok(Conversion {
             event_name: parse(EventName::parse(&i.event_name), "conversion", "eventName")?,
             status: parse(ConversionStatus::parse(&i.status), "conversion", "status")?,
@@ -214,6 +286,10 @@ impl TryFrom<ConversionItem> for Conversion {
             hashes,
             work_at: i.work_at,
             unsure: i.unsure,
+            destination: i.destination,
+            action_source: i.action_source,
+            source_url: i.source_url,
+            order_id: i.order_id,
         })
     }
 }

@@ -96,7 +96,7 @@ mod spend;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use conversions::{ConversionItem, LeadItem};
+pub(crate) use conversions::{ConversionItem, LeadItem, MATCH_ATTRIBUTES};
 pub(crate) use destinations::DestinationItem;
 pub(crate) use setup::{BoardItem, ConnectionItem, LinkItem, PixelItem, SiteItem};
 pub(crate) use spend::{CatalogItem, FiguresItem};

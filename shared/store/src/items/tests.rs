@@ -87,9 +87,14 @@ fn hashes_are_a_string_set_and_a_pixel_token_is_binary() {
         hashes: Some(ContactHashes {
             ph: vec!["a".repeat(64)],
             external_id: None,
+            ..ContactHashes::default()
         }),
         work_at: Some(9),
         unsure: false,
+        destination: None,
+        action_source: None,
+        source_url: None,
+        order_id: None,
     };
     let new = NewConversion {
         event_id: "e".into(),

@@ -1,0 +1,332 @@
+//! `POST /v1/sites/{siteId}/events`: a storefront's or backend's
+//! conversions, up to 100 a request. Each event fans out to every
+//! destination of the site that sends it (the pixel as `meta`), once per
+//! (destination, `eventId`): the contact, plain over TLS, is reduced to
+//! each platform's own hashes before anything is written, and a replayed
+//! batch queues nothing new and says so per event.
+
+use std::collections::{BTreeMap, HashSet};
+
+use adtrail_domain::SiteId;
+use adtrail_domain::capi::EventName;
+use adtrail_domain::destinations::{Destination, SENDING_PLATFORMS};
+use adtrail_domain::events::{
+    ActionSource, Contact, EventRow, MAX_EVENTS_PER_POST, PIXEL_MARK, PostedEvent, Signal,
+};
+use adtrail_domain::identifiers::Platform;
+use adtrail_domain::ids::{check_opaque, is_hidden};
+use adtrail_domain::money::Currency;
+use adtrail_domain::time::{DAY_MS, MINUTE_MS};
+use adtrail_store::posted::Posted;
+use adtrail_store::queue::SendMessage;
+use lambda_http::{Body, Request, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::input::json_body;
+use crate::{Api, json};
+
+/// How far ahead of our clock an event may be (clock skew).
+const MAX_FUTURE_MS: i64 = 5 * MINUTE_MS;
+/// The oldest event taken: past any platform's window (Meta's 62 days
+/// for a physical store); each platform's own limit is judged at the send.
+const MAX_AGE_MS: i64 = 90 * DAY_MS;
+/// The largest value: ten trillion minor units.
+const MAX_VALUE_CENTS: i64 = 10_000_000_000_000;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EventsBody {
+    events: Vec<EventBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EventBody {
+    event_id: String,
+    event: String,
+    #[serde(deserialize_with = "crate::input::whole_number")]
+    occurred_at: i64,
+    action_source: String,
+    event_source_url: Option<String>,
+    #[serde(default, deserialize_with = "crate::input::optional_whole_number")]
+    value_cents: Option<i64>,
+    currency: Option<String>,
+    order_id: Option<String>,
+    #[serde(default)]
+    contact: ContactBody,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ContactBody {
+    email: Option<String>,
+    phone: Option<String>,
+    country: Option<String>,
+    first_name: Option<String>,
+    last_name: Option<String>,
+    external_id: Option<String>,
+    ip: Option<String>,
+    user_agent: Option<String>,
+    fbc: Option<String>,
+    fbp: Option<String>,
+    ctwa_clid: Option<String>,
+    gclid: Option<String>,
+    gbraid: Option<String>,
+    wbraid: Option<String>,
+    ttclid: Option<String>,
+    ttp: Option<String>,
+    epik: Option<String>,
+    sc_click_id: Option<String>,
+}
+
+impl ContactBody {
+    fn into_contact(self) -> Contact {
+        let signals = [
+            (Signal::Ip, self.ip),
+            (Signal::UserAgent, self.user_agent),
+            (Signal::Fbc, self.fbc),
+            (Signal::Fbp, self.fbp),
+            (Signal::CtwaClid, self.ctwa_clid),
+            (Signal::Gclid, self.gclid),
+            (Signal::Gbraid, self.gbraid),
+            (Signal::Wbraid, self.wbraid),
+            (Signal::Ttclid, self.ttclid),
+            (Signal::Ttp, self.ttp),
+            (Signal::Epik, self.epik),
+            (Signal::ScClickId, self.sc_click_id),
+        ];
+        Contact {
+            email: self.email,
+            phone: self.phone,
+            country: self.country,
+            first_name: self.first_name,
+            last_name: self.last_name,
+            external_id: self.external_id,
+            signals: signals
+                .into_iter()
+                .filter_map(|(s, v)| Some((s, v?)))
+                .collect(),
+        }
+    }
+}
+
+/// A page address: http(s), at most 2,048 characters, nothing hidden or
+/// blank.
+fn check_url(field: &str, url: &str) -> Result<(), ApiError> {
+    let scheme = url.starts_with("https://") || url.starts_with("http://");
+    if !scheme || url.len() > 2048 || url.chars().any(|c| is_hidden(c) || c.is_whitespace()) {
+        return Err(ApiError::invalid(format!(
+            "{field}: must be an http(s) address of at most 2048 characters"
+        )));
+    }
+    Ok(())
+}
+
+/// One event's checks; `i` names it (`events[3].eventId`). Answers the
+/// event and the warnings of the contact fields it dropped.
+fn check_event(i: usize, b: EventBody, now: i64) -> Result<(PostedEvent, Vec<String>), ApiError> {
+    let field = |name: &str| format!("events[{i}].{name}");
+    check_opaque(&field("eventId"), &b.event_id)?;
+    let event = EventName::parse_wire(&b.event).ok_or_else(|| {
+        ApiError::invalid(format!(
+            "{}: must be one of {}",
+            field("event"),
+            EventName::ALL.map(EventName::wire).join(", ")
+        ))
+    })?;
+    if b.occurred_at > now + MAX_FUTURE_MS || b.occurred_at < now - MAX_AGE_MS {
+        return Err(ApiError::invalid(format!(
+            "{}: must be epoch milliseconds within the last 90 days, not in the future",
+            field("occurredAt")
+        )));
+    }
+    let action_source = ActionSource::parse(&b.action_source).ok_or_else(|| {
+        ApiError::invalid(format!(
+            "{}: must be one of {}",
+            field("actionSource"),
+            ActionSource::ALL.map(ActionSource::as_str).join(", ")
+        ))
+    })?;
+    match &b.event_source_url {
+        Some(url) => check_url(&field("eventSourceUrl"), url)?,
+        None if action_source.needs_source_url() => {
+            return Err(ApiError::invalid(format!(
+                "{}: is required for website events",
+                field("eventSourceUrl")
+            )));
+        }
+        None => {}
+    }
+    let currency = match (b.value_cents, &b.currency) {
+        (None, None) if event == EventName::Purchase => {
+            return Err(ApiError::invalid(format!(
+                "{}: a purchase needs valueCents and currency",
+                field("valueCents")
+            )));
+        }
+        (None, None) => None,
+        (Some(v), Some(c)) => {
+            if !(0..=MAX_VALUE_CENTS).contains(&v) {
+                return Err(ApiError::invalid(format!(
+                    "{}: must be 0 to {MAX_VALUE_CENTS}",
+                    field("valueCents")
+                )));
+            }
+            Currency::parse(c).map_err(|_| {
+                ApiError::invalid(format!("{}: must be an ISO 4217 code", field("currency")))
+            })?;
+            Some(c.clone())
+        }
+        _ => {
+            return Err(ApiError::invalid(format!(
+                "{}: valueCents and currency go together",
+                field("currency")
+            )));
+        }
+    };
+    if let Some(order) = &b.order_id {
+        check_opaque(&field("orderId"), order)?;
+    }
+    let (contact, dropped) = b.contact.into_contact().checked();
+    let warnings = dropped
+        .iter()
+        .map(|d| format!("events[{i}].{}", d.warning()))
+        .collect();
+    Ok((
+        PostedEvent {
+            event_id: b.event_id,
+            event,
+            occurred_at: b.occurred_at,
+            action_source,
+            source_url: b.event_source_url,
+            value_cents: b.value_cents,
+            currency,
+            order_id: b.order_id,
+            contact,
+        },
+        warnings,
+    ))
+}
+
+/// Where the site's events go now: its pixel when it is ready (as
+/// `meta`), and each destination that takes events on a platform adtrail
+/// sends to.
+struct Fanout {
+    pixel: bool,
+    destinations: Vec<Destination>,
+}
+
+impl Fanout {
+    /// The rows of `event`: one per destination that sends it.
+    fn rows(&self, event: &PostedEvent, country: Option<&str>, now: i64) -> Vec<EventRow> {
+        let pixel = self
+            .pixel
+            .then(|| EventRow::of(event, PIXEL_MARK, None, Platform::Meta, country, now));
+        let destinations = self
+            .destinations
+            .iter()
+            .filter(|d| d.account.sends(event.event))
+            .map(|d| {
+                let platform = d.account.platform();
+                EventRow::of(event, &d.slug, Some(&d.slug), platform, country, now)
+            });
+        pixel.into_iter().chain(destinations).collect()
+    }
+}
+
+async fn fanout(api: &Api, site: &str) -> Result<Fanout, ApiError> {
+    let pixel = super::leads::pixel_ready_now(api, site).await?.is_some();
+    let destinations = api
+        .store
+        .destinations()
+        .list_destinations(site)
+        .await?
+        .into_iter()
+        .filter(|d| d.takes_events() && SENDING_PLATFORMS.contains(&d.account.platform()))
+        .collect();
+    Ok(Fanout {
+        pixel,
+        destinations,
+    })
+}
+
+pub(crate) async fn post_events(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+    site: &str,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    let body: EventsBody = json_body(req)?;
+    caller.require_host()?;
+    if body.events.is_empty() || body.events.len() > MAX_EVENTS_PER_POST {
+        return Err(ApiError::invalid(format!(
+            "events: must hold 1 to {MAX_EVENTS_PER_POST} events"
+        )));
+    }
+    let now = api.clock.now_ms();
+    let mut events = vec![];
+    let mut ids = HashSet::new();
+    for (i, b) in body.events.into_iter().enumerate() {
+        if !ids.insert(b.event_id.clone()) {
+            return Err(ApiError::invalid(format!(
+                "events[{i}].eventId: repeats an event of this request"
+            )));
+        }
+        events.push(check_event(i, b, now)?);
+    }
+    let Some(site_row) = api.store.sites().get_site(site.as_str()).await? else {
+        return Err(ApiError::no_site());
+    };
+    let fanout = fanout(api, site.as_str()).await?;
+    let country = site_row.country.as_deref();
+    // Each event's rows, and which event each row is of.
+    let mut rows = vec![];
+    let mut of_event = vec![];
+    let mut answers: Vec<Value> = vec![];
+    for (i, (event, warnings)) in events.iter_mut().enumerate() {
+        if event.contact.has_identity() {
+            for row in fanout.rows(event, country, now) {
+                rows.push(row);
+                of_event.push(i);
+            }
+        } else {
+            warnings.push(format!(
+                "events[{i}].contact: nothing left to match a person on; not queued"
+            ));
+        }
+        answers.push(json!({"eventId": event.event_id, "warnings": std::mem::take(warnings)}));
+    }
+    let posted = api
+        .store
+        .conversions()
+        .queue_posted(site.as_str(), &rows, now)
+        .await?;
+    let mut queued: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+    let mut duplicate: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+    let mut messages = vec![];
+    for ((row, event), outcome) in rows.iter().zip(&of_event).zip(&posted) {
+        match outcome {
+            Posted::Queued => {
+                queued.entry(*event).or_default().push(&row.slug);
+                messages.push(SendMessage {
+                    site_id: site.to_string(),
+                    key: row.sk.clone(),
+                });
+            }
+            Posted::Duplicate => duplicate.entry(*event).or_default().push(&row.slug),
+        }
+    }
+    super::leads::enqueue(api, &messages).await;
+    for (i, answer) in answers.iter_mut().enumerate() {
+        answer["queued"] = json!(queued.remove(&i).unwrap_or_default());
+        answer["duplicate"] = json!(duplicate.remove(&i).unwrap_or_default());
+    }
+    json(
+        202,
+        &json!({"siteId": site.as_str(), "queued": messages.len(), "events": answers}),
+    )
+}
