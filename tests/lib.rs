@@ -63,6 +63,10 @@ impl Harness {
     pub fn fake(&self) -> &FakeMeta {
         self.app.fake.as_ref().expect("the fake Meta")
     }
+    /// The other platforms' fakes.
+    pub fn platforms(&self) -> &adtrail_fake_platforms::FakePlatforms {
+        self.app.platforms.as_ref().expect("the platforms' fakes")
+    }
     pub fn now(&self) -> i64 {
         self.runner().now()
     }

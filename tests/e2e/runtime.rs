@@ -31,6 +31,17 @@ fn env(h: &Harness) -> Vec<(String, String)> {
             n.meta_app_secret.clone().unwrap_or_default(),
         ),
         ("META_GRAPH_URL", h.fake().url()),
+        ("TIKTOK_API_URL", format!("{}/tiktok", h.platforms().url())),
+        (
+            "PINTEREST_API_URL",
+            format!("{}/pinterest", h.platforms().url()),
+        ),
+        ("SNAP_API_URL", format!("{}/snap", h.platforms().url())),
+        (
+            "GOOGLE_DATAMANAGER_URL",
+            format!("{}/google", h.platforms().url()),
+        ),
+        ("GOOGLE_OAUTH_URL", format!("{}/oauth", h.platforms().url())),
         ("AWS_LAMBDA_LOG_LEVEL", "trace".into()),
         ("AWS_LAMBDA_LOG_FORMAT", "json".into()),
     ];
@@ -103,6 +114,7 @@ async fn the_real_mains_at_trace_log_no_secret() {
     let dispatcher = Function::start(binary("adtrail-dispatcher"), &env).await;
     let worker = Function::start(binary("adtrail-sync-worker"), &env).await;
     let sender = Function::start(binary("adtrail-capi-sender"), &env).await;
+    h.platforms().grant_token("tiktok-runtime-secret");
 
     let plain_phone = "5511988887777";
     let hashes = [
@@ -199,13 +211,6 @@ async fn the_real_mains_at_trace_log_no_secret() {
             "/v1/sites/loja-x/leads/ana/stage",
             json!({"changeId": "r2", "occurredAt": now, "column": "agendado", "meta": {"ph": [plain_phone]}}),
         ),
-        (
-            "POST",
-            "/v1/sites/loja-x/events",
-            json!({"events": [{"eventId": "order-runtime", "event": "purchase", "occurredAt": now,
-                "actionSource": "website", "eventSourceUrl": "https://loja-x.example/checkout",
-                "valueCents": 1990, "currency": "BRL", "contact": contact}]}),
-        ),
     ]
     .into_iter()
     .map(|(m, p, b)| (m, p.to_owned(), b))
@@ -215,6 +220,13 @@ async fn the_real_mains_at_trace_log_no_secret() {
         body["credentials"] = creds.clone();
         ("PUT", format!("/v1/sites/loja-x/destinations/{platform}-one"), body)
     }))
+    .chain(std::iter::once((
+            "POST",
+            "/v1/sites/loja-x/events".to_owned(),
+            json!({"events": [{"eventId": "order-runtime", "event": "purchase", "occurredAt": now,
+                "actionSource": "website", "eventSourceUrl": "https://loja-x.example/checkout",
+                "valueCents": 1990, "currency": "BRL", "contact": contact}]}),
+        )))
     .collect::<Vec<_>>()
     {
         let path = path.as_str();
@@ -255,6 +267,11 @@ async fn the_real_mains_at_trace_log_no_secret() {
         h.fake().accepted_events().len(),
         2,
         "the Lead and the posted purchase reached Meta"
+    );
+    assert_eq!(
+        h.platforms().accepted().len(),
+        1,
+        "the posted purchase reached TikTok"
     );
     assert!(
         h.fake()

@@ -15,6 +15,7 @@
 //! batch item failure, so SQS itself is the retry timer. Sent or failed,
 //! the row loses its hashes; a failure is put on the bus without them.
 
+mod adapters;
 mod isolate;
 mod send;
 mod targets;
@@ -25,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use adtrail_domain::capi::MAX_EVENTS_PER_REQUEST;
 use adtrail_domain::time::SharedClock;
 use adtrail_meta::GraphClient;
+use adtrail_platforms::PlatformClient;
 use adtrail_store::queue::SendMessage;
 use adtrail_store::{Store, StoreError};
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
@@ -77,6 +79,8 @@ impl Visibility {
 pub struct Sender {
     pub store: Store,
     pub graph: GraphClient,
+    /// The other platforms' conversion APIs.
+    pub platforms: PlatformClient,
     pub clock: SharedClock,
     pub visibility: Visibility,
     /// Events per `POST /{pixel}/events`: Meta's 1,000 unless

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use adtrail_capi_sender::{Sender, Visibility, events_per_request_from_env, handle};
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
+use adtrail_platforms::{PLATFORM_TIMEOUT, PlatformClient, PlatformUrls};
 use adtrail_store::{Names, Store};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
@@ -20,6 +21,7 @@ async fn main() -> Result<(), Error> {
         },
         store,
         graph: GraphClient::new(GraphConfig::from_env()?)?,
+        platforms: PlatformClient::new(PlatformUrls::from_env()?, PLATFORM_TIMEOUT)?,
         clock: Arc::new(SystemClock),
         events_per_request: events_per_request_from_env()?,
     };

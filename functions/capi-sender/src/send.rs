@@ -9,17 +9,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime};
 
 use adtrail_domain::capi::{
-    Conversion, MAX_EVENTS_PER_REQUEST, SEND_LEASE_MS, SendEnd, SendFailure, Verdict, doomed,
-    end_of,
+    Conversion, SEND_LEASE_MS, SendEnd, SendFailure, Verdict, doomed, end_of,
 };
 use adtrail_domain::destinations::PIXEL_SLUG;
-use adtrail_meta::ServerEvent;
 use adtrail_store::sending::{Claim, Finish};
 use futures::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::isolate::server_event;
+use crate::adapters::Adapter;
 use crate::targets::{Target, TargetKey, TokenOwner};
 use crate::{Delivery, Disposition, Sender, distinct_rows};
 
@@ -57,9 +55,9 @@ struct Batch {
     report: SendReport,
 }
 
-/// One pixel, one token, one test code: the events of a group share
-/// requests.
-type GroupKey = (String, TokenOwner, Option<String>);
+/// One account (with its test mode), one set of credentials: the events
+/// of a group share requests.
+type GroupKey = (String, TokenOwner);
 
 impl Sender {
     /// `deadline`: the invocation's end, in Unix milliseconds of the wall
@@ -159,22 +157,26 @@ impl Sender {
         report: &mut SendReport,
     ) {
         let (targets, groups) = self.group(jobs, verdicts).await;
-        let per_request = self.events_per_request.clamp(1, MAX_EVENTS_PER_REQUEST);
         let mut requests = vec![];
-        for ((_, owner, _), members) in &groups {
+        for ((_, owner), members) in &groups {
             let Ok(target) = &targets[&target_key(&jobs[members[0]].conv)] else {
                 continue;
             };
+            // `group` kept only targets with an adapter.
+            let Some(adapter) = self.adapter(target.account.platform()) else {
+                continue;
+            };
+            let per_request = self.events_per_request.clamp(1, adapter.max_events());
+            let adapter: std::sync::Arc<dyn Adapter + '_> = adapter.into();
             for chunk in members.chunks(per_request) {
-                let events: Vec<ServerEvent> = chunk
-                    .iter()
-                    .map(|j| server_event(&jobs[*j].conv, target))
-                    .collect();
+                let adapter = adapter.clone();
                 requests.push(async move {
                     if !self.time_for_a_request(deadline) {
                         return (owner, chunk, vec![Verdict::NotSent; chunk.len()], 0);
                     }
-                    let (results, made) = self.send_isolating(target, &events).await;
+                    let rows: Vec<&Conversion> = chunk.iter().map(|j| &jobs[*j].conv).collect();
+                    let (results, made) =
+                        self.send_isolating(adapter.as_ref(), target, &rows).await;
                     (owner, chunk, results, made)
                 });
             }
@@ -225,14 +227,7 @@ impl Sender {
             }
             match &targets[&target_key(&job.conv)] {
                 Err(v) => verdicts[j] = Some(v.clone()),
-                Ok(t) => groups
-                    .entry((
-                        t.pixel_id.clone(),
-                        t.owner.clone(),
-                        t.test_event_code.clone(),
-                    ))
-                    .or_default()
-                    .push(j),
+                Ok(t) => groups.entry(t.group()).or_default().push(j),
             }
         }
         (targets, groups)

@@ -16,14 +16,23 @@ use adtrail_store::connections::Connection;
 
 use crate::Sender;
 
-/// Where a site's events go and with which token.
+/// Where a row goes and with which credentials.
 pub(crate) struct Target {
-    pub(crate) pixel_id: String,
-    pub(crate) token: String,
-    pub(crate) test_event_code: Option<String>,
+    /// The platform's ids and test mode (the pixel's are Meta's).
+    pub(crate) account: Account,
+    pub(crate) credentials: Credentials,
+    /// The site's country, hashed, for Meta's `country`.
     pub(crate) country_hash: Option<String>,
-    /// Who to stop if Meta refuses the token.
+    /// Who to stop if the platform refuses the credentials.
     pub(crate) owner: TokenOwner,
+}
+
+impl Target {
+    /// Which rows may share a request: the same account (ids and test
+    /// mode) and the same credentials.
+    pub(crate) fn group(&self) -> (String, TokenOwner) {
+        (format!("{:?}", self.account), self.owner.clone())
+    }
 }
 
 /// Whose token a target sends with, at which version.
@@ -85,13 +94,9 @@ impl Sender {
                 "the platform refused the destination's credentials; store new ones",
             ));
         }
-        let Account::Meta {
-            pixel_id,
-            test_event_code,
-        } = &d.account
-        else {
+        if self.adapter(d.account.platform()).is_none() {
             return Err(unavailable("adtrail does not send to this platform yet"));
-        };
+        }
         let opened = self
             .store
             .sealer()
@@ -101,16 +106,15 @@ impl Sender {
                 tracing::warn!(error = %e, "could not unseal the destination's credentials");
                 Verdict::unexpected("the sealing key is unavailable")
             })?;
-        let Some(Credentials::Token(token)) = Credentials::from_sealed_text(&opened) else {
+        let Some(credentials) = Credentials::from_sealed_text(&opened) else {
             return Err(Verdict::unexpected(
                 "the credentials do not fit the platform",
             ));
         };
         let country = self.site_country(site).await?;
         Ok(Target {
-            pixel_id: pixel_id.clone(),
-            token,
-            test_event_code: test_event_code.clone(),
+            account: d.account,
+            credentials,
             country_hash: country.map(|c| sha256_hex(&c.to_lowercase())),
             owner: TokenOwner::Destination {
                 site: site.to_owned(),
@@ -171,9 +175,11 @@ impl Sender {
         };
         let (token, owner) = self.open_token(site, &pixel.source, connection).await?;
         Ok(Target {
-            pixel_id: pixel.pixel_id,
-            token,
-            test_event_code: pixel.test_event_code,
+            account: Account::Meta {
+                pixel_id: pixel.pixel_id,
+                test_event_code: pixel.test_event_code,
+            },
+            credentials: Credentials::Token(token),
             country_hash: site_row.country.map(|c| sha256_hex(&c.to_lowercase())),
             owner,
         })
@@ -274,12 +280,17 @@ impl Sender {
                 site,
                 slug,
                 version,
-            } => self
-                .store
-                .destinations()
-                .stop_destination(site, slug, version, &error, now)
-                .await
-                .map(|_| ()),
+            } => {
+                let error = last_error(
+                    LastErrorCode::PlatformTokenInvalid,
+                    "the platform refused the destination's credentials while sending conversions",
+                );
+                self.store
+                    .destinations()
+                    .stop_destination(site, slug, version, &error, now)
+                    .await
+                    .map(|_| ())
+            }
         };
         if let Err(error) = result {
             tracing::warn!(error = %error, "could not stop the refused token's owner");

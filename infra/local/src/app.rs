@@ -1,13 +1,16 @@
 //! Assembles a whole local stack in one process: the emulator, the stack's
-//! resources, the fake Meta (unless `META_GRAPH_URL` names another Graph
-//! API), the runner and the HTTP API. `make local`, `make demo`, the
+//! resources, the fake Meta and the other platforms' fakes (unless
+//! `META_GRAPH_URL` names another Graph API: then the platforms' base URLs
+//! come from their settings too), the runner and the HTTP API. `make local`, `make demo`, the
 //! benchmarks and the end-to-end tests all start from here.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use adtrail_fake_meta::FakeMeta;
+use adtrail_fake_platforms::FakePlatforms;
 use adtrail_meta::{GraphClient, GraphConfig};
+use adtrail_platforms::{PLATFORM_TIMEOUT, PlatformClient, PlatformUrls};
 
 use crate::http::{Local, serve};
 use crate::jwt::DevKeys;
@@ -22,6 +25,8 @@ pub struct App {
     pub api_url: String,
     /// The fake, when this process started one.
     pub fake: Option<FakeMeta>,
+    /// The other platforms' fakes, when this process started them.
+    pub platforms: Option<FakePlatforms>,
     pub moto: Moto,
 }
 
@@ -59,7 +64,23 @@ pub async fn start(
             (fake_graph_config(&fake), Some(fake))
         }
     };
-    let runner = Runner::new(stack, GraphClient::new(graph_config)?, clock);
+    let (platform_urls, platforms) = if fake.is_some() {
+        let fakes =
+            FakePlatforms::start("127.0.0.1:0".parse()?, Arc::new(ClockRef(clock.clone()))).await?;
+        (PlatformUrls::under(&fakes.url())?, Some(fakes))
+    } else {
+        (PlatformUrls::from_env()?, None)
+    };
+    let timeout = adtrail_meta::timeout_from_env()
+        .ok()
+        .flatten()
+        .unwrap_or(PLATFORM_TIMEOUT);
+    let runner = Runner::new(
+        stack,
+        GraphClient::new(graph_config)?,
+        PlatformClient::new(platform_urls, timeout)?,
+        clock,
+    );
     runner.check_mappings().await?;
     let local = Arc::new(Local {
         runner,
@@ -70,6 +91,7 @@ pub async fn start(
         local,
         api_url: format!("http://{bound}"),
         fake,
+        platforms,
         moto,
     })
 }

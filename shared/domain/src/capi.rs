@@ -361,6 +361,7 @@ pub fn doomed(
 
 mod verdict;
 pub use verdict::{Judged, SendEnd, Verdict, end_of, judge_error, judge_receipt, judge_unanswered};
+pub mod platforms;
 
 #[cfg(test)]
 pub(crate) mod tests;

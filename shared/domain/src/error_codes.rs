@@ -103,11 +103,15 @@ pub enum LastErrorCode {
     EventTooOld,
     PixelUnavailable,
     DestinationUnavailable,
+    PlatformRejected,
+    PlatformTokenInvalid,
+    PlatformPermissionMissing,
+    PlatformUnavailable,
     Unexpected,
 }
 
 impl LastErrorCode {
-    pub const ALL: [LastErrorCode; 15] = [
+    pub const ALL: [LastErrorCode; 19] = [
         Self::MetaTokenInvalid,
         Self::RateLimited,
         Self::MetaUnavailable,
@@ -122,6 +126,10 @@ impl LastErrorCode {
         Self::EventTooOld,
         Self::PixelUnavailable,
         Self::DestinationUnavailable,
+        Self::PlatformRejected,
+        Self::PlatformTokenInvalid,
+        Self::PlatformPermissionMissing,
+        Self::PlatformUnavailable,
         Self::Unexpected,
     ];
 
@@ -141,6 +149,10 @@ impl LastErrorCode {
             Self::EventTooOld => "EVENT_TOO_OLD",
             Self::PixelUnavailable => "PIXEL_UNAVAILABLE",
             Self::DestinationUnavailable => "DESTINATION_UNAVAILABLE",
+            Self::PlatformRejected => "PLATFORM_REJECTED",
+            Self::PlatformTokenInvalid => "PLATFORM_TOKEN_INVALID",
+            Self::PlatformPermissionMissing => "PLATFORM_PERMISSION_MISSING",
+            Self::PlatformUnavailable => "PLATFORM_UNAVAILABLE",
             Self::Unexpected => "UNEXPECTED",
         }
     }

@@ -131,7 +131,12 @@ pub struct Runner {
 
 impl Runner {
     /// Each function gets its own clients, judged against its own role.
-    pub fn new(stack: LocalStack, graph: GraphClient, clock: Arc<dyn MovableClock>) -> Self {
+    pub fn new(
+        stack: LocalStack,
+        graph: GraphClient,
+        platforms: adtrail_platforms::PlatformClient,
+        clock: Arc<dyn MovableClock>,
+    ) -> Self {
         let shared: adtrail_domain::time::SharedClock = Arc::new(ClockRef(clock.clone()));
         let delays = Arc::new(Mutex::new(HashMap::new()));
         let send_queue_url = stack.store.names.send_queue_url.clone();
@@ -139,6 +144,7 @@ impl Runner {
             sender: Sender {
                 store: stack.store_for("CapiSenderFunction"),
                 graph: graph.clone(),
+                platforms,
                 clock: shared.clone(),
                 visibility: Visibility::Recorded {
                     queue_url: send_queue_url,

@@ -43,6 +43,9 @@ pub enum Judged {
     /// Meta called the request invalid and it holds more than one event:
     /// split it in halves until the invalid event stands alone.
     Split,
+    /// The platform answered event by event (Pinterest): a verdict each,
+    /// in the request's order.
+    PerEvent(Vec<Verdict>),
 }
 
 /// Meta's error on `POST /{pixel}/events` with `events` events, as a

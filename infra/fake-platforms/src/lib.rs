@@ -1,0 +1,261 @@
+//! The fake conversion APIs of TikTok, Pinterest, Snap and Google's Data
+//! Manager, one HTTP server with a path prefix each (`/tiktok`, …), as
+//! strict as each platform's documentation on what it states:
+//! authentication, the request's shape, events per request, whole-batch
+//! versus per-event failure, error codes, the events' age and test mode.
+//! What it accepts is recorded for the tests; knobs inject the faults the
+//! platforms return (unavailable, throttled, timeouts, an answer lost
+//! after the events were taken), as the fake Meta's do.
+
+mod tiktok;
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use adtrail_domain::time::{SharedClock, SystemClock};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use axum::{Json, Router};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// The tokens each platform knows from the start (the demo's and the
+/// tests').
+pub const TIKTOK_TOKEN: &str = "tiktok-token-0001";
+
+/// An event a platform took.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Accepted {
+    /// `tiktok`, `pinterest`, `snap`, `google`.
+    pub platform: &'static str,
+    /// The pixel, ad account or operating account it went to.
+    pub account: String,
+    pub event_id: String,
+    pub event_name: String,
+    /// The event as the platform received it.
+    pub event: Value,
+    /// The test code or flag it came with, if any.
+    pub test: Option<String>,
+}
+
+/// Random faults, drawn per request.
+#[derive(Debug, Clone)]
+pub struct Faults {
+    /// Percent of requests that fail.
+    pub pct: u8,
+    pub seed: u64,
+    /// How long a timeout holds the answer.
+    pub timeout_ms: u64,
+}
+
+/// What the tests turn.
+#[derive(Debug, Clone, Default)]
+pub struct Knobs {
+    /// Event ids the platform calls invalid.
+    pub reject_event_ids: Vec<String>,
+    pub random_faults: Option<Faults>,
+    /// The next N event requests are carried out, then their answer is
+    /// lost.
+    pub accept_then_timeout: usize,
+}
+
+/// A random fault for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fault {
+    Unavailable,
+    Throttled,
+    Timeout(u64),
+    AcceptThenTimeout(u64),
+}
+
+#[derive(Default)]
+pub(crate) struct Inner {
+    pub(crate) knobs: Knobs,
+    pub(crate) tokens: HashSet<String>,
+    pub(crate) accepted: Vec<Accepted>,
+    pub(crate) requests: usize,
+    pub(crate) unanswered: usize,
+    rng: u64,
+}
+
+impl Inner {
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.rng.max(1);
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub(crate) fn draw_fault(&mut self) -> Option<Fault> {
+        if self.knobs.accept_then_timeout > 0 {
+            self.knobs.accept_then_timeout -= 1;
+            return Some(Fault::AcceptThenTimeout(15_000));
+        }
+        let faults = self.knobs.random_faults.clone()?;
+        if self.rng == 0 {
+            self.rng = faults.seed.max(1);
+        }
+        if self.next_random() % 100 >= u64::from(faults.pct) {
+            return None;
+        }
+        Some(match self.next_random() % 4 {
+            0 => Fault::Unavailable,
+            1 => Fault::Throttled,
+            2 => Fault::Timeout(faults.timeout_ms),
+            _ => Fault::AcceptThenTimeout(faults.timeout_ms),
+        })
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) inner: Mutex<Inner>,
+    /// The platforms' "now", for their age limits.
+    pub(crate) clock: SharedClock,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    pub(crate) fn now_s(&self) -> i64 {
+        self.clock.now_ms().div_euclid(1_000)
+    }
+}
+
+/// A running fake.
+#[derive(Clone)]
+pub struct FakePlatforms {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+}
+
+impl FakePlatforms {
+    /// Serves on `addr` (port 0: any free port) with `clock` as the
+    /// platforms' "now".
+    ///
+    /// # Errors
+    /// When the address cannot be bound.
+    pub async fn start(addr: SocketAddr, clock: SharedClock) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let mut inner = Inner::default();
+        inner.tokens.insert(TIKTOK_TOKEN.to_owned());
+        let shared = Arc::new(Shared {
+            inner: Mutex::new(inner),
+            clock,
+        });
+        let app = Router::new()
+            .route("/{*path}", any(handle))
+            .with_state(shared.clone());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self { shared, addr })
+    }
+
+    /// On the wall clock.
+    ///
+    /// # Errors
+    /// When the address cannot be bound.
+    pub async fn start_now(addr: SocketAddr) -> std::io::Result<Self> {
+        Self::start(addr, Arc::new(SystemClock)).await
+    }
+
+    /// `http://127.0.0.1:PORT`: each platform under its prefix.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+    /// Every event taken so far, all platforms.
+    pub fn accepted(&self) -> Vec<Accepted> {
+        self.shared.lock().accepted.clone()
+    }
+    /// Event requests served so far.
+    pub fn requests(&self) -> usize {
+        self.shared.lock().requests
+    }
+    /// Events taken by requests whose answer was then lost.
+    pub fn unanswered(&self) -> usize {
+        self.shared.lock().unanswered
+    }
+    pub fn set_knobs(&self, knobs: Knobs) {
+        self.shared.lock().knobs = knobs;
+    }
+    /// A token the platforms take from now on.
+    pub fn grant_token(&self, token: &str) {
+        self.shared.lock().tokens.insert(token.to_owned());
+    }
+    /// A token refused from now on (revoked).
+    pub fn kill_token(&self, token: &str) {
+        self.shared.lock().tokens.remove(token);
+    }
+}
+
+/// A request as the handlers see it.
+pub(crate) struct Request<'a> {
+    pub(crate) method: &'a Method,
+    pub(crate) headers: &'a HeaderMap,
+    pub(crate) body: &'a [u8],
+}
+
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().to_owned();
+    let req = Request {
+        method: &method,
+        headers: &headers,
+        body: &body,
+    };
+    let answer = if let Some(rest) = path.strip_prefix("/tiktok") {
+        tiktok::handle(&shared, &req, rest)
+    } else {
+        None
+    };
+    let Some(answer) = answer else {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({"message": "no such route"})),
+        )
+            .into_response();
+    };
+    match answer.delay_ms {
+        0 => {}
+        ms => tokio::time::sleep(Duration::from_millis(ms)).await,
+    }
+    (answer.status, Json(answer.body)).into_response()
+}
+
+/// A handler's answer, and how long it is held back (a timeout).
+pub(crate) struct Answer {
+    pub(crate) status: StatusCode,
+    pub(crate) body: Value,
+    pub(crate) delay_ms: u64,
+}
+
+impl Answer {
+    pub(crate) fn new(status: StatusCode, body: Value) -> Self {
+        Answer {
+            status,
+            body,
+            delay_ms: 0,
+        }
+    }
+}
+
+/// A SHA-256 in lowercase hex.
+pub(crate) fn is_digest(v: &Value) -> bool {
+    v.as_str()
+        .is_some_and(|s| s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
