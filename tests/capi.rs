@@ -98,3 +98,17 @@ pub async fn rows(h: &Harness, site: &str) -> Vec<adtrail_domain::capi::Conversi
         }
     }
 }
+
+/// A storefront's purchase at `now`: website, value, order, and a plain
+/// contact with Meta's and TikTok's click ids.
+pub fn purchase(id: &str, now: i64) -> Value {
+    json!({
+        "eventId": id, "event": "purchase", "occurredAt": now,
+        "actionSource": "website", "eventSourceUrl": "https://loja-x.example/checkout",
+        "valueCents": 45990, "currency": "BRL", "orderId": format!("order-{id}"),
+        "contact": {"email": " Ana.Silva@Example.com ", "phone": "(11) 98765-4321",
+                    "firstName": "Ana", "externalId": "Client-7",
+                    "ip": "203.0.113.9", "userAgent": "Mozilla/5.0",
+                    "fbc": "fb.1.1554763741205.AbCdEf", "ttclid": "E.C.P.tiktok-click"}
+    })
+}

@@ -11,18 +11,6 @@ use serde_json::{Value, json};
 
 use super::drain;
 
-/// A purchase with a plain contact and every platform's click id.
-fn purchase(id: &str, now: i64) -> Value {
-    json!({
-        "eventId": id, "event": "purchase", "occurredAt": now,
-        "actionSource": "website", "eventSourceUrl": "https://loja-x.example/checkout",
-        "valueCents": 45990, "currency": "BRL", "orderId": format!("order-{id}"),
-        "contact": {"email": "Ana.Silva@Example.com", "phone": "(11) 98765-4321",
-                    "externalId": "Client-7", "ip": "203.0.113.9", "userAgent": "Mozilla/5.0",
-                    "fbc": "fb.1.1554763741205.AbCdEf", "ttclid": "E.C.P.tiktok-click"}
-    })
-}
-
 async fn post(h: &Harness, events: Vec<Value>) -> Value {
     h.expect(
         202,

@@ -11,18 +11,6 @@ use serde_json::{Value, json};
 
 use super::drain;
 
-/// A purchase on Loja X's checkout, with a plain contact.
-fn purchase(id: &str, now: i64) -> Value {
-    json!({
-        "eventId": id, "event": "purchase", "occurredAt": now,
-        "actionSource": "website", "eventSourceUrl": "https://loja-x.example/checkout",
-        "valueCents": 45990, "currency": "BRL", "orderId": format!("order-{id}"),
-        "contact": {"email": " Ana.Silva@Example.com ", "phone": "(11) 98765-4321",
-                    "firstName": "Ana", "ip": "203.0.113.9", "userAgent": "Mozilla/5.0",
-                    "fbc": "fb.1.1554763741205.AbCdEf", "ttclid": "E.C.P.x"}
-    })
-}
-
 /// Loja X with its pixel and a second Meta destination (Pet Mania's
 /// pixel, reached with the agency's token as its own).
 async fn two_meta_destinations(h: &Harness) {

@@ -90,18 +90,7 @@ impl GraphConfig {
 /// # Errors
 /// A message naming `META_GRAPH_URL`.
 pub fn graph_origin(text: &str) -> Result<Url, String> {
-    let url = Url::parse(text).map_err(|_| "META_GRAPH_URL is not a URL".to_owned())?;
-    let loopback = match url.host() {
-        Some(url::Host::Domain(d)) => d == "localhost",
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
-    match url.scheme() {
-        "https" => Ok(url),
-        "http" if loopback => Ok(url),
-        _ => Err("META_GRAPH_URL must be https (plain http only on a loopback address)".to_owned()),
-    }
+    adtrail_platforms::origin("META_GRAPH_URL", text)
 }
 
 /// `META_TIMEOUT_MS`, if set: 100 ms to 10 minutes.
