@@ -114,7 +114,10 @@ async fn the_real_mains_at_trace_log_no_secret() {
     let dispatcher = Function::start(binary("adtrail-dispatcher"), &env).await;
     let worker = Function::start(binary("adtrail-sync-worker"), &env).await;
     let sender = Function::start(binary("adtrail-capi-sender"), &env).await;
+    // TikTok and Snap (its token in the query) take the events; Pinterest
+    // refuses its token: both paths are searched for secrets.
     h.platforms().grant_token("tiktok-runtime-secret");
+    h.platforms().grant_token("snap-runtime-secret");
 
     let plain_phone = "5511988887777";
     let hashes = [
@@ -270,8 +273,8 @@ async fn the_real_mains_at_trace_log_no_secret() {
     );
     assert_eq!(
         h.platforms().accepted().len(),
-        1,
-        "the posted purchase reached TikTok"
+        2,
+        "the posted purchase reached TikTok and Snap"
     );
     assert!(
         h.fake()

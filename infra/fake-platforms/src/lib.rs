@@ -7,6 +7,8 @@
 //! platforms return (unavailable, throttled, timeouts, an answer lost
 //! after the events were taken), as the fake Meta's do.
 
+mod pinterest;
+mod snap;
 mod tiktok;
 
 use std::collections::HashSet;
@@ -27,6 +29,8 @@ use serde_json::{Value, json};
 /// The tokens each platform knows from the start (the demo's and the
 /// tests').
 pub const TIKTOK_TOKEN: &str = "tiktok-token-0001";
+pub const PINTEREST_TOKEN: &str = "pinterest-token-0001";
+pub const SNAP_TOKEN: &str = "snap-token-0001";
 
 /// An event a platform took.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -147,7 +151,9 @@ impl FakePlatforms {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let mut inner = Inner::default();
-        inner.tokens.insert(TIKTOK_TOKEN.to_owned());
+        for token in [TIKTOK_TOKEN, PINTEREST_TOKEN, SNAP_TOKEN] {
+            inner.tokens.insert(token.to_owned());
+        }
         let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
             clock,
@@ -201,6 +207,7 @@ impl FakePlatforms {
 /// A request as the handlers see it.
 pub(crate) struct Request<'a> {
     pub(crate) method: &'a Method,
+    pub(crate) query: &'a str,
     pub(crate) headers: &'a HeaderMap,
     pub(crate) body: &'a [u8],
 }
@@ -215,11 +222,16 @@ async fn handle(
     let path = uri.path().to_owned();
     let req = Request {
         method: &method,
+        query: uri.query().unwrap_or(""),
         headers: &headers,
         body: &body,
     };
     let answer = if let Some(rest) = path.strip_prefix("/tiktok") {
         tiktok::handle(&shared, &req, rest)
+    } else if let Some(rest) = path.strip_prefix("/pinterest") {
+        pinterest::handle(&shared, &req, rest)
+    } else if let Some(rest) = path.strip_prefix("/snap") {
+        snap::handle(&shared, &req, rest)
     } else {
         None
     };

@@ -14,6 +14,8 @@ use std::time::Duration;
 use serde_json::Value;
 use url::Url;
 
+pub mod pinterest;
+pub mod snap;
 pub mod tiktok;
 
 /// Each platform's origin.

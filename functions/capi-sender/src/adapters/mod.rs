@@ -4,6 +4,8 @@
 //! erasure around them are the sender's, the same for all.
 
 mod meta;
+mod pinterest;
+mod snap;
 mod tiktok;
 
 use adtrail_domain::capi::{Conversion, Judged};
@@ -14,6 +16,8 @@ use crate::Sender;
 use crate::targets::Target;
 
 pub(crate) use meta::MetaAdapter;
+pub(crate) use pinterest::PinterestAdapter;
+pub(crate) use snap::SnapAdapter;
 pub(crate) use tiktok::TikTokAdapter;
 
 /// A platform's conversion API, as the sender uses it.
@@ -32,7 +36,9 @@ impl Sender {
         match platform {
             Platform::Meta => Some(Box::new(MetaAdapter(&self.graph))),
             Platform::TikTok => Some(Box::new(TikTokAdapter(&self.platforms))),
-            Platform::Google | Platform::Pinterest | Platform::Snap => None,
+            Platform::Pinterest => Some(Box::new(PinterestAdapter(&self.platforms))),
+            Platform::Snap => Some(Box::new(SnapAdapter(&self.platforms))),
+            Platform::Google => None,
         }
     }
 }

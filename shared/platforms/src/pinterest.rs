@@ -1,0 +1,139 @@
+//! Pinterest's Conversions API v5: `POST
+//! /v5/ad_accounts/{adAccountId}/events` with a bearer conversion token,
+//! up to 1,000 events, `?test=true` for a dry run. Pinterest answers per
+//! event (200, or 422 when not all were processed), so the events it
+//! processed are never sent again.
+
+use adtrail_domain::capi::Conversion;
+use adtrail_domain::capi::platforms::{Refusal, http_refusal};
+use adtrail_domain::destinations::platform_event;
+use adtrail_domain::events::ActionSource;
+use adtrail_domain::identifiers::Platform;
+use serde_json::{Map, Value, json};
+
+use crate::tiktok::units;
+use crate::{Answer, PlatformClient, message_of};
+
+/// The most events one request carries.
+pub const MAX_EVENTS: usize = 1_000;
+
+/// One row as Pinterest's wire format has it: hashes in arrays, IP, user
+/// agent and the `_epik` click id plain, the value as a decimal string.
+pub fn event(c: &Conversion) -> Value {
+    let hashes = c.hashes.clone().unwrap_or_default();
+    let mut user = Map::new();
+    let mut list = |key: &str, values: Vec<String>| {
+        if !values.is_empty() {
+            user.insert(key.into(), json!(values));
+        }
+    };
+    list("em", hashes.em.clone());
+    list("ph", hashes.ph.clone());
+    list("fn", hashes.first_name.clone().into_iter().collect());
+    list("ln", hashes.last_name.clone().into_iter().collect());
+    list(
+        "external_id",
+        hashes.external_id.clone().into_iter().collect(),
+    );
+    for (ours, theirs) in [
+        ("ip", "client_ip_address"),
+        ("userAgent", "client_user_agent"),
+        ("epik", "click_id"),
+    ] {
+        if let Some(v) = hashes.signals.get(ours) {
+            user.insert(theirs.into(), json!(v));
+        }
+    }
+    let mut custom = Map::new();
+    if let (Some(cents), Some(currency)) = (c.value_cents, &c.currency) {
+        custom.insert("currency".into(), json!(currency));
+        custom.insert("value".into(), json!(units(cents, currency).to_string()));
+    }
+    if let Some(order) = &c.order_id {
+        custom.insert("order_id".into(), json!(order));
+    }
+    let web =
+        c.action_source.as_deref().and_then(ActionSource::parse) == Some(ActionSource::Website);
+    let mut e = json!({
+        "event_name": platform_event(Platform::Pinterest, c.event_name).unwrap_or("custom"),
+        "action_source": if web { "web" } else { "offline" },
+        "event_time": c.event_time.div_euclid(1_000),
+        "event_id": c.event_id,
+        "user_data": user,
+        "custom_data": custom,
+    });
+    if let Some(url) = &c.source_url {
+        e["event_source_url"] = json!(url);
+    }
+    e
+}
+
+pub fn body(rows: &[&Conversion]) -> Value {
+    json!({ "data": rows.iter().map(|c| event(c)).collect::<Vec<_>>() })
+}
+
+/// Pinterest's answer: per event, `None` when processed, else its reason.
+///
+/// # Errors
+/// The refusal of the whole request and Pinterest's message.
+pub fn read(answer: &Answer, sent: usize) -> Result<Vec<Option<String>>, (Refusal, String)> {
+    match answer {
+        Answer::Http {
+            status: 200 | 422,
+            body,
+            ..
+        } => {
+            let events = body
+                .get("events")
+                .or_else(|| body.get("details").and_then(|d| d.get("events")))
+                .and_then(Value::as_array);
+            match events {
+                Some(events) if events.len() == sent => Ok(events
+                    .iter()
+                    .map(|e| match e.get("status").and_then(Value::as_str) {
+                        Some("processed") => None,
+                        _ => Some(
+                            e.get("error_message")
+                                .and_then(Value::as_str)
+                                .unwrap_or("failed")
+                                .chars()
+                                .take(500)
+                                .collect(),
+                        ),
+                    })
+                    .collect()),
+                _ => Err((
+                    Refusal::Transient,
+                    "an answer without a status per event".to_owned(),
+                )),
+            }
+        }
+        Answer::Http {
+            status,
+            body,
+            retry_after_ms,
+        } => Err((http_refusal(*status, *retry_after_ms), message_of(body))),
+        Answer::Lost { message, .. } => Err((Refusal::Transient, message.clone())),
+    }
+}
+
+impl PlatformClient {
+    /// Sends one request of Pinterest events to `ad_account`.
+    pub async fn pinterest_send(
+        &self,
+        token: &str,
+        ad_account: &str,
+        test: bool,
+        body: &Value,
+    ) -> Answer {
+        let mut url = Self::at(
+            &self.urls.pinterest,
+            &format!("/v5/ad_accounts/{ad_account}/events"),
+        );
+        if test {
+            url.query_pairs_mut().append_pair("test", "true");
+        }
+        self.send(self.http().post(url).bearer_auth(token).json(body))
+            .await
+    }
+}
