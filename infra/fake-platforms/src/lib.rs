@@ -271,3 +271,10 @@ pub(crate) fn is_digest(v: &Value) -> bool {
     v.as_str()
         .is_some_and(|s| s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
+
+/// A non-empty array of SHA-256 digests (Meta's, Pinterest's and Snap's
+/// `em`, `ph`, …).
+pub(crate) fn hashed_list(v: &Value) -> bool {
+    v.as_array()
+        .is_some_and(|a| !a.is_empty() && a.iter().all(is_digest))
+}

@@ -10,7 +10,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{Accepted, Answer, Fault, Request, Shared, is_digest};
+use crate::{Accepted, Answer, Fault, Request, Shared, hashed_list};
 
 const MAX_EVENTS: usize = 1_000;
 const MAX_AGE_S: i64 = 7 * 86_400;
@@ -31,11 +31,6 @@ const EVENTS: [&str; 15] = [
     "view_content",
     "watch_video",
 ];
-
-fn hashed_list(v: &Value) -> bool {
-    v.as_array()
-        .is_some_and(|a| !a.is_empty() && a.iter().all(is_digest))
-}
 
 /// Checks one event; `Err` is Pinterest's message for it.
 fn check_event(e: &Value, now_s: i64, reject: &[String]) -> Result<(String, String), &'static str> {

@@ -9,7 +9,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{Accepted, Answer, Fault, Request, Shared, is_digest};
+use crate::{Accepted, Answer, Fault, Request, Shared, hashed_list};
 
 const MAX_EVENTS: usize = 1_000;
 const MAX_AGE_S: i64 = 7 * 86_400;
@@ -37,11 +37,6 @@ fn invalid(reason: &str) -> Answer {
         StatusCode::BAD_REQUEST,
         json!({"status": "INVALID", "reason": reason}),
     )
-}
-
-fn hashed_list(v: &Value) -> bool {
-    v.as_array()
-        .is_some_and(|a| !a.is_empty() && a.iter().all(is_digest))
 }
 
 fn check_event(e: &Value, now_s: i64, reject: &[String]) -> Result<(String, String), &'static str> {

@@ -17,6 +17,7 @@ use url::Url;
 pub mod pinterest;
 pub mod snap;
 pub mod tiktok;
+mod wire;
 
 /// Each platform's origin.
 #[derive(Debug, Clone)]

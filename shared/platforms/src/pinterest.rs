@@ -9,9 +9,9 @@ use adtrail_domain::capi::platforms::{Refusal, http_refusal};
 use adtrail_domain::destinations::platform_event;
 use adtrail_domain::events::ActionSource;
 use adtrail_domain::identifiers::Platform;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use crate::tiktok::units;
+use crate::wire::{custom_data, user_data};
 use crate::{Answer, PlatformClient, message_of};
 
 /// The most events one request carries.
@@ -21,37 +21,15 @@ pub const MAX_EVENTS: usize = 1_000;
 /// agent and the `_epik` click id plain, the value as a decimal string.
 pub fn event(c: &Conversion) -> Value {
     let hashes = c.hashes.clone().unwrap_or_default();
-    let mut user = Map::new();
-    let mut list = |key: &str, values: Vec<String>| {
-        if !values.is_empty() {
-            user.insert(key.into(), json!(values));
-        }
-    };
-    list("em", hashes.em.clone());
-    list("ph", hashes.ph.clone());
-    list("fn", hashes.first_name.clone().into_iter().collect());
-    list("ln", hashes.last_name.clone().into_iter().collect());
-    list(
-        "external_id",
-        hashes.external_id.clone().into_iter().collect(),
+    let user = user_data(
+        &hashes,
+        &[
+            ("ip", "client_ip_address"),
+            ("userAgent", "client_user_agent"),
+            ("epik", "click_id"),
+        ],
     );
-    for (ours, theirs) in [
-        ("ip", "client_ip_address"),
-        ("userAgent", "client_user_agent"),
-        ("epik", "click_id"),
-    ] {
-        if let Some(v) = hashes.signals.get(ours) {
-            user.insert(theirs.into(), json!(v));
-        }
-    }
-    let mut custom = Map::new();
-    if let (Some(cents), Some(currency)) = (c.value_cents, &c.currency) {
-        custom.insert("currency".into(), json!(currency));
-        custom.insert("value".into(), json!(units(cents, currency).to_string()));
-    }
-    if let Some(order) = &c.order_id {
-        custom.insert("order_id".into(), json!(order));
-    }
+    let custom = custom_data(c, true);
     let web =
         c.action_source.as_deref().and_then(ActionSource::parse) == Some(ActionSource::Website);
     let mut e = json!({

@@ -10,18 +10,13 @@ use adtrail_domain::destinations::platform_event;
 use adtrail_domain::identifiers::Platform;
 use serde_json::{Map, Value, json};
 
+use crate::wire::units;
 use crate::{Answer, PlatformClient, message_of};
 
 /// The most events one request carries.
 pub const MAX_EVENTS: usize = 1_000;
 /// The API's path, version pinned.
 pub const PATH: &str = "/open_api/v1.3/event/track/";
-
-/// A value in the currency's units, from minor units.
-pub fn units(cents: i64, currency: &str) -> f64 {
-    let exponent = adtrail_domain::money::Currency::parse(currency).map_or(2, |c| c.exponent());
-    cents as f64 / 10f64.powi(exponent as i32)
-}
 
 /// One row as TikTok's wire format has it.
 pub fn event(c: &Conversion) -> Value {
