@@ -118,6 +118,11 @@ async fn the_real_mains_at_trace_log_no_secret() {
     // refuses its token: both paths are searched for secrets.
     h.platforms().grant_token("tiktok-runtime-secret");
     h.platforms().grant_token("snap-runtime-secret");
+    h.platforms().grant_google(
+        "google-runtime-client",
+        "google-runtime-secret",
+        "google-runtime-refresh",
+    );
 
     let plain_phone = "5511988887777";
     let hashes = [
@@ -273,8 +278,8 @@ async fn the_real_mains_at_trace_log_no_secret() {
     );
     assert_eq!(
         h.platforms().accepted().len(),
-        2,
-        "the posted purchase reached TikTok and Snap"
+        3,
+        "the posted purchase reached TikTok, Snap and Google"
     );
     assert!(
         h.fake()

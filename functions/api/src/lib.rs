@@ -32,6 +32,8 @@ use crate::error::ApiError;
 pub struct Api {
     pub store: Store,
     pub graph: GraphClient,
+    /// The other platforms, for the credential checks they offer.
+    pub platforms: adtrail_platforms::PlatformClient,
     pub clock: SharedClock,
     pub limits: ReportLimits,
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use adtrail_api::{Api, handle};
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
+use adtrail_platforms::{PLATFORM_TIMEOUT, PlatformClient, PlatformUrls};
 use adtrail_store::{Names, Store};
 use lambda_http::{Error, Request, run, service_fn};
 
@@ -15,6 +16,7 @@ async fn main() -> Result<(), Error> {
     let api = Api {
         store: Store::new(&config, Names::from_env()?),
         graph: GraphClient::new(GraphConfig::from_env()?)?,
+        platforms: PlatformClient::new(PlatformUrls::from_env()?, PLATFORM_TIMEOUT)?,
         clock: Arc::new(SystemClock),
         limits: Default::default(),
     };

@@ -7,6 +7,7 @@
 //! platforms return (unavailable, throttled, timeouts, an answer lost
 //! after the events were taken), as the fake Meta's do.
 
+mod google;
 mod pinterest;
 mod snap;
 mod tiktok;
@@ -31,6 +32,7 @@ use serde_json::{Value, json};
 pub const TIKTOK_TOKEN: &str = "tiktok-token-0001";
 pub const PINTEREST_TOKEN: &str = "pinterest-token-0001";
 pub const SNAP_TOKEN: &str = "snap-token-0001";
+pub use google::{GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET, GOOGLE_REFRESH_TOKEN};
 
 /// An event a platform took.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -85,6 +87,10 @@ pub(crate) struct Inner {
     pub(crate) accepted: Vec<Accepted>,
     pub(crate) requests: usize,
     pub(crate) unanswered: usize,
+    /// Google's access tokens and when they expire (seconds).
+    pub(crate) access_tokens: std::collections::HashMap<String, i64>,
+    /// Refresh tokens traded at Google's token endpoint.
+    pub(crate) token_grants: usize,
     rng: u64,
 }
 
@@ -154,6 +160,11 @@ impl FakePlatforms {
         for token in [TIKTOK_TOKEN, PINTEREST_TOKEN, SNAP_TOKEN] {
             inner.tokens.insert(token.to_owned());
         }
+        inner.tokens.insert(google_credentials(
+            GOOGLE_CLIENT_ID,
+            GOOGLE_CLIENT_SECRET,
+            GOOGLE_REFRESH_TOKEN,
+        ));
         let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
             clock,
@@ -198,6 +209,26 @@ impl FakePlatforms {
     pub fn grant_token(&self, token: &str) {
         self.shared.lock().tokens.insert(token.to_owned());
     }
+    /// Google credentials the token endpoint takes from now on.
+    pub fn grant_google(&self, client_id: &str, client_secret: &str, refresh_token: &str) {
+        self.shared.lock().tokens.insert(google_credentials(
+            client_id,
+            client_secret,
+            refresh_token,
+        ));
+    }
+    /// Google credentials revoked from now on.
+    pub fn revoke_google(&self, client_id: &str, client_secret: &str, refresh_token: &str) {
+        self.shared.lock().tokens.remove(&google_credentials(
+            client_id,
+            client_secret,
+            refresh_token,
+        ));
+    }
+    /// Refresh tokens traded so far.
+    pub fn token_grants(&self) -> usize {
+        self.shared.lock().token_grants
+    }
     /// A token refused from now on (revoked).
     pub fn kill_token(&self, token: &str) {
         self.shared.lock().tokens.remove(token);
@@ -232,6 +263,10 @@ async fn handle(
         pinterest::handle(&shared, &req, rest)
     } else if let Some(rest) = path.strip_prefix("/snap") {
         snap::handle(&shared, &req, rest)
+    } else if let Some(rest) = path.strip_prefix("/google") {
+        google::ingest(&shared, &req, rest)
+    } else if let Some(rest) = path.strip_prefix("/oauth") {
+        google::token(&shared, &req, rest)
     } else {
         None
     };
@@ -277,4 +312,10 @@ pub(crate) fn is_digest(v: &Value) -> bool {
 pub(crate) fn hashed_list(v: &Value) -> bool {
     v.as_array()
         .is_some_and(|a| !a.is_empty() && a.iter().all(is_digest))
+}
+
+/// How the fake keeps a Google OAuth client and refresh token among its
+/// live credentials.
+fn google_credentials(client_id: &str, secret: &str, refresh: &str) -> String {
+    format!("{client_id}|{secret}|{refresh}")
 }

@@ -28,12 +28,7 @@ pub const MAX_LIVE_DESTINATIONS: usize = 20;
 /// The platforms adtrail sends to now: a destination on another is
 /// registered and listed, but no event fans out to it until its adapter
 /// lands.
-pub const SENDING_PLATFORMS: &[Platform] = &[
-    Platform::Meta,
-    Platform::TikTok,
-    Platform::Pinterest,
-    Platform::Snap,
-];
+pub const SENDING_PLATFORMS: &[Platform] = &Platform::ALL;
 
 /// A destination's name within its site: a lowercase letter, then lowercase
 /// letters, digits and inner hyphens, at most 64 characters.

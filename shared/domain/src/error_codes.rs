@@ -17,6 +17,8 @@ pub enum ErrorCode {
     MetaLoginUnavailable,
     RateLimited,
     MetaUnavailable,
+    PlatformCredentialsRefused,
+    PlatformUnavailable,
     SealingKeyUnavailable,
     StoreUnavailable,
     ReportIncomplete,
@@ -24,7 +26,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 18] = [
         Self::InvalidArgument,
         Self::Unauthenticated,
         Self::Forbidden,
@@ -37,6 +39,8 @@ impl ErrorCode {
         Self::MetaLoginUnavailable,
         Self::RateLimited,
         Self::MetaUnavailable,
+        Self::PlatformCredentialsRefused,
+        Self::PlatformUnavailable,
         Self::SealingKeyUnavailable,
         Self::StoreUnavailable,
         Self::ReportIncomplete,
@@ -57,6 +61,8 @@ impl ErrorCode {
             Self::MetaLoginUnavailable => "META_LOGIN_UNAVAILABLE",
             Self::RateLimited => "RATE_LIMITED",
             Self::MetaUnavailable => "META_UNAVAILABLE",
+            Self::PlatformCredentialsRefused => "PLATFORM_CREDENTIALS_REFUSED",
+            Self::PlatformUnavailable => "PLATFORM_UNAVAILABLE",
             Self::SealingKeyUnavailable => "SEALING_KEY_UNAVAILABLE",
             Self::StoreUnavailable => "STORE_UNAVAILABLE",
             Self::ReportIncomplete => "REPORT_INCOMPLETE",
@@ -75,9 +81,10 @@ impl ErrorCode {
             Self::MetaTokenInvalid
             | Self::MetaPermissionMissing
             | Self::MetaLoginUnavailable
+            | Self::PlatformCredentialsRefused
             | Self::ReportIncomplete => 422,
             Self::RateLimited => 429,
-            Self::MetaUnavailable => 502,
+            Self::MetaUnavailable | Self::PlatformUnavailable => 502,
             Self::SealingKeyUnavailable | Self::StoreUnavailable => 503,
             Self::Internal => 500,
         }

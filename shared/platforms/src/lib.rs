@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 use url::Url;
 
+pub mod google;
 pub mod pinterest;
 pub mod snap;
 pub mod tiktok;
@@ -126,6 +127,8 @@ pub struct PlatformClient {
     http: reqwest::Client,
     pub urls: PlatformUrls,
     pub timeout: Duration,
+    /// Google's access tokens, kept until they expire.
+    google_tokens: google::TokenCache,
 }
 
 /// The most of a platform's answer read: its answers are small JSON.
@@ -144,6 +147,7 @@ impl PlatformClient {
             http,
             urls,
             timeout,
+            google_tokens: google::TokenCache::default(),
         })
     }
 

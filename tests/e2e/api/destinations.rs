@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use super::{code, message};
 
 const TIKTOK_TOKEN: &str = "tiktok-secret-token-0001";
-const GOOGLE_SECRET: &str = "google-client-secret-0001";
-const GOOGLE_REFRESH: &str = "1//google-refresh-token-0001";
+const GOOGLE_SECRET: &str = adtrail_fake_platforms::GOOGLE_CLIENT_SECRET;
+const GOOGLE_REFRESH: &str = adtrail_fake_platforms::GOOGLE_REFRESH_TOKEN;
 
 fn tiktok() -> Value {
     json!({"platform": "tiktok", "pixelCode": "C4TIKTOK01", "testEventCode": "TEST42",
@@ -19,7 +19,7 @@ fn tiktok() -> Value {
 fn google() -> Value {
     json!({"platform": "google", "operatingAccount": "123-456-7890",
            "conversionActions": {"purchase": "555001", "lead": "555002"},
-           "credentials": {"clientId": "client-1", "clientSecret": GOOGLE_SECRET,
+           "credentials": {"clientId": adtrail_fake_platforms::GOOGLE_CLIENT_ID, "clientSecret": GOOGLE_SECRET,
                            "refreshToken": GOOGLE_REFRESH}})
 }
 
@@ -415,6 +415,34 @@ async fn a_site_has_at_most_twenty_live_destinations() {
         "PUT",
         "/v1/sites/loja-x/destinations/d20",
         Some(tiktok()),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn google_credentials_are_traded_for_an_access_token_before_they_are_stored() {
+    use adtrail_fake_platforms::{GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET};
+    let h = Harness::start().await;
+    h.put_site("loja-x", "BRL").await;
+    let mut body = google();
+    body["credentials"] = json!({"clientId": GOOGLE_CLIENT_ID, "clientSecret": GOOGLE_CLIENT_SECRET,
+        "refreshToken": "1//not-a-live-refresh-token"});
+    let (s, b) = h
+        .call(
+            "PUT",
+            "/v1/sites/loja-x/destinations/google-ads",
+            Some(body.clone()),
+        )
+        .await;
+    assert_eq!((s, code(&b)), (422, "PLATFORM_CREDENTIALS_REFUSED"), "{b}");
+    assert!(!b.to_string().contains("not-a-live-refresh-token"));
+    assert!(stored(&h, "google-ads").await.is_none());
+    body["credentials"]["refreshToken"] = json!(adtrail_fake_platforms::GOOGLE_REFRESH_TOKEN);
+    h.expect(
+        201,
+        "PUT",
+        "/v1/sites/loja-x/destinations/google-ads",
+        Some(body),
     )
     .await;
 }

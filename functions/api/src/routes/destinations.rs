@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use adtrail_domain::SiteId;
 use adtrail_domain::capi::EventName;
+use adtrail_domain::capi::platforms::Refusal;
 use adtrail_domain::destinations::{
     Account, Credentials, Destination, MAX_LIVE_DESTINATIONS, PIXEL_SLUG, Slug, Unreplaceable,
     alphanumeric_id, google_customer_id, may_replace, snap_pixel_id, test_event_code,
@@ -193,12 +194,43 @@ fn credentials_of(
 }
 
 /// Where the platform offers a check of the credentials, they are checked
-/// before anything is stored: Meta must show the pixel to the token.
+/// before anything is stored: Meta must show the pixel to the token, and
+/// Google must trade the refresh token for an access token. TikTok,
+/// Pinterest and Snap offer no check that sends nothing; a refusal there
+/// shows at the first send, and stops the destination.
 async fn check_credentials(
     api: &Api,
     account: &Account,
     credentials: &Credentials,
 ) -> Result<(), ApiError> {
+    if let Credentials::GoogleOAuth {
+        client_id,
+        client_secret,
+        refresh_token,
+    } = credentials
+    {
+        let oauth = adtrail_platforms::google::OAuthClient {
+            client_id,
+            client_secret,
+            refresh_token,
+        };
+        // A fresh key: the check never reuses a cached token.
+        let key = format!("check/{}", uuid::Uuid::new_v4());
+        let now = api.clock.now_ms();
+        let result = api.platforms.google_access_token(&key, &oauth, now).await;
+        api.platforms.forget_google_token(&key);
+        return match result {
+            Ok(_) => Ok(()),
+            Err((Refusal::TokenInvalid, _)) => Err(ApiError::new(
+                ErrorCode::PlatformCredentialsRefused,
+                "credentials: Google refused the client or the refresh token",
+            )),
+            Err(_) => Err(ApiError::new(
+                ErrorCode::PlatformUnavailable,
+                "credentials: Google's token endpoint could not be reached; nothing was stored",
+            )),
+        };
+    }
     if let (Account::Meta { pixel_id, .. }, Credentials::Token(token)) = (account, credentials) {
         match api.graph.pixel(token, pixel_id).await {
             Ok(_) => {}

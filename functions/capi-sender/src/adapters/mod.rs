@@ -3,6 +3,7 @@
 //! how an answer reads) lives here; the claims, leases, retries and hash
 //! erasure around them are the sender's, the same for all.
 
+mod google;
 mod meta;
 mod pinterest;
 mod snap;
@@ -15,6 +16,7 @@ use futures::future::BoxFuture;
 use crate::Sender;
 use crate::targets::Target;
 
+pub(crate) use google::GoogleAdapter;
 pub(crate) use meta::MetaAdapter;
 pub(crate) use pinterest::PinterestAdapter;
 pub(crate) use snap::SnapAdapter;
@@ -30,15 +32,18 @@ pub(crate) trait Adapter: Send + Sync {
 }
 
 impl Sender {
-    /// The adapter of `platform`, or `None` where adtrail does not send
-    /// yet.
+    /// The adapter of `platform` (`None` would be a platform adtrail does
+    /// not send to yet).
     pub(crate) fn adapter(&self, platform: Platform) -> Option<Box<dyn Adapter + '_>> {
         match platform {
             Platform::Meta => Some(Box::new(MetaAdapter(&self.graph))),
             Platform::TikTok => Some(Box::new(TikTokAdapter(&self.platforms))),
             Platform::Pinterest => Some(Box::new(PinterestAdapter(&self.platforms))),
             Platform::Snap => Some(Box::new(SnapAdapter(&self.platforms))),
-            Platform::Google => None,
+            Platform::Google => Some(Box::new(GoogleAdapter {
+                client: &self.platforms,
+                now_ms: self.clock.now_ms(),
+            })),
         }
     }
 }

@@ -144,7 +144,7 @@ impl Runner {
             sender: Sender {
                 store: stack.store_for("CapiSenderFunction"),
                 graph: graph.clone(),
-                platforms,
+                platforms: platforms.clone(),
                 clock: shared.clone(),
                 visibility: Visibility::Recorded {
                     queue_url: send_queue_url,
@@ -157,6 +157,7 @@ impl Runner {
             api: Api {
                 store: stack.store_for("ApiFunction"),
                 graph: graph.clone(),
+                platforms,
                 clock: shared.clone(),
                 limits: Default::default(),
             },
