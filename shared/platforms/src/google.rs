@@ -16,7 +16,7 @@ use adtrail_domain::events::ActionSource;
 use serde_json::{Map, Value, json};
 
 use crate::wire::units;
-use crate::{Answer, PlatformClient, message_of};
+use crate::{Answer, PlatformClient, message_of, refused};
 
 /// The most events one request carries.
 pub const MAX_EVENTS: usize = 2_000;
@@ -131,12 +131,7 @@ pub fn read(answer: &Answer) -> Result<(), (Refusal, String)> {
         Answer::Http {
             status: 401, body, ..
         } => Err((Refusal::Transient, message_of(body))),
-        Answer::Http {
-            status,
-            body,
-            retry_after_ms,
-        } => Err((http_refusal(*status, *retry_after_ms), message_of(body))),
-        Answer::Lost { message, .. } => Err((Refusal::Transient, message.clone())),
+        other => Err(refused(other)),
     }
 }
 

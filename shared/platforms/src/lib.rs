@@ -214,3 +214,17 @@ pub fn message_of(body: &Value) -> String {
         .take(500)
         .collect()
 }
+
+/// A failed request as most platforms say it: the HTTP status (and its
+/// `Retry-After`) as the domain sorts it, or no answer at all.
+pub(crate) fn refused(answer: &Answer) -> (adtrail_domain::capi::platforms::Refusal, String) {
+    use adtrail_domain::capi::platforms::{Refusal, http_refusal};
+    match answer {
+        Answer::Http {
+            status,
+            body,
+            retry_after_ms,
+        } => (http_refusal(*status, *retry_after_ms), message_of(body)),
+        Answer::Lost { message, .. } => (Refusal::Transient, message.clone()),
+    }
+}

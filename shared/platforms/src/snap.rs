@@ -4,14 +4,14 @@
 //! events. A request Snap calls invalid is split like Meta's.
 
 use adtrail_domain::capi::Conversion;
-use adtrail_domain::capi::platforms::{Refusal, http_refusal};
+use adtrail_domain::capi::platforms::Refusal;
 use adtrail_domain::destinations::platform_event;
 use adtrail_domain::events::ActionSource;
 use adtrail_domain::identifiers::Platform;
 use serde_json::{Value, json};
 
 use crate::wire::{custom_data, user_data};
-use crate::{Answer, PlatformClient, message_of};
+use crate::{Answer, PlatformClient, refused};
 
 /// The most events one request carries.
 pub const MAX_EVENTS: usize = 1_000;
@@ -55,12 +55,7 @@ pub fn body(rows: &[&Conversion]) -> Value {
 pub fn read(answer: &Answer) -> Result<(), (Refusal, String)> {
     match answer {
         Answer::Http { status: 200, .. } => Ok(()),
-        Answer::Http {
-            status,
-            body,
-            retry_after_ms,
-        } => Err((http_refusal(*status, *retry_after_ms), message_of(body))),
-        Answer::Lost { message, .. } => Err((Refusal::Transient, message.clone())),
+        other => Err(refused(other)),
     }
 }
 

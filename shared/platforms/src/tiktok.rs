@@ -5,13 +5,13 @@
 //! one bad event.
 
 use adtrail_domain::capi::Conversion;
-use adtrail_domain::capi::platforms::{Refusal, http_refusal, tiktok_refusal};
+use adtrail_domain::capi::platforms::{Refusal, tiktok_refusal};
 use adtrail_domain::destinations::platform_event;
 use adtrail_domain::identifiers::Platform;
 use serde_json::{Map, Value, json};
 
 use crate::wire::units;
-use crate::{Answer, PlatformClient, message_of};
+use crate::{Answer, PlatformClient, message_of, refused};
 
 /// The most events one request carries.
 pub const MAX_EVENTS: usize = 1_000;
@@ -90,12 +90,7 @@ pub fn read(answer: &Answer) -> Result<(), (Refusal, String)> {
             },
             None => Err((Refusal::Transient, "an answer without a code".to_owned())),
         },
-        Answer::Http {
-            status,
-            body,
-            retry_after_ms,
-        } => Err((http_refusal(*status, *retry_after_ms), message_of(body))),
-        Answer::Lost { message, .. } => Err((Refusal::Transient, message.clone())),
+        other => Err(refused(other)),
     }
 }
 
