@@ -253,6 +253,7 @@ impl Sender {
                     .unwrap_or_else(|| Verdict::unexpected("the event was not sent"));
                 Finish {
                     site_id: c.site_id.clone(),
+                    destination: c.destination.clone(),
                     sk: c.sk.clone(),
                     event_id: c.event_id.clone(),
                     event_name: c.event_name,

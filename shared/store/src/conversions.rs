@@ -9,7 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use adtrail_domain::capi::{Conversion, EventName};
+use adtrail_domain::capi::{Conversion, ConversionStatus, EventName};
+use adtrail_domain::time::utc_day;
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use crate::attr::{FromItem, Item, get_n, get_s, n, s};
@@ -30,7 +31,7 @@ pub(crate) fn counter_update(
     table: &str,
     site: &str,
     shard: u32,
-    deltas: &[(&str, i64)],
+    deltas: &[(String, i64)],
     day: Option<i64>,
 ) -> Result<TransactWriteItem, StoreError> {
     let mut update = Update::builder()
@@ -44,7 +45,7 @@ pub(crate) fn counter_update(
     for (i, (name, delta)) in deltas.iter().enumerate() {
         parts.push(format!("#c{i} :c{i}"));
         update = update
-            .expression_attribute_names(format!("#c{i}"), *name)
+            .expression_attribute_names(format!("#c{i}"), name)
             .expression_attribute_values(format!(":c{i}"), n(*delta));
     }
     Ok(TransactWriteItem::builder()
@@ -57,6 +58,106 @@ pub(crate) fn counter_update(
         .build())
 }
 
+/// Moves of a site's conversion counters within one transaction: the
+/// site's totals (`pending`, `sent`, `failed`) and its UTC days (events
+/// sent, by name), and beside them each destination's own (`<slug>|pending`
+/// … on the totals, `<slug>|queued|<Event>`, `…|sent|…`, `…|failed|…` on
+/// the days; the pixel is `meta`), so a destination's metrics and status
+/// read the same few items as the site's, never a scan.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    totals: BTreeMap<String, i64>,
+    days: BTreeMap<i64, BTreeMap<String, i64>>,
+}
+
+/// The slug a row counts under: its destination, or the pixel's.
+pub(crate) fn slug_of(destination: Option<&str>) -> &str {
+    destination.unwrap_or(adtrail_domain::destinations::PIXEL_SLUG)
+}
+
+impl Tally {
+    fn total(&mut self, name: String, delta: i64) {
+        *self.totals.entry(name).or_default() += delta;
+    }
+    fn day(&mut self, day: i64, name: String, delta: i64) {
+        *self.days.entry(day).or_default().entry(name).or_default() += delta;
+    }
+    /// A row queued (`reopened`: a failed row pending again).
+    pub(crate) fn queued(&mut self, slug: &str, event: EventName, now: i64, reopened: bool) {
+        self.total("pending".into(), 1);
+        self.total(format!("{slug}|pending"), 1);
+        if reopened {
+            self.total("failed".into(), -1);
+            self.total(format!("{slug}|failed"), -1);
+        }
+        self.day(utc_day(now), format!("{slug}|queued|{}", event.as_str()), 1);
+    }
+    /// A pending row sent.
+    pub(crate) fn sent(&mut self, slug: &str, event: EventName, now: i64) {
+        self.total("pending".into(), -1);
+        self.total("sent".into(), 1);
+        self.total(format!("{slug}|pending"), -1);
+        self.total(format!("{slug}|sent"), 1);
+        self.day(utc_day(now), event.as_str().to_owned(), 1);
+        self.day(utc_day(now), format!("{slug}|sent|{}", event.as_str()), 1);
+    }
+    /// A pending row failed for good.
+    pub(crate) fn failed(&mut self, slug: &str, event: EventName, now: i64) {
+        self.total("pending".into(), -1);
+        self.total("failed".into(), 1);
+        self.total(format!("{slug}|pending"), -1);
+        self.total(format!("{slug}|failed"), 1);
+        self.day(utc_day(now), format!("{slug}|failed|{}", event.as_str()), 1);
+    }
+    /// A row removed with its lead: it leaves the totals (and, sent, its
+    /// day); a destination's daily history keeps what happened.
+    pub(crate) fn removed(&mut self, slug: &str, c: &Conversion) {
+        self.total(c.status.as_str().to_owned(), -1);
+        self.total(format!("{slug}|{}", c.status.as_str()), -1);
+        if let (ConversionStatus::Sent, Some(at)) = (c.status, c.sent_at) {
+            self.day(utc_day(at), c.event_name.as_str().to_owned(), -1);
+        }
+    }
+
+    /// The counter items' `ADD`s, on `shard`.
+    pub(crate) fn updates(
+        &self,
+        table: &str,
+        site: &str,
+        shard: u32,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let mut items = vec![];
+        let nonzero = |m: &BTreeMap<String, i64>| -> Vec<(String, i64)> {
+            m.iter()
+                .filter(|(_, d)| **d != 0)
+                .map(|(k, d)| (k.clone(), *d))
+                .collect()
+        };
+        let totals = nonzero(&self.totals);
+        if !totals.is_empty() {
+            items.push(counter_update(table, site, shard, &totals, None)?);
+        }
+        for (day, deltas) in &self.days {
+            let deltas = nonzero(deltas);
+            if !deltas.is_empty() {
+                items.push(counter_update(table, site, shard, &deltas, Some(*day))?);
+            }
+        }
+        Ok(items)
+    }
+}
+
+/// Which rows a filtered history keeps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    /// A destination's slug (`meta`: the pixel).
+    pub destination: Option<String>,
+    pub failed_only: bool,
+}
+
+/// Rows a filtered history reads at most per page asked.
+pub const FILTER_BUDGET: usize = 1_000;
+
 /// The counters of a site's conversions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -65,7 +166,28 @@ pub struct Counts {
     pub failed: i64,
     /// Accepted by Meta, by UTC day and event.
     pub days: BTreeMap<i64, BTreeMap<EventName, i64>>,
+    /// Each destination's totals, by slug (the pixel's as `meta`).
+    pub destinations: BTreeMap<String, Totals>,
 }
+
+/// Pending, sent and failed rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub pending: i64,
+    pub sent: i64,
+    pub failed: i64,
+}
+
+/// Rows queued, sent and failed on a day.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flow {
+    pub queued: i64,
+    pub sent: i64,
+    pub failed: i64,
+}
+
+/// A destination's rows queued, sent and failed by UTC day and event.
+pub type DayMetrics = BTreeMap<i64, BTreeMap<EventName, Flow>>;
 
 impl Conversions<'_> {
     /// Rows by sort key, strongly read.
@@ -119,6 +241,76 @@ impl Conversions<'_> {
         out.items().iter().map(Conversion::from_item).collect()
     }
 
+    /// Like [`Conversions::list_conversions`], keeping only the rows of
+    /// one destination (`meta`: the pixel's) and/or only failed ones.
+    /// Reads at most [`FILTER_BUDGET`] rows; answers the rows and, when it
+    /// stopped short with more to read, the reference of the last row it
+    /// read (the next page starts before it).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn list_filtered(
+        &self,
+        site: &str,
+        limit: usize,
+        before: Option<(i64, Option<&str>)>,
+        filter: &ListFilter,
+    ) -> Result<(Vec<Conversion>, Option<String>), StoreError> {
+        let mut found = vec![];
+        let mut cursor = before.map(|(at, e)| format!("{at:013}#{}", e.unwrap_or("")));
+        let mut read = 0;
+        loop {
+            let page = self
+                .list_conversions_before(site, 100, cursor.as_deref())
+                .await?;
+            let full = page.len() == 100;
+            read += page.len();
+            for c in page {
+                cursor = Some(c.sk.clone());
+                let dest_ok = filter
+                    .destination
+                    .as_deref()
+                    .is_none_or(|d| slug_of(c.destination.as_deref()) == d);
+                let status_ok = !filter.failed_only || c.status == ConversionStatus::Failed;
+                if dest_ok && status_ok {
+                    found.push(c);
+                    if found.len() == limit {
+                        return Ok((found, None));
+                    }
+                }
+            }
+            if !full {
+                return Ok((found, None));
+            }
+            if read >= FILTER_BUDGET {
+                return Ok((found, cursor));
+            }
+        }
+    }
+
+    async fn list_conversions_before(
+        &self,
+        site: &str,
+        limit: i32,
+        before_sk: Option<&str>,
+    ) -> Result<Vec<Conversion>, StoreError> {
+        let mut q = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .expression_attribute_values(":pk", s(conv_pk(site)))
+            .scan_index_forward(false)
+            .limit(limit);
+        q = match before_sk {
+            None => q.key_condition_expression("pk = :pk"),
+            Some(sk) => q
+                .key_condition_expression("pk = :pk AND sk < :before")
+                .expression_attribute_values(":before", s(sk)),
+        };
+        let out = q.send().await.map_err(StoreError::ddb)?;
+        out.items().iter().map(Conversion::from_item).collect()
+    }
+
     /// The site's counters: totals, and with `from_day` the events Meta
     /// accepted by day from then on (8 queries, one a shard, never a scan:
     /// `day#…` sorts before `total`, so one range reads both).
@@ -150,6 +342,19 @@ impl Conversions<'_> {
                         counts.pending += get_n(item, "pending").unwrap_or(0);
                         counts.sent += get_n(item, "sent").unwrap_or(0);
                         counts.failed += get_n(item, "failed").unwrap_or(0);
+                        for (name, value) in item {
+                            let Some((slug, what)) = name.split_once('|') else {
+                                continue;
+                            };
+                            let n = value.as_n().ok().and_then(|v| v.parse::<i64>().ok());
+                            let t = counts.destinations.entry(slug.to_owned()).or_default();
+                            match what {
+                                "pending" => t.pending += n.unwrap_or(0),
+                                "sent" => t.sent += n.unwrap_or(0),
+                                "failed" => t.failed += n.unwrap_or(0),
+                                _ => {}
+                            }
+                        }
                     }
                     Some(sk) => {
                         let Some(day) = parse_count_day_sk(sk) else {
@@ -165,5 +370,63 @@ impl Conversions<'_> {
             }
         }
         Ok(counts)
+    }
+
+    /// One destination's rows queued, sent and failed by UTC day and event
+    /// over `[from_day, to_day]`: the site's day counters (8 queries, one a
+    /// shard), never a scan.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn destination_metrics(
+        &self,
+        site: &str,
+        slug: &str,
+        from_day: i64,
+        to_day: i64,
+    ) -> Result<DayMetrics, StoreError> {
+        let queries = (0..COUNT_SHARDS).map(|shard| {
+            self.ddb
+                .query()
+                .table_name(&self.names.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", s(count_pk(site, shard)))
+                .expression_attribute_values(":from", s(count_day_sk(from_day)))
+                .expression_attribute_values(":to", s(count_day_sk(to_day)))
+                .consistent_read(true)
+                .send()
+        });
+        let prefix = format!("{slug}|");
+        let mut metrics = DayMetrics::new();
+        for out in futures::future::join_all(queries).await {
+            let out = out.map_err(StoreError::ddb)?;
+            for item in out.items() {
+                let Some(day) = get_s(item, SK).and_then(parse_count_day_sk) else {
+                    continue;
+                };
+                for (name, value) in item {
+                    let Some((what, event)) = name
+                        .strip_prefix(&prefix)
+                        .and_then(|rest| rest.split_once('|'))
+                    else {
+                        continue;
+                    };
+                    let (Some(event), Some(n)) = (
+                        EventName::parse(event),
+                        value.as_n().ok().and_then(|v| v.parse::<i64>().ok()),
+                    ) else {
+                        continue;
+                    };
+                    let t = metrics.entry(day).or_default().entry(event).or_default();
+                    match what {
+                        "queued" => t.queued += n,
+                        "sent" => t.sent += n,
+                        "failed" => t.failed += n,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok(metrics)
     }
 }

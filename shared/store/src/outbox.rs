@@ -6,8 +6,6 @@
 //! on what the change was decided from. Removing a lead is one transaction
 //! too.
 
-use std::collections::BTreeMap;
-
 use adtrail_domain::capi::{ConversionStatus, parse_conversion_ref};
 use adtrail_domain::leads::{ENTRY_KEPT_MS, Lead, LeadWrite};
 use adtrail_domain::metrics::Counters;
@@ -18,13 +16,14 @@ use aws_sdk_dynamodb::types::{
 };
 
 use crate::attr::{Item, n, s};
-use crate::conversions::counter_update;
+use crate::conversions::{Tally, slug_of};
 use crate::items::{ConversionItem, encode};
 use crate::keys::{
     COUNT_SHARDS, PK, RollupDim, SK, change_pk, conv_pk, entry_pk, entry_sk, lead_ad_pk, lead_pk,
     rollup_pk, rollup_sk, send_shard, shard_of,
 };
 use crate::{Leads, StoreError};
+use adtrail_domain::destinations::PIXEL_SLUG;
 
 use crate::leads::lead_item;
 
@@ -102,13 +101,8 @@ fn tx_put(
 }
 
 /// The conversions a change queues, each a conditional put (a new row, or
-/// a failed one opened again); answers them with how they move the
-/// `pending` and `failed` counters.
-fn conversion_puts(
-    t: &str,
-    w: &LeadWrite,
-) -> Result<(Vec<TransactWriteItem>, i64, i64), StoreError> {
-    let (mut pending, mut failed) = (0, 0);
+/// a failed one opened again).
+fn conversion_puts(t: &str, w: &LeadWrite) -> Result<Vec<TransactWriteItem>, StoreError> {
     let mut items = vec![];
     for c in &w.conversions {
         let created_at = parse_conversion_ref(&c.sk).map_or(w.now, |(at, _)| at);
@@ -121,16 +115,13 @@ fn conversion_puts(
             &ConversionItem::pending(c, &w.lead, keys, w.now),
             "conversion",
         )?;
-        pending += 1;
         let mut put = Put::builder().table_name(t).set_item(Some(item));
         put = match c.reopens {
             None => put.condition_expression("attribute_not_exists(pk)"),
-            Some(_) => {
-                failed -= 1;
-                put.condition_expression("#status = :failed")
-                    .expression_attribute_names("#status", "status")
-                    .expression_attribute_values(":failed", s(ConversionStatus::Failed.as_str()))
-            }
+            Some(_) => put
+                .condition_expression("#status = :failed")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":failed", s(ConversionStatus::Failed.as_str())),
         };
         items.push(
             TransactWriteItem::builder()
@@ -138,7 +129,7 @@ fn conversion_puts(
                 .build(),
         );
     }
-    Ok((items, pending, failed))
+    Ok(items)
 }
 
 impl Leads<'_> {
@@ -199,19 +190,14 @@ impl Leads<'_> {
             .into();
             items.push(tx_put(t, entry, None)?);
         }
-        let (puts, pending, failed) = conversion_puts(t, w)?;
-        items.extend(puts);
+        items.extend(conversion_puts(t, w)?);
         items.extend(rollup_updates(t, &w.lead, &w.rollup)?);
-        if pending != 0 {
-            let shard = shard_of(&w.change_id, COUNT_SHARDS);
-            items.push(counter_update(
-                t,
-                site,
-                shard,
-                &[("pending", pending), ("failed", failed)],
-                None,
-            )?);
+        // A lead's conversions go to the site's pixel.
+        let mut tally = Tally::default();
+        for c in &w.conversions {
+            tally.queued(PIXEL_SLUG, c.event_name, w.now, c.reopens.is_some());
         }
+        items.extend(tally.updates(t, site, shard_of(&w.change_id, COUNT_SHARDS))?);
         Ok(match self.transact(items).await? {
             None => LeadWritten::Written,
             Some(0) => LeadWritten::ChangeSeen,
@@ -246,15 +232,9 @@ impl Leads<'_> {
                 .build(),
         ];
         let shard = shard_of(&lead.lead_id, COUNT_SHARDS);
-        let mut totals: BTreeMap<&'static str, i64> = BTreeMap::new();
-        let mut days: BTreeMap<i64, Vec<(&'static str, i64)>> = BTreeMap::new();
+        let mut tally = Tally::default();
         for c in &conversions {
-            *totals.entry(c.status.as_str()).or_default() -= 1;
-            if let (ConversionStatus::Sent, Some(sent_at)) = (c.status, c.sent_at) {
-                days.entry(utc_day(sent_at))
-                    .or_default()
-                    .push((c.event_name.as_str(), -1));
-            }
+            tally.removed(slug_of(c.destination.as_deref()), c);
             items.push(
                 TransactWriteItem::builder()
                     .delete(
@@ -276,13 +256,7 @@ impl Leads<'_> {
             None,
         );
         items.extend(rollup_updates(t, lead, &gone)?);
-        let totals: Vec<(&str, i64)> = totals.into_iter().collect();
-        if !totals.is_empty() {
-            items.push(counter_update(t, site, shard, &totals, None)?);
-        }
-        for (day, deltas) in days {
-            items.push(counter_update(t, site, shard, &deltas, Some(day))?);
-        }
+        items.extend(tally.updates(t, site, shard)?);
         if self.transact(items).await?.is_some() {
             return Ok(LeadWritten::Raced);
         }

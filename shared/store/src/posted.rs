@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use crate::attr::{Item, n, s};
-use crate::conversions::counter_update;
+use crate::conversions::Tally;
 use crate::items::{ConversionItem, encode};
 use crate::keys::{COUNT_SHARDS, PK, SK, conv_pk, posted_pk, posted_sk, send_shard, shard_of};
 use crate::outbox::{CHANGE_KEPT_MS, TTL};
@@ -99,8 +99,9 @@ impl Conversions<'_> {
         let todo: Vec<usize> = (0..rows.len())
             .filter(|i| answers[*i] == Posted::Queued)
             .collect();
-        // Two items a row and one counter a transaction.
-        for chunk in todo.chunks((MAX_TRANSACTION_ITEMS - 1) / 2) {
+        // Two items a row, and the counters: the site's totals and its
+        // day, which also hold each destination's.
+        for chunk in todo.chunks((MAX_TRANSACTION_ITEMS - 2) / 2) {
             self.write_rows(site, rows, chunk.to_vec(), &mut answers, now)
                 .await?;
         }
@@ -137,15 +138,13 @@ impl Conversions<'_> {
                 let row = encode(&ConversionItem::posted(r, site, keys, now), "conversion")?;
                 items.push(put(t, row, "attribute_not_exists(pk)")?);
             }
+            let mut tally = Tally::default();
+            for &i in &chunk {
+                let r = &rows[i];
+                tally.queued(&r.slug, r.event_name, now, false);
+            }
             let shard = shard_of(&rows[chunk[0]].sk, COUNT_SHARDS);
-            let pending = i64::try_from(chunk.len()).unwrap_or(i64::MAX);
-            items.push(counter_update(
-                t,
-                site,
-                shard,
-                &[("pending", pending)],
-                None,
-            )?);
+            items.extend(tally.updates(t, site, shard)?);
             match self.send_transaction(items).await {
                 Ok(_) => return Ok(()),
                 Err(e) => {

@@ -12,7 +12,7 @@ use crate::keys::{
 };
 use crate::{Conversions, StoreError};
 
-use crate::conversions::counter_update;
+use crate::conversions::{Tally, slug_of};
 
 /// What the sweeper did with a pending row found late.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,13 +119,9 @@ impl Conversions<'_> {
                         )
                         .build(),
                 );
-                items.push(counter_update(
-                    t,
-                    site,
-                    shard_of(&c.event_id, COUNT_SHARDS),
-                    &[("pending", -1), ("failed", 1)],
-                    None,
-                )?);
+                let mut tally = Tally::default();
+                tally.failed(slug_of(c.destination.as_deref()), c.event_name, now);
+                items.extend(tally.updates(t, site, shard_of(&c.event_id, COUNT_SHARDS))?);
                 Lost::Failed
             }
             None => {

@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 
 use adtrail_domain::capi::{Conversion, ConversionStatus, EventName, SendEnd, wait_before_claim};
-use adtrail_domain::time::utc_day;
 use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
 
 use crate::attr::{FromItem, n, s};
@@ -16,7 +15,7 @@ use crate::write::applied;
 use crate::{Conversions, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::conversions::counter_update;
+use crate::conversions::{Tally, slug_of};
 
 /// What a claim found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +33,8 @@ pub enum Claim {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finish {
     pub site_id: String,
+    /// The row's destination (`None`: the pixel), for its counters.
+    pub destination: Option<String>,
     pub sk: String,
     pub event_id: String,
     pub event_name: EventName,
@@ -258,9 +259,7 @@ impl Conversions<'_> {
     ) -> Result<bool, StoreError> {
         let t = &self.names.table;
         let mut items = vec![];
-        let mut sent = 0;
-        let mut failed = 0;
-        let mut by_event: BTreeMap<EventName, i64> = BTreeMap::new();
+        let mut tally = Tally::default();
         for f in batch {
             let update = Update::builder()
                 .table_name(t)
@@ -272,8 +271,7 @@ impl Conversions<'_> {
                 .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()));
             let update = match &f.end {
                 SendEnd::Sent => {
-                    sent += 1;
-                    *by_event.entry(f.event_name).or_default() += 1;
+                    tally.sent(slug_of(f.destination.as_deref()), f.event_name, now);
                     update
                         .update_expression(
                             format!("SET #status = :sent, sentAt = :now REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil, workShard, workAt, nextAttemptAt, lastError"),
@@ -296,7 +294,7 @@ impl Conversions<'_> {
                     .expression_attribute_values(":e", s(last_error))
                     .expression_attribute_values(":unsure", AttributeValue::Bool(*unsure)),
                 SendEnd::Failed { last_error } => {
-                    failed += 1;
+                    tally.failed(slug_of(f.destination.as_deref()), f.event_name, now);
                     update
                         .update_expression(
                             format!("SET #status = :failed, lastError = :e REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil, workShard, workAt, nextAttemptAt"),
@@ -315,23 +313,7 @@ impl Conversions<'_> {
             );
         }
         let shard = shard_of(&batch[0].event_id, COUNT_SHARDS);
-        if sent + failed > 0 {
-            items.push(counter_update(
-                t,
-                site,
-                shard,
-                &[
-                    ("pending", -(sent + failed)),
-                    ("sent", sent),
-                    ("failed", failed),
-                ],
-                None,
-            )?);
-        }
-        if !by_event.is_empty() {
-            let deltas: Vec<(&str, i64)> = by_event.iter().map(|(e, k)| (e.as_str(), *k)).collect();
-            items.push(counter_update(t, site, shard, &deltas, Some(utc_day(now)))?);
-        }
+        items.extend(tally.updates(t, site, shard)?);
         Ok(self.transact(items).await?.is_none())
     }
 }

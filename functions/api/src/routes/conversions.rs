@@ -4,7 +4,8 @@
 //! counters. Neither ever carries the hashes a conversion was sent with.
 
 use adtrail_domain::capi::parse_conversion_ref;
-use adtrail_domain::destinations::PIXEL_SLUG;
+use adtrail_domain::destinations::{PIXEL_SLUG, Slug};
+use adtrail_store::conversions::ListFilter;
 use std::collections::HashMap;
 
 use adtrail_domain::SiteId;
@@ -26,7 +27,21 @@ pub(crate) async fn list(
     site: &str,
 ) -> Result<Response<Body>, ApiError> {
     let site = SiteId::parse("siteId", site)?;
-    let params = query(req, &["limit", "before", "beforeEventId"])?;
+    let params = query(
+        req,
+        &["limit", "before", "beforeEventId", "destination", "status"],
+    )?;
+    let filter = ListFilter {
+        destination: params
+            .get("destination")
+            .map(|d| Slug::parse("destination", d).map(|s| s.to_string()))
+            .transpose()?,
+        failed_only: match params.get("status").map(String::as_str) {
+            None => false,
+            Some("failed") => true,
+            Some(_) => return Err(ApiError::invalid("status: only failed can be asked")),
+        },
+    };
     let limit = match params.get("limit") {
         None => MAX_LIMIT,
         Some(l) => l
@@ -47,26 +62,29 @@ pub(crate) async fn list(
     if api.store.sites().get_site(site.as_str()).await?.is_none() {
         return Err(ApiError::no_site());
     }
-    let rows = api
+    let (rows, stopped_at) = api
         .store
         .conversions()
-        .list_conversions(
+        .list_filtered(
             site.as_str(),
-            limit,
+            limit as usize,
             before.map(|b| (b, before_event.map(String::as_str))),
+            &filter,
         )
         .await?;
     let items = history_rows(api, site.as_str(), &rows).await?;
-    let next = (items.len() == limit as usize)
-        .then(|| {
-            rows.last().map(|r| {
-                // The row's own reference: a posted event's rows for
-                // several destinations share their event id.
-                let id = parse_conversion_ref(&r.sk).map_or(r.event_id.as_str(), |(_, id)| id);
-                json!({"before": r.created_at, "beforeEventId": id})
-            })
-        })
-        .flatten();
+    // The cursor is a row's own reference (a posted event's rows for
+    // several destinations share their event id): the last one shown, or
+    // the last one a filtered read got to.
+    let last = if items.len() == limit as usize {
+        rows.last().map(|r| r.sk.clone())
+    } else {
+        stopped_at
+    };
+    let next = last
+        .as_deref()
+        .and_then(parse_conversion_ref)
+        .map(|(at, id)| json!({"before": at, "beforeEventId": id}));
     json(
         200,
         &json!({"siteId": site.as_str(), "conversions": items, "next": next}),
@@ -131,4 +149,32 @@ async fn history_rows(
         })
         .collect();
     Ok(items)
+}
+
+/// `GET /v1/sites/{siteId}/leads/{leadKey}/conversions`: every conversion
+/// a lead queued, whatever its destination, oldest first.
+pub(crate) async fn of_lead(
+    api: &Api,
+    caller: &Caller,
+    site: &str,
+    lead_key: &str,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    check_opaque("leadKey", lead_key)?;
+    caller.may_read(site.as_str())?;
+    let Some(lead) = api.store.leads().get_lead(site.as_str(), lead_key).await? else {
+        return Err(ApiError::not_found("leadKey: no such lead"));
+    };
+    let refs: Vec<String> = lead.conversions.values().cloned().collect();
+    let mut rows = api
+        .store
+        .conversions()
+        .get_conversions(site.as_str(), &refs)
+        .await?;
+    rows.sort_by(|a, b| a.sk.cmp(&b.sk));
+    let items = history_rows(api, site.as_str(), &rows).await?;
+    json(
+        200,
+        &json!({"siteId": site.as_str(), "leadKey": lead_key, "conversions": items}),
+    )
 }

@@ -41,6 +41,8 @@ enum Op {
     GetDestination,
     ListDestinations,
     DeleteDestination,
+    DestinationMetrics,
+    LeadConversions,
     PutPipeline,
     PutEventMap,
     GetEventMap,
@@ -71,7 +73,7 @@ const fn r(method: &'static str, path: &'static str, op: Op) -> Route {
 /// Every route. The one table: dispatch finds routes here, the `405`
 /// answers and the logs' route names read it, and the template tests check
 /// it against the template's routes and the OpenAPI document.
-pub const ROUTES: [Route; 28] = [
+pub const ROUTES: [Route; 30] = [
     r("PUT", "/v1/sites/{siteId}", Op::PutSite),
     r("PUT", "/v1/meta/connections/{ownerKey}", Op::PutConnection),
     r("GET", "/v1/meta/connections/{ownerKey}", Op::GetConnection),
@@ -124,6 +126,11 @@ pub const ROUTES: [Route; 28] = [
         "/v1/sites/{siteId}/destinations/{slug}",
         Op::DeleteDestination,
     ),
+    r(
+        "GET",
+        "/v1/sites/{siteId}/destinations/{slug}/metrics",
+        Op::DestinationMetrics,
+    ),
     r("PUT", "/v1/sites/{siteId}/pipeline", Op::PutPipeline),
     r("PUT", "/v1/sites/{siteId}/event-map", Op::PutEventMap),
     r("GET", "/v1/sites/{siteId}/event-map", Op::GetEventMap),
@@ -140,6 +147,11 @@ pub const ROUTES: [Route; 28] = [
         Op::DeleteLead,
     ),
     r("GET", "/v1/sites/{siteId}/conversions", Op::ListConversions),
+    r(
+        "GET",
+        "/v1/sites/{siteId}/leads/{leadKey}/conversions",
+        Op::LeadConversions,
+    ),
     r("GET", "/v1/sites/{siteId}/spend", Op::Spend),
     r("GET", "/v1/meta/status", Op::Status),
     r("GET", "/v1/reports/daily", Op::DailyReport),
@@ -243,6 +255,10 @@ async fn dispatch(
         Op::MoveLead => leads::move_lead(api, caller, req, id(0), id(1)).await,
         Op::DeleteLead => leads::delete_lead(api, caller, id(0), id(1)).await,
         Op::ListConversions => conversions::list(api, caller, req, id(0)).await,
+        Op::LeadConversions => conversions::of_lead(api, caller, id(0), id(1)).await,
+        Op::DestinationMetrics => {
+            destinations::destination_metrics(api, caller, req, id(0), id(1)).await
+        }
         Op::Spend => reads::spend(api, caller, req, id(0)).await,
         Op::Status => reads::status(api, caller, req).await,
         Op::DailyReport => reports::daily(api, caller, req).await,

@@ -287,11 +287,23 @@ async fn status_block(api: &Api, site: &str, now: Option<i64>) -> Result<Value, 
             )
         }
     };
+    // Each destination's own totals, the pixel's as `meta`.
+    let destinations: serde_json::Map<String, Value> = counts
+        .destinations
+        .iter()
+        .map(|(slug, t)| {
+            (
+                slug.clone(),
+                json!({"pending": t.pending, "sent": t.sent, "failed": t.failed}),
+            )
+        })
+        .collect();
     Ok(json!({
         "pending": counts.pending,
         "sent": counts.sent,
         "failed": counts.failed,
         "last30d": last30d,
         "sentToday": sent_today,
+        "destinations": destinations,
     }))
 }
