@@ -219,26 +219,11 @@ impl Conversions<'_> {
         limit: i32,
         before: Option<(i64, Option<&str>)>,
     ) -> Result<Vec<Conversion>, StoreError> {
-        let mut q = self
-            .ddb
-            .query()
-            .table_name(&self.names.table)
-            .expression_attribute_values(":pk", s(conv_pk(site)))
-            .scan_index_forward(false)
-            .limit(limit);
-        q = match before {
-            None => q.key_condition_expression("pk = :pk"),
-            Some((at, event)) => q
-                .key_condition_expression("pk = :pk AND sk < :before")
-                .expression_attribute_values(
-                    ":before",
-                    // "#" sorts before every hex digit: `before` alone
-                    // excludes the whole millisecond.
-                    s(format!("{at:013}#{}", event.unwrap_or(""))),
-                ),
-        };
-        let out = q.send().await.map_err(StoreError::ddb)?;
-        out.items().iter().map(Conversion::from_item).collect()
+        // "#" sorts before every hex digit: `before` alone excludes the
+        // whole millisecond.
+        let cursor = before.map(|(at, e)| format!("{at:013}#{}", e.unwrap_or("")));
+        self.list_conversions_before(site, limit, cursor.as_deref())
+            .await
     }
 
     /// Like [`Conversions::list_conversions`], keeping only the rows of
