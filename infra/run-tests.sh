@@ -19,6 +19,8 @@ export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-eas
 export ADTRAIL_PYTHON="$PYTHON"
 # The fault run's size here; `make fault-run` runs the full 10,000.
 export ADTRAIL_FAULT_RUN="${ADTRAIL_FAULT_RUN:-2000}"
+# The posted events' fault run (three destinations each): 600 here.
+export ADTRAIL_FAULT_EVENTS="${ADTRAIL_FAULT_EVENTS:-600}"
 # Every function's DynamoDB requests fail at this share with the errors the
 # real service returns under load (infra/local/src/cloud/faults.rs): each
 # test keeps its assertions through the store's retries. `make bench`

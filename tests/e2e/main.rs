@@ -6,6 +6,7 @@
 mod api;
 mod capi;
 mod fault;
+mod fault_platforms;
 mod login;
 mod runtime;
 mod store;
