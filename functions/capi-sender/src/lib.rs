@@ -23,7 +23,6 @@ mod targets;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use adtrail_domain::capi::MAX_EVENTS_PER_REQUEST;
 use adtrail_domain::time::SharedClock;
 use adtrail_meta::GraphClient;
 use adtrail_platforms::PlatformClient;
@@ -83,23 +82,28 @@ pub struct Sender {
     pub platforms: PlatformClient,
     pub clock: SharedClock,
     pub visibility: Visibility,
-    /// Events per `POST /{pixel}/events`: Meta's 1,000 unless
+    /// Events a request at most: each platform's own largest batch unless
     /// `CAPI_EVENTS_PER_REQUEST` says fewer (the bench compares 1).
     pub events_per_request: usize,
 }
 
-/// `CAPI_EVENTS_PER_REQUEST`: 1 to 1,000 (default 1,000).
+/// The most events any platform takes in one request (Google's 2,000);
+/// each adapter caps it at its own platform's.
+pub const MOST_EVENTS_PER_REQUEST: usize = 2_000;
+
+/// `CAPI_EVENTS_PER_REQUEST`: 1 to 2,000 (default 2,000, so each platform
+/// gets its own largest batch).
 ///
 /// # Errors
 /// A message when it is set to anything else.
 pub fn events_per_request_from_env() -> Result<usize, String> {
     match std::env::var("CAPI_EVENTS_PER_REQUEST") {
-        Err(_) => Ok(MAX_EVENTS_PER_REQUEST),
+        Err(_) => Ok(MOST_EVENTS_PER_REQUEST),
         Ok(v) => v
             .parse::<usize>()
             .ok()
-            .filter(|n| (1..=MAX_EVENTS_PER_REQUEST).contains(n))
-            .ok_or_else(|| "CAPI_EVENTS_PER_REQUEST must be 1 to 1000".to_owned()),
+            .filter(|n| (1..=MOST_EVENTS_PER_REQUEST).contains(n))
+            .ok_or_else(|| "CAPI_EVENTS_PER_REQUEST must be 1 to 2000".to_owned()),
     }
 }
 

@@ -297,7 +297,7 @@ async fn leads_trickling_in_reach_meta_in_one_request_after_the_batching_window(
     let h = Harness::start().await;
     let queue = h.runner().stack.queue("SendQueue").expect("the send queue");
     assert_eq!(queue.batching_window_ms, 5_000, "read from template.yaml");
-    assert_eq!(queue.consumer.as_ref().map(|(_, b)| *b), Some(1_000));
+    assert_eq!(queue.consumer.as_ref().map(|(_, b)| *b), Some(5_000));
     loja_with_pixel(&h).await;
     let events = |h: &Harness| {
         h.fake()

@@ -151,7 +151,7 @@ impl Runner {
                     delays: delays.clone(),
                 },
                 events_per_request: adtrail_capi_sender::events_per_request_from_env()
-                    .unwrap_or(adtrail_domain::capi::MAX_EVENTS_PER_REQUEST),
+                    .unwrap_or(adtrail_capi_sender::MOST_EVENTS_PER_REQUEST),
             },
             delays,
             api: Api {

@@ -23,6 +23,7 @@
 //! 40 ms). Runs are repeated (`BENCH_RUNS`, default 3) and medians reported.
 
 mod capi;
+mod platforms;
 mod process;
 mod sync;
 
@@ -55,6 +56,9 @@ async fn main() -> Result<(), Error> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(40);
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("platforms") {
+        return platforms::platforms_bench().await;
+    }
     let mut results = vec![];
     for _ in 0..runs.max(1) {
         results.push(one_run(latency).await?);
@@ -98,6 +102,7 @@ async fn main() -> Result<(), Error> {
         med(|r| r.daily_ms as f64)
     );
     capi_bench(runs).await?;
+    platforms::platforms_bench().await?;
     match vm_hwm_kib() {
         Some(kib) => println!(
             "peak memory (VmHWM) of the process running the workers, runner and fake Meta: {:.1} MiB",
