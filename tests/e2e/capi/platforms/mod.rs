@@ -81,3 +81,18 @@ pub(super) async fn with_google(h: &Harness, validate_only: bool) {
     )
     .await;
 }
+
+/// `n` purchases (`o-0`, `o-1`, …) posted now, the platforms calling
+/// `reject` invalid.
+pub(super) async fn post_rejecting(h: &Harness, n: usize, reject: &str) {
+    h.platforms().set_knobs(adtrail_fake_platforms::Knobs {
+        reject_event_ids: vec![reject.into()],
+        ..adtrail_fake_platforms::Knobs::default()
+    });
+    let now = h.now();
+    post(
+        h,
+        (0..n).map(|i| purchase(&format!("o-{i}"), now)).collect(),
+    )
+    .await;
+}

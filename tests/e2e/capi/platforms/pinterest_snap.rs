@@ -2,7 +2,7 @@
 //! Snap's isolation by splitting, a refused credential on every platform.
 use adtrail_domain::capi::ConversionStatus;
 use adtrail_domain::contact::sha256_hex;
-use adtrail_fake_platforms::{Knobs, TIKTOK_TOKEN};
+use adtrail_fake_platforms::TIKTOK_TOKEN;
 use adtrail_tests::capi::*;
 use adtrail_tests::*;
 use serde_json::json;
@@ -73,16 +73,8 @@ async fn pinterest_and_snap_get_their_own_payloads() {
 async fn pinterest_fails_only_the_events_it_refused_and_snap_isolates_its_invalid_one() {
     let h = Harness::start().await;
     with_pinterest_and_snap(&h, false).await;
-    h.platforms().set_knobs(Knobs {
-        reject_event_ids: vec!["o-2".into()],
-        ..Knobs::default()
-    });
-    let now = h.now();
-    post(
-        &h,
-        (0..5).map(|i| purchase(&format!("o-{i}"), now)).collect(),
-    )
-    .await;
+    post_rejecting(&h, 5, "o-2").await;
+    let _now = h.now();
     let requests_before = h.platforms().requests();
     drain(&h).await;
     let taken = h.platforms().accepted();

@@ -2,7 +2,7 @@
 //! splitting, a refused token stopping the destination.
 use adtrail_domain::capi::ConversionStatus;
 use adtrail_domain::contact::sha256_hex;
-use adtrail_fake_platforms::{Knobs, TIKTOK_TOKEN};
+use adtrail_fake_platforms::TIKTOK_TOKEN;
 use adtrail_tests::capi::*;
 use adtrail_tests::*;
 use serde_json::json;
@@ -63,16 +63,8 @@ async fn tiktok_gets_its_own_payload_and_hashes_in_one_request() {
 async fn one_invalid_tiktok_event_is_isolated_and_the_rest_go() {
     let h = Harness::start().await;
     with_tiktok(&h).await;
-    h.platforms().set_knobs(Knobs {
-        reject_event_ids: vec!["o-3".into()],
-        ..Knobs::default()
-    });
-    let now = h.now();
-    post(
-        &h,
-        (0..6).map(|i| purchase(&format!("o-{i}"), now)).collect(),
-    )
-    .await;
+    post_rejecting(&h, 6, "o-3").await;
+    let _now = h.now();
     drain(&h).await;
     let mut taken: Vec<String> = h
         .platforms()
