@@ -12,6 +12,7 @@ mod cohorts;
 mod connect;
 pub mod error;
 pub mod input;
+mod outbox;
 mod routes;
 mod views;
 

@@ -37,6 +37,7 @@ pub mod seal;
 pub mod sending;
 pub mod sites;
 pub mod spend;
+mod tally;
 mod write;
 
 pub use counter::RequestCounter;

@@ -16,12 +16,12 @@ use aws_sdk_dynamodb::types::{
 };
 
 use crate::attr::{Item, n, s};
-use crate::conversions::{Tally, slug_of};
 use crate::items::{ConversionItem, encode};
 use crate::keys::{
     COUNT_SHARDS, PK, RollupDim, SK, change_pk, conv_pk, entry_pk, entry_sk, lead_ad_pk, lead_pk,
     rollup_pk, rollup_sk, send_shard, shard_of,
 };
+use crate::tally::{Tally, slug_of};
 use crate::{Leads, StoreError};
 use adtrail_domain::destinations::PIXEL_SLUG;
 

@@ -12,10 +12,10 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use crate::attr::{Item, n, s};
-use crate::conversions::Tally;
 use crate::items::{ConversionItem, encode};
 use crate::keys::{COUNT_SHARDS, PK, SK, conv_pk, posted_pk, posted_sk, send_shard, shard_of};
 use crate::outbox::{CHANGE_KEPT_MS, TTL};
+use crate::tally::Tally;
 use crate::{Conversions, StoreError};
 
 /// Items one transaction takes.

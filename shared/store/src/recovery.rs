@@ -12,7 +12,7 @@ use crate::keys::{
 };
 use crate::{Conversions, StoreError};
 
-use crate::conversions::{Tally, slug_of};
+use crate::tally::{Tally, slug_of};
 
 /// What the sweeper did with a pending row found late.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use crate::write::applied;
 use crate::{Conversions, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::conversions::{Tally, slug_of};
+use crate::tally::{Tally, slug_of};
 
 /// What a claim found.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 mod auth;
 mod connections;
 mod daily;
+mod destination_checks;
 mod destinations;
 mod leads_report;
 mod links;

@@ -238,7 +238,7 @@ impl Fanout {
 }
 
 async fn fanout(api: &Api, site: &str) -> Result<Fanout, ApiError> {
-    let pixel = super::leads::pixel_ready_now(api, site).await?.is_some();
+    let pixel = crate::outbox::pixel_ready_now(api, site).await?.is_some();
     let destinations = api
         .store
         .destinations()
@@ -320,7 +320,7 @@ pub(crate) async fn post_events(
             Posted::Duplicate => duplicate.entry(*event).or_default().push(&row.slug),
         }
     }
-    super::leads::enqueue(api, &messages).await;
+    crate::outbox::enqueue(api, &messages).await;
     for (i, answer) in answers.iter_mut().enumerate() {
         answer["queued"] = json!(queued.remove(&i).unwrap_or_default());
         answer["duplicate"] = json!(duplicate.remove(&i).unwrap_or_default());

@@ -19,7 +19,6 @@ use adtrail_domain::leads::{
     Lead, LeadContext, LeadInput, LeadUpdate, NewConversion, NewLead, Stage, check_origin, decide,
     is_paid, once_per_lead,
 };
-use adtrail_domain::pixels::{PixelReady, pixel_ready};
 use adtrail_domain::time::MINUTE_MS;
 use adtrail_store::outbox::LeadWritten;
 use adtrail_store::queue::SendMessage;
@@ -30,6 +29,7 @@ use serde_json::{Value, json};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::input::{json_body, plain_text};
+use crate::outbox::{enqueue, pixel_ready_now};
 use crate::{Api, json};
 
 /// How far ahead of our clock a host's `occurredAt` may be (clock skew).
@@ -260,22 +260,6 @@ fn busy() -> ApiError {
     )
 }
 
-/// Whether the site can queue now, and whether new leads send `Lead`
-/// (the domain's one rule; the sender asks it again before sending).
-pub(crate) async fn pixel_ready_now(api: &Api, site: &str) -> Result<Option<PixelReady>, ApiError> {
-    let pixel = api.store.pixels().get_pixel(site).await?;
-    let connection = match pixel.as_ref().and_then(|p| p.connection_owner()) {
-        Some(owner) => api
-            .store
-            .connections()
-            .get_connection(owner)
-            .await?
-            .map(|c| c.status),
-        None => None,
-    };
-    Ok(pixel_ready(pixel.as_ref(), connection).ok())
-}
-
 /// Decides and writes one change, again from fresh reads if it raced:
 /// read, let the domain decide, keep each event once per lead, write the
 /// outbox, then enqueue.
@@ -375,21 +359,6 @@ async fn enqueue_conversions(api: &Api, site: &str, conversions: &[NewConversion
         })
         .collect();
     enqueue(api, &messages).await;
-}
-
-/// Puts send messages on the send queue. A failure here loses nothing:
-/// the rows are pending, and the sweeper sends them.
-pub(crate) async fn enqueue(api: &Api, messages: &[SendMessage]) {
-    if messages.is_empty() {
-        return;
-    }
-    match api.store.queues().enqueue_sends(messages).await {
-        Ok(0) => {}
-        Ok(refused) => tracing::warn!(refused, "SQS refused sends; the sweeper will send them"),
-        Err(error) => {
-            tracing::warn!(error = %error, "could not queue sends; the sweeper will send them")
-        }
-    }
 }
 
 fn answer(
