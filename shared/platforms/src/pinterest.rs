@@ -6,44 +6,33 @@
 
 use adtrail_domain::capi::Conversion;
 use adtrail_domain::capi::platforms::Refusal;
-use adtrail_domain::destinations::platform_event;
-use adtrail_domain::events::ActionSource;
 use adtrail_domain::identifiers::Platform;
 use serde_json::{Value, json};
 
-use crate::wire::{custom_data, user_data};
+use crate::wire::{self, Dialect};
 use crate::{Answer, PlatformClient, refused};
 
 /// The most events one request carries.
 pub const MAX_EVENTS: usize = 1_000;
 
-/// One row as Pinterest's wire format has it: hashes in arrays, IP, user
-/// agent and the `_epik` click id plain, the value as a decimal string.
+/// Pinterest's names: hashes in arrays, IP, user agent and the `_epik`
+/// click id plain, the value as a decimal string.
+const DIALECT: Dialect = Dialect {
+    platform: Platform::Pinterest,
+    plain: &[
+        ("ip", "client_ip_address"),
+        ("userAgent", "client_user_agent"),
+        ("epik", "click_id"),
+    ],
+    value_as_text: true,
+    web: "web",
+    offline: "offline",
+    fallback: "custom",
+};
+
+/// One row as Pinterest's wire format has it.
 pub fn event(c: &Conversion) -> Value {
-    let hashes = c.hashes.clone().unwrap_or_default();
-    let user = user_data(
-        &hashes,
-        &[
-            ("ip", "client_ip_address"),
-            ("userAgent", "client_user_agent"),
-            ("epik", "click_id"),
-        ],
-    );
-    let custom = custom_data(c, true);
-    let web =
-        c.action_source.as_deref().and_then(ActionSource::parse) == Some(ActionSource::Website);
-    let mut e = json!({
-        "event_name": platform_event(Platform::Pinterest, c.event_name).unwrap_or("custom"),
-        "action_source": if web { "web" } else { "offline" },
-        "event_time": c.event_time.div_euclid(1_000),
-        "event_id": c.event_id,
-        "user_data": user,
-        "custom_data": custom,
-    });
-    if let Some(url) = &c.source_url {
-        e["event_source_url"] = json!(url);
-    }
-    e
+    wire::event(c, &DIALECT)
 }
 
 pub fn body(rows: &[&Conversion]) -> Value {

@@ -5,43 +5,33 @@
 
 use adtrail_domain::capi::Conversion;
 use adtrail_domain::capi::platforms::Refusal;
-use adtrail_domain::destinations::platform_event;
-use adtrail_domain::events::ActionSource;
 use adtrail_domain::identifiers::Platform;
 use serde_json::{Value, json};
 
-use crate::wire::{custom_data, user_data};
+use crate::wire::{self, Dialect};
 use crate::{Answer, PlatformClient, refused};
 
 /// The most events one request carries.
 pub const MAX_EVENTS: usize = 1_000;
 
+/// Snap's names: hashes in arrays, IP, user agent and the `ScCid` click
+/// id plain.
+const DIALECT: Dialect = Dialect {
+    platform: Platform::Snap,
+    plain: &[
+        ("ip", "client_ip_address"),
+        ("userAgent", "client_user_agent"),
+        ("scClickId", "sc_click_id"),
+    ],
+    value_as_text: false,
+    web: "WEB",
+    offline: "OFFLINE",
+    fallback: "CUSTOM_EVENT_1",
+};
+
 /// One row as Snap's wire format has it.
 pub fn event(c: &Conversion) -> Value {
-    let hashes = c.hashes.clone().unwrap_or_default();
-    let user = user_data(
-        &hashes,
-        &[
-            ("ip", "client_ip_address"),
-            ("userAgent", "client_user_agent"),
-            ("scClickId", "sc_click_id"),
-        ],
-    );
-    let custom = custom_data(c, false);
-    let web =
-        c.action_source.as_deref().and_then(ActionSource::parse) == Some(ActionSource::Website);
-    let mut e = json!({
-        "event_name": platform_event(Platform::Snap, c.event_name).unwrap_or("CUSTOM_EVENT_1"),
-        "action_source": if web { "WEB" } else { "OFFLINE" },
-        "event_time": c.event_time.div_euclid(1_000),
-        "event_id": c.event_id,
-        "user_data": user,
-        "custom_data": custom,
-    });
-    if let Some(url) = &c.source_url {
-        e["event_source_url"] = json!(url);
-    }
-    e
+    wire::event(c, &DIALECT)
 }
 
 pub fn body(rows: &[&Conversion]) -> Value {

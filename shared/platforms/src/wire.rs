@@ -4,7 +4,43 @@
 
 use adtrail_domain::capi::Conversion;
 use adtrail_domain::contact::ContactHashes;
+use adtrail_domain::destinations::platform_event;
+use adtrail_domain::events::ActionSource;
+use adtrail_domain::identifiers::Platform;
 use serde_json::{Map, Value, json};
+
+/// How a platform that follows Meta's event format names its parts.
+pub(crate) struct Dialect {
+    pub(crate) platform: Platform,
+    /// adtrail's plain signals → the platform's names.
+    pub(crate) plain: &'static [(&'static str, &'static str)],
+    /// The value as a decimal string (Pinterest) or a number (Snap).
+    pub(crate) value_as_text: bool,
+    /// `action_source` for a website event, and for any other.
+    pub(crate) web: &'static str,
+    pub(crate) offline: &'static str,
+    /// The event name when the platform has none for adtrail's.
+    pub(crate) fallback: &'static str,
+}
+
+/// One row in a Meta-like wire format.
+pub(crate) fn event(c: &Conversion, d: &Dialect) -> Value {
+    let hashes = c.hashes.clone().unwrap_or_default();
+    let web =
+        c.action_source.as_deref().and_then(ActionSource::parse) == Some(ActionSource::Website);
+    let mut e = json!({
+        "event_name": platform_event(d.platform, c.event_name).unwrap_or(d.fallback),
+        "action_source": if web { d.web } else { d.offline },
+        "event_time": c.event_time.div_euclid(1_000),
+        "event_id": c.event_id,
+        "user_data": user_data(&hashes, d.plain),
+        "custom_data": custom_data(c, d.value_as_text),
+    });
+    if let Some(url) = &c.source_url {
+        e["event_source_url"] = json!(url);
+    }
+    e
+}
 
 /// A value in the currency's units, from minor units.
 pub fn units(cents: i64, currency: &str) -> f64 {
