@@ -13,10 +13,8 @@ pub fn meta_for(contact: &str) -> Value {
     })
 }
 
-/// Loja X (BRL, Brazil) with the agency's pixel, a board of four
-/// columns and a map: `agendado` → Schedule, `qualificado` →
-/// QualifiedLead.
-pub async fn loja_with_pixel(h: &Harness) {
+/// Loja X (BRL, Brazil), nothing else.
+pub async fn loja(h: &Harness) {
     h.expect(
         200,
         "PUT",
@@ -24,6 +22,13 @@ pub async fn loja_with_pixel(h: &Harness) {
         Some(json!({"name": "Loja X", "currency": "BRL", "country": "BR"})),
     )
     .await;
+}
+
+/// Loja X (BRL, Brazil) with the agency's pixel, a board of four
+/// columns and a map: `agendado` → Schedule, `qualificado` →
+/// QualifiedLead.
+pub async fn loja_with_pixel(h: &Harness) {
+    loja(h).await;
     h.connect(TOKEN).await;
     h.expect(
         200,

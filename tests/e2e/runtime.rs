@@ -235,6 +235,14 @@ async fn the_real_mains_at_trace_log_no_secret() {
                 "actionSource": "website", "eventSourceUrl": "https://loja-x.example/checkout",
                 "valueCents": 1990, "currency": "BRL", "contact": contact}]}),
         )))
+    // A lead's change with the same plain contact, fanned out to every
+    // destination.
+    .chain(std::iter::once((
+        "POST",
+        "/v1/sites/loja-x/leads".to_owned(),
+        json!({"leadKey": "zu", "changeId": "r3", "occurredAt": now, "origin": "organic",
+            "column": "agendado", "contact": contact}),
+    )))
     .collect::<Vec<_>>()
     {
         let path = path.as_str();
@@ -273,13 +281,13 @@ async fn the_real_mains_at_trace_log_no_secret() {
     // sent (nor kept).
     assert_eq!(
         h.fake().accepted_events().len(),
-        2,
-        "the Lead and the posted purchase reached Meta"
+        4,
+        "the Lead, the posted purchase and the second lead's Lead and Schedule reached Meta"
     );
     assert_eq!(
         h.platforms().accepted().len(),
-        3,
-        "the posted purchase reached TikTok, Snap and Google"
+        7,
+        "the posted purchase reached TikTok, Snap and Google; the second lead's Lead and Schedule TikTok and Snap"
     );
     assert!(
         h.fake()

@@ -10,6 +10,7 @@
 pub mod auth;
 mod cohorts;
 mod connect;
+mod contact;
 pub mod error;
 pub mod input;
 mod outbox;

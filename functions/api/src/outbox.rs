@@ -1,18 +1,48 @@
 //! The API's side of the outbox, shared by the routes that queue
-//! conversions (a lead's changes, a storefront's events): whether the
-//! site's pixel can take events now, and putting the rows' messages on the
-//! send queue once they are written.
+//! conversions (a lead's changes, a storefront's events): where the site's
+//! events go now (its pixel, its destinations), and putting the rows'
+//! messages on the send queue once they are written.
 
+use adtrail_domain::destinations::{Destination, SENDING_PLATFORMS};
 use adtrail_domain::pixels::{PixelReady, pixel_ready};
 use adtrail_store::queue::SendMessage;
 
 use crate::Api;
 use crate::error::ApiError;
 
-/// Whether the site can queue now, and whether new leads send `Lead`
-/// (the domain's one rule; the sender asks it again before sending).
-pub(crate) async fn pixel_ready_now(api: &Api, site: &str) -> Result<Option<PixelReady>, ApiError> {
+/// Where a site's events go now.
+pub(crate) struct Targets {
+    /// Whether the pixel can take events now (the domain's one rule; the
+    /// sender asks it again before sending).
+    pub pixel: Option<PixelReady>,
+    /// Whether a new lead sends `Lead`: the pixel's setting, yes without
+    /// a pixel.
+    pub send_lead_event: bool,
+    /// The destinations that take events on a platform adtrail sends to.
+    pub destinations: Vec<Destination>,
+}
+
+pub(crate) async fn targets(api: &Api, site: &str) -> Result<Targets, ApiError> {
+    let (pixel, send_lead_event) = pixel_ready_now(api, site).await?;
+    let destinations = api
+        .store
+        .destinations()
+        .list_destinations(site)
+        .await?
+        .into_iter()
+        .filter(|d| d.takes_events() && SENDING_PLATFORMS.contains(&d.account.platform()))
+        .collect();
+    Ok(Targets {
+        pixel,
+        send_lead_event,
+        destinations,
+    })
+}
+
+/// Whether the site's pixel can send now, and its `sendLeadEvent`.
+async fn pixel_ready_now(api: &Api, site: &str) -> Result<(Option<PixelReady>, bool), ApiError> {
     let pixel = api.store.pixels().get_pixel(site).await?;
+    let send_lead_event = pixel.as_ref().is_none_or(|p| p.send_lead_event);
     let connection = match pixel.as_ref().and_then(|p| p.connection_owner()) {
         Some(owner) => api
             .store
@@ -22,7 +52,10 @@ pub(crate) async fn pixel_ready_now(api: &Api, site: &str) -> Result<Option<Pixe
             .map(|c| c.status),
         None => None,
     };
-    Ok(pixel_ready(pixel.as_ref(), connection).ok())
+    Ok((
+        pixel_ready(pixel.as_ref(), connection).ok(),
+        send_lead_event,
+    ))
 }
 
 /// Puts send messages on the send queue. A failure here loses nothing:

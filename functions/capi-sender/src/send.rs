@@ -336,7 +336,7 @@ fn prejudge(jobs: &[Job], now: i64) -> Vec<Option<Verdict>> {
     jobs.iter()
         .map(|job| {
             let c = &job.conv;
-            doomed(c.event_time, c.attempts, c.hashes.is_some(), c.unsure, now).map(Verdict::Failed)
+            doomed(c, c.attempts, c.unsure, now).map(Verdict::Failed)
         })
         .collect()
 }

@@ -57,12 +57,14 @@ pub fn lead_write(site: &str, currency: &str, i: usize, events: usize, now: i64)
                 .iter()
                 .map(|c| (c.event_name, c.sk.clone()))
                 .collect(),
+            routed: Default::default(),
             entries: vec![],
             version: 0,
         },
         change_id: format!("sample-change-{i}"),
         entered: None,
         conversions,
+        routed: vec![],
         rollup: adtrail_domain::metrics::Counters::of_lead(Stage::Won, Some(value)),
         now,
     }

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 
 use crate::contact::{ContactHashes, sha256_hex};
 use crate::error_codes::{LastErrorCode, last_error};
+use crate::events::ActionSource;
+use crate::identifiers::Platform;
 use crate::leads::Applied;
-use crate::pixels::PixelReady;
 use crate::time::{DAY_MS, MINUTE_MS};
 
 /// The events adtrail sends: the four a lead's changes queue (the seed's
@@ -108,23 +109,21 @@ pub fn event_id(lead_id: &str, event: EventName) -> String {
     sha256_hex(&format!("{lead_id}:{}", event.as_str()))
 }
 
-/// The events a change queues (before the once-per-lead check): the
-/// seed's table. Nothing without `meta` or a ready pixel.
+/// The events a change causes (before the once-per-lead check): the
+/// seed's table. Nothing without contact data to match a person on; where
+/// they go (the pixel, the destinations) is the caller's to decide.
 pub fn events_for(
     applied: &Applied,
     is_new_lead: bool,
-    pixel: Option<PixelReady>,
-    has_meta: bool,
+    send_lead_event: bool,
+    has_contact: bool,
     map: &BTreeMap<String, EventName>,
 ) -> Vec<EventName> {
-    let Some(pixel) = pixel else {
-        return vec![];
-    };
-    if !has_meta || !applied.accepted {
+    if !has_contact || !applied.accepted {
         return vec![];
     }
     let mut events = vec![];
-    if is_new_lead && pixel.send_lead_event {
+    if is_new_lead && send_lead_event {
         events.push(EventName::Lead);
     }
     if let Some(event) = applied.entered.as_ref().and_then(|c| map.get(c)) {
@@ -160,8 +159,25 @@ pub const SEND_LEASE_MS: i64 = 15 * MINUTE_MS;
 /// A pending attempt this late was lost on the way; the sweeper sends it
 /// again.
 pub const LOST_AFTER_MS: i64 = 15 * MINUTE_MS;
-/// Meta refuses events older than this.
+/// Meta refuses events older than this (save a physical store's).
 pub const MAX_EVENT_AGE_MS: i64 = 7 * DAY_MS;
+
+/// How old an event `platform` still takes, by where it happened:
+/// - Meta: 7 days, 62 for a physical store's (its documentation).
+/// - Google: the conversion action's click-through window, at most 90
+///   days; adtrail does not know each action's, so it sends up to 90 and
+///   Google's `EXPIRED_EVENT` fails the event.
+/// - TikTok, Pinterest and Snap: 7 days. None of the three documents a
+///   limit; Snap's v3 field and two peers say 7 days, TikTok's is 28 by
+///   one peer, Pinterest refuses old timestamps without saying how old. 7
+///   days is what all three are known to take (`platforms.md` §0).
+pub fn max_event_age_ms(platform: Platform, source: Option<ActionSource>) -> i64 {
+    match (platform, source) {
+        (Platform::Meta, Some(ActionSource::PhysicalStore)) => 62 * DAY_MS,
+        (Platform::Google, _) => 90 * DAY_MS,
+        _ => MAX_EVENT_AGE_MS,
+    }
+}
 /// The most events one `POST /{pixel}/events` carries.
 pub const MAX_EVENTS_PER_REQUEST: usize = 1_000;
 
@@ -239,9 +255,10 @@ pub fn after_failure(failure: SendFailure, attempts: i64, unsure: bool, now: i64
 /// are spent.
 pub const UNSURE_RETRY_MS: i64 = 10 * MINUTE_MS;
 
-/// An event is too old to send once Meta would refuse its time.
-pub fn too_old(event_time: i64, now: i64) -> bool {
-    now - event_time > MAX_EVENT_AGE_MS
+/// An event is too old to send once its platform would refuse its time
+/// (`max_age_ms`: [`max_event_age_ms`]).
+pub fn too_old(event_time: i64, max_age_ms: i64, now: i64) -> bool {
+    now - event_time > max_age_ms
 }
 
 /// Where a conversion is.
@@ -307,6 +324,17 @@ pub struct Conversion {
     /// The host's order id (Google's `transactionId`, the others'
     /// `order_id`).
     pub order_id: Option<String>,
+    /// The platform it goes to (the pixel's: Meta).
+    pub platform: Platform,
+}
+
+impl Conversion {
+    /// How old it may be when sent: its platform's rule for where it
+    /// happened.
+    pub fn max_age_ms(&self) -> i64 {
+        let source = self.action_source.as_deref().and_then(ActionSource::parse);
+        max_event_age_ms(self.platform, source)
+    }
 }
 
 /// When a pending row may be claimed again: after its next attempt is due
@@ -327,29 +355,29 @@ pub fn out_of_attempts(attempts: i64) -> bool {
     attempts > MAX_ATTEMPTS
 }
 
-/// A row that can no longer be sent, whatever Meta would say: too old for
-/// Meta, out of attempts (the last was lost on the way), or without
-/// contact data. Answers its `lastError`. The sender asks before sending
-/// and the sweeper before sending a lost row again, with the attempts the
-/// row will have counted by then.
-pub fn doomed(
-    event_time: i64,
-    attempts: i64,
-    has_hashes: bool,
-    unsure: bool,
-    now: i64,
-) -> Option<String> {
-    if too_old(event_time, now) {
+/// A row that can no longer be sent, whatever its platform would say: too
+/// old for its platform, out of attempts (the last was lost on the way), or
+/// without contact data. Answers its `lastError`. The sender asks before
+/// sending and the sweeper before sending a lost row again, with the
+/// attempts the row will have counted by then (`attempts`) and whether an
+/// attempt went unanswered (`unsure`).
+pub fn doomed(c: &Conversion, attempts: i64, unsure: bool, now: i64) -> Option<String> {
+    let max_age = c.max_age_ms();
+    if too_old(c.event_time, max_age, now) {
         Some(last_error(
             LastErrorCode::EventTooOld,
-            "the event is older than 7 days",
+            &format!(
+                "the event is older than {} days, the most {} takes",
+                max_age / DAY_MS,
+                c.platform.label()
+            ),
         ))
     } else if out_of_attempts(attempts) && !unsure {
         Some(last_error(
             LastErrorCode::Unexpected,
             "the last attempt was lost on the way",
         ))
-    } else if !has_hashes {
+    } else if c.hashes.is_none() {
         Some(last_error(
             LastErrorCode::Unexpected,
             "the conversion has no contact data",

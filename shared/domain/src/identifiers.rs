@@ -44,6 +44,17 @@ impl Platform {
         Self::ALL.into_iter().find(|p| p.as_str() == text)
     }
 
+    /// The platform's name as people write it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Meta => "Meta",
+            Self::Google => "Google",
+            Self::TikTok => "TikTok",
+            Self::Pinterest => "Pinterest",
+            Self::Snap => "Snap",
+        }
+    }
+
     /// Whether the platform wants the phone as E.164 with its `+`.
     fn phone_with_plus(self) -> bool {
         matches!(self, Self::Google | Self::TikTok)

@@ -141,6 +141,10 @@ pub struct Lead {
     /// The reference of each of its conversions ([`conversion_ref`]), by
     /// event.
     pub conversions: BTreeMap<EventName, String>,
+    /// The rows its changes queued for the site's destinations: slug →
+    /// event → the row's reference ([`crate::events::row_ref`]), each
+    /// (destination, event) once.
+    pub routed: BTreeMap<String, BTreeMap<EventName, String>>,
     /// The column entries it counts in (`column`, `dayStart`).
     pub entries: Vec<(String, i64)>,
     /// 0 for a lead not yet written.
@@ -148,6 +152,16 @@ pub struct Lead {
 }
 
 impl Lead {
+    /// The references of every row its changes queued: its pixel's and
+    /// its destinations'.
+    pub fn row_refs(&self) -> Vec<String> {
+        self.conversions
+            .values()
+            .chain(self.routed.values().flat_map(|events| events.values()))
+            .cloned()
+            .collect()
+    }
+
     pub(crate) fn state(&self) -> LeadState {
         LeadState {
             column: self.column.clone(),
@@ -159,8 +173,11 @@ impl Lead {
 
 mod decide;
 pub use decide::{
-    LeadContext, LeadInput, LeadUpdate, LeadWrite, NewConversion, NewLead, decide, once_per_lead,
+    LeadContext, LeadInput, LeadTargets, LeadUpdate, LeadWrite, NewConversion, NewLead, decide,
+    once_per_lead,
 };
 
+#[cfg(test)]
+mod route_tests;
 #[cfg(test)]
 pub(crate) mod tests;

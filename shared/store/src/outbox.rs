@@ -6,7 +6,7 @@
 //! on what the change was decided from. Removing a lead is one transaction
 //! too.
 
-use adtrail_domain::capi::{ConversionStatus, parse_conversion_ref};
+use adtrail_domain::capi::{Conversion, ConversionStatus, parse_conversion_ref};
 use adtrail_domain::leads::{ENTRY_KEPT_MS, Lead, LeadWrite};
 use adtrail_domain::metrics::Counters;
 use adtrail_domain::time::DAY_MS;
@@ -100,8 +100,46 @@ fn tx_put(
         .build())
 }
 
+// A change's transaction: its marker, the lead, its ad, its column entry,
+// three pixel rows, a row per destination for each of its three events at
+// most, two cohort rollups and two counter items: within DynamoDB's 100.
+const _: () = assert!(11 + 3 * adtrail_domain::destinations::MAX_LIVE_DESTINATIONS <= 100);
+
+/// The rows a lead's removal deletes in one transaction. Each row may move
+/// its own day's counter item (a sent row leaves the day it was sent on),
+/// so a transaction holds up to 45 rows, 45 day items, the totals, the lead
+/// and its two cohort rollups: under DynamoDB's 100 items.
+const ROWS_PER_REMOVAL: usize = 45;
+
+/// Deletes of a lead's rows, each only in the status it was read in; their
+/// counts leave `tally`.
+fn row_deletes(
+    t: &str,
+    site: &str,
+    rows: &[Conversion],
+    tally: &mut Tally,
+) -> Result<Vec<TransactWriteItem>, StoreError> {
+    rows.iter()
+        .map(|c| {
+            tally.removed(slug_of(c.destination.as_deref()), c);
+            let delete = Delete::builder()
+                .table_name(t)
+                .key(PK, s(conv_pk(site)))
+                .key(SK, s(&c.sk))
+                .condition_expression("#status = :s")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_values(":s", s(c.status.as_str()))
+                .build()
+                .map_err(StoreError::ddb)?;
+            Ok(TransactWriteItem::builder().delete(delete).build())
+        })
+        .collect()
+}
+
 /// The conversions a change queues, each a conditional put (a new row, or
-/// a failed one opened again).
+/// a failed one opened again), and its rows for the site's destinations
+/// (new ones only: the lead records each, and its version guards them, so
+/// they need no marker of their own).
 fn conversion_puts(t: &str, w: &LeadWrite) -> Result<Vec<TransactWriteItem>, StoreError> {
     let mut items = vec![];
     for c in &w.conversions {
@@ -128,6 +166,14 @@ fn conversion_puts(t: &str, w: &LeadWrite) -> Result<Vec<TransactWriteItem>, Sto
                 .put(put.build().map_err(StoreError::ddb)?)
                 .build(),
         );
+    }
+    for r in &w.routed {
+        let keys = (conv_pk(&w.lead.site_id), w.now, send_shard(&r.sk));
+        let item = encode(
+            &ConversionItem::posted(r, &w.lead.site_id, keys, w.now),
+            "conversion",
+        )?;
+        items.push(tx_put(t, item, Some("attribute_not_exists(pk)"))?);
     }
     Ok(items)
 }
@@ -192,10 +238,14 @@ impl Leads<'_> {
         }
         items.extend(conversion_puts(t, w)?);
         items.extend(rollup_updates(t, &w.lead, &w.rollup)?);
-        // A lead's conversions go to the site's pixel.
+        // A lead's conversions go to the site's pixel, its routed rows to
+        // their destinations.
         let mut tally = Tally::default();
         for c in &w.conversions {
             tally.queued(PIXEL_SLUG, c.event_name, w.now, c.reopens.is_some());
+        }
+        for r in &w.routed {
+            tally.queued(&r.slug, r.event_name, w.now, false);
         }
         items.extend(tally.updates(t, site, shard_of(&w.change_id, COUNT_SHARDS))?);
         Ok(match self.transact(items).await? {
@@ -215,8 +265,22 @@ impl Leads<'_> {
     pub async fn delete_lead(&self, lead: &Lead) -> Result<LeadWritten, StoreError> {
         let t = &self.names.table;
         let site = &lead.site_id;
-        let sks: Vec<String> = lead.conversions.values().cloned().collect();
+        let sks = lead.row_refs();
         let conversions = self.conversions().get_conversions(site, &sks).await?;
+        let shard = shard_of(&lead.lead_id, COUNT_SHARDS);
+        // A lead with rows for many destinations can pass one
+        // transaction's items: the first rows go in transactions of their
+        // own (each row once: its delete is conditional on its status).
+        let (early, last) =
+            conversions.split_at(conversions.len().saturating_sub(ROWS_PER_REMOVAL));
+        for chunk in early.chunks(ROWS_PER_REMOVAL) {
+            let mut tally = Tally::default();
+            let mut items = row_deletes(t, site, chunk, &mut tally)?;
+            items.extend(tally.updates(t, site, shard)?);
+            if self.transact(items).await?.is_some() {
+                return Ok(LeadWritten::Raced);
+            }
+        }
         let mut items = vec![
             TransactWriteItem::builder()
                 .delete(
@@ -231,26 +295,8 @@ impl Leads<'_> {
                 )
                 .build(),
         ];
-        let shard = shard_of(&lead.lead_id, COUNT_SHARDS);
         let mut tally = Tally::default();
-        for c in &conversions {
-            tally.removed(slug_of(c.destination.as_deref()), c);
-            items.push(
-                TransactWriteItem::builder()
-                    .delete(
-                        Delete::builder()
-                            .table_name(t)
-                            .key(PK, s(conv_pk(site)))
-                            .key(SK, s(&c.sk))
-                            .condition_expression("#status = :s")
-                            .expression_attribute_names("#status", "status")
-                            .expression_attribute_values(":s", s(c.status.as_str()))
-                            .build()
-                            .map_err(StoreError::ddb)?,
-                    )
-                    .build(),
-            );
-        }
+        items.extend(row_deletes(t, site, last, &mut tally)?);
         let gone = Counters::delta(
             Some(Counters::of_lead(lead.stage, lead.revenue_cents)),
             None,

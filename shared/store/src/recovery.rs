@@ -92,7 +92,7 @@ impl Conversions<'_> {
         // A sender that claimed the row may have sent it before it was
         // lost: Meta may hold the event.
         let unsure = c.unsure || c.lease_until.is_some();
-        let fail = doomed(c.event_time, attempts + 1, c.hashes.is_some(), unsure, now);
+        let fail = doomed(&c, attempts + 1, unsure, now);
         let t = &self.names.table;
         let base = Update::builder()
             .table_name(t)

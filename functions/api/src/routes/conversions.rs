@@ -165,7 +165,7 @@ pub(crate) async fn of_lead(
     let Some(lead) = api.store.leads().get_lead(site.as_str(), lead_key).await? else {
         return Err(ApiError::not_found("leadKey: no such lead"));
     };
-    let refs: Vec<String> = lead.conversions.values().cloned().collect();
+    let refs = lead.row_refs();
     let mut rows = api
         .store
         .conversions()

@@ -8,10 +8,9 @@
 use std::collections::{BTreeMap, HashSet};
 
 use adtrail_domain::SiteId;
-use adtrail_domain::capi::EventName;
-use adtrail_domain::destinations::{Destination, SENDING_PLATFORMS};
+use adtrail_domain::capi::{EventName, max_event_age_ms, too_old};
 use adtrail_domain::events::{
-    ActionSource, Contact, EventRow, MAX_EVENTS_PER_POST, PIXEL_MARK, PostedEvent, Signal,
+    ActionSource, EventRow, MAX_EVENTS_PER_POST, PIXEL_MARK, PostedEvent,
 };
 use adtrail_domain::identifiers::Platform;
 use adtrail_domain::ids::{check_opaque, is_hidden};
@@ -24,8 +23,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
+use crate::contact::{ContactBody, read_contact};
 use crate::error::ApiError;
 use crate::input::json_body;
+use crate::outbox::{Targets, targets};
 use crate::{Api, json};
 
 /// How far ahead of our clock an event may be (clock skew).
@@ -57,60 +58,6 @@ struct EventBody {
     order_id: Option<String>,
     #[serde(default)]
     contact: ContactBody,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ContactBody {
-    email: Option<String>,
-    phone: Option<String>,
-    country: Option<String>,
-    first_name: Option<String>,
-    last_name: Option<String>,
-    external_id: Option<String>,
-    ip: Option<String>,
-    user_agent: Option<String>,
-    fbc: Option<String>,
-    fbp: Option<String>,
-    ctwa_clid: Option<String>,
-    gclid: Option<String>,
-    gbraid: Option<String>,
-    wbraid: Option<String>,
-    ttclid: Option<String>,
-    ttp: Option<String>,
-    epik: Option<String>,
-    sc_click_id: Option<String>,
-}
-
-impl ContactBody {
-    fn into_contact(self) -> Contact {
-        let signals = [
-            (Signal::Ip, self.ip),
-            (Signal::UserAgent, self.user_agent),
-            (Signal::Fbc, self.fbc),
-            (Signal::Fbp, self.fbp),
-            (Signal::CtwaClid, self.ctwa_clid),
-            (Signal::Gclid, self.gclid),
-            (Signal::Gbraid, self.gbraid),
-            (Signal::Wbraid, self.wbraid),
-            (Signal::Ttclid, self.ttclid),
-            (Signal::Ttp, self.ttp),
-            (Signal::Epik, self.epik),
-            (Signal::ScClickId, self.sc_click_id),
-        ];
-        Contact {
-            email: self.email,
-            phone: self.phone,
-            country: self.country,
-            first_name: self.first_name,
-            last_name: self.last_name,
-            external_id: self.external_id,
-            signals: signals
-                .into_iter()
-                .filter_map(|(s, v)| Some((s, v?)))
-                .collect(),
-        }
-    }
 }
 
 /// A page address: http(s), at most 2,048 characters, nothing hidden or
@@ -190,11 +137,7 @@ fn check_event(i: usize, b: EventBody, now: i64) -> Result<(PostedEvent, Vec<Str
     if let Some(order) = &b.order_id {
         check_opaque(&field("orderId"), order)?;
     }
-    let (contact, dropped) = b.contact.into_contact().checked();
-    let warnings = dropped
-        .iter()
-        .map(|d| format!("events[{i}].{}", d.warning()))
-        .collect();
+    let (contact, warnings) = read_contact(b.contact, &format!("events[{i}]."));
     Ok((
         PostedEvent {
             event_id: b.event_id,
@@ -211,46 +154,51 @@ fn check_event(i: usize, b: EventBody, now: i64) -> Result<(PostedEvent, Vec<Str
     ))
 }
 
-/// Where the site's events go now: its pixel when it is ready (as
-/// `meta`), and each destination that takes events on a platform adtrail
-/// sends to.
-struct Fanout {
-    pixel: bool,
-    destinations: Vec<Destination>,
-}
-
-impl Fanout {
-    /// The rows of `event`: one per destination that sends it.
-    fn rows(&self, event: &PostedEvent, country: Option<&str>, now: i64) -> Vec<EventRow> {
-        let pixel = self
-            .pixel
-            .then(|| EventRow::of(event, PIXEL_MARK, None, Platform::Meta, country, now));
-        let destinations = self
-            .destinations
-            .iter()
-            .filter(|d| d.account.sends(event.event))
-            .map(|d| {
-                let platform = d.account.platform();
-                EventRow::of(event, &d.slug, Some(&d.slug), platform, country, now)
-            });
-        pixel.into_iter().chain(destinations).collect()
-    }
-}
-
-async fn fanout(api: &Api, site: &str) -> Result<Fanout, ApiError> {
-    let pixel = crate::outbox::pixel_ready_now(api, site).await?.is_some();
-    let destinations = api
-        .store
-        .destinations()
-        .list_destinations(site)
-        .await?
+/// The rows of `event`: one per target that sends it, gets something to
+/// match a person on and still takes an event this old (the pixel as
+/// `meta`); a warning names each destination left out, and why.
+fn rows_of(
+    targets: &Targets,
+    i: usize,
+    event: &PostedEvent,
+    country: Option<&str>,
+    now: i64,
+    warnings: &mut Vec<String>,
+) -> Vec<EventRow> {
+    let pixel = targets
+        .pixel
+        .map(|_| EventRow::of(event, PIXEL_MARK, None, Platform::Meta, country, now));
+    let destinations = targets
+        .destinations
+        .iter()
+        .filter(|d| d.account.sends(event.event))
+        .map(|d| {
+            let platform = d.account.platform();
+            EventRow::of(event, &d.slug, Some(&d.slug), platform, country, now)
+        });
+    pixel
         .into_iter()
-        .filter(|d| d.takes_events() && SENDING_PLATFORMS.contains(&d.account.platform()))
-        .collect();
-    Ok(Fanout {
-        pixel,
-        destinations,
-    })
+        .chain(destinations)
+        .filter(|row| {
+            let max_age = max_event_age_ms(row.platform, Some(row.action_source));
+            let why = if row.hashes.is_empty() {
+                format!(
+                    "events[{i}].contact: nothing {} can match a person on",
+                    row.slug
+                )
+            } else if too_old(row.event_time, max_age, now) {
+                format!(
+                    "events[{i}].occurredAt: older than {} days, the most {} takes",
+                    max_age / DAY_MS,
+                    row.platform.label()
+                )
+            } else {
+                return true;
+            };
+            warnings.push(format!("{why}; not sent to {}", row.slug));
+            false
+        })
+        .collect()
 }
 
 pub(crate) async fn post_events(
@@ -281,7 +229,7 @@ pub(crate) async fn post_events(
     let Some(site_row) = api.store.sites().get_site(site.as_str()).await? else {
         return Err(ApiError::no_site());
     };
-    let fanout = fanout(api, site.as_str()).await?;
+    let targets = targets(api, site.as_str()).await?;
     let country = site_row.country.as_deref();
     // Each event's rows, and which event each row is of.
     let mut rows = vec![];
@@ -289,7 +237,7 @@ pub(crate) async fn post_events(
     let mut answers: Vec<Value> = vec![];
     for (i, (event, warnings)) in events.iter_mut().enumerate() {
         if event.contact.has_identity() {
-            for row in fanout.rows(event, country, now) {
+            for row in rows_of(&targets, i, event, country, now, warnings) {
                 rows.push(row);
                 of_event.push(i);
             }

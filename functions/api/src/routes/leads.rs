@@ -9,15 +9,21 @@
 //! transaction (the outbox); the send queue's messages follow it, and the
 //! sweeper sends again any the queue never got. `meta` never fails a call:
 //! malformed, it is ignored as a whole and the answer says so without
-//! repeating it.
+//! repeating it. `contact` (plain, as a storefront's events carry it) loses
+//! only its malformed fields, each named in `warnings`. A change's events
+//! go to the site's pixel and to each of its destinations, each with that
+//! platform's own hashes, in the same transaction.
+
+use std::collections::BTreeMap;
 
 use adtrail_domain::SiteId;
 use adtrail_domain::contact::{ContactHashes, parse_meta};
 use adtrail_domain::error_codes::ErrorCode;
+use adtrail_domain::events::Contact;
 use adtrail_domain::ids::{check_meta_numeric, check_opaque};
 use adtrail_domain::leads::{
-    Lead, LeadContext, LeadInput, LeadUpdate, NewConversion, NewLead, Stage, check_origin, decide,
-    is_paid, once_per_lead,
+    Lead, LeadContext, LeadInput, LeadTargets, LeadUpdate, LeadWrite, NewLead, Stage, check_origin,
+    decide, is_paid, once_per_lead,
 };
 use adtrail_domain::time::MINUTE_MS;
 use adtrail_store::outbox::LeadWritten;
@@ -27,9 +33,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
+use crate::contact::{ContactBody, read_contact};
 use crate::error::ApiError;
 use crate::input::{json_body, plain_text};
-use crate::outbox::{enqueue, pixel_ready_now};
+use crate::outbox::{enqueue, targets};
 use crate::{Api, json};
 
 /// How far ahead of our clock a host's `occurredAt` may be (clock skew).
@@ -52,6 +59,7 @@ struct LeadBody {
     column: Option<String>,
     /// Read by hand: it never fails the call.
     meta: Option<Value>,
+    contact: Option<ContactBody>,
 }
 
 #[derive(Deserialize)]
@@ -65,13 +73,30 @@ struct StageBody {
     revenue_cents: Option<i64>,
     column: Option<String>,
     meta: Option<Value>,
+    contact: Option<ContactBody>,
 }
 
-/// A change, validated, with what the answer says of `meta`.
+/// A change, validated, with what the answer says of its contact data.
 struct Change {
     update: LeadUpdate,
-    /// Why `meta` was ignored, if it was.
-    meta_warning: Option<String>,
+    /// Why `meta` was ignored, and the `contact` fields dropped.
+    warnings: Vec<String>,
+}
+
+/// A change's contact data: `meta`'s hashes and the plain `contact`, with
+/// the warnings of what was left out.
+fn read_contact_data(
+    meta: Option<&Value>,
+    contact: Option<ContactBody>,
+) -> (Option<ContactHashes>, Option<Contact>, Vec<String>) {
+    let (hashes, meta_warning) = read_meta(meta);
+    let mut warnings: Vec<String> = meta_warning.into_iter().collect();
+    let contact = contact.map(|c| {
+        let (contact, dropped) = read_contact(c, "");
+        warnings.extend(dropped);
+        contact
+    });
+    (hashes, contact, warnings)
 }
 
 fn check_time(field: &str, at: i64, now: i64) -> Result<i64, ApiError> {
@@ -137,7 +162,7 @@ pub(crate) async fn record_lead(
         .as_deref()
         .map(|l| plain_text("label", l, 200))
         .transpose()?;
-    let (hashes, meta_warning) = read_meta(body.meta.as_ref());
+    let (hashes, contact, warnings) = read_contact_data(body.meta.as_ref(), body.contact);
     let change = Change {
         update: LeadUpdate {
             change_id: body.change_id,
@@ -146,8 +171,9 @@ pub(crate) async fn record_lead(
             revenue_cents: None,
             column: body.column,
             hashes,
+            contact,
         },
-        meta_warning,
+        warnings,
     };
     let new = NewLead {
         origin: body.origin,
@@ -191,7 +217,7 @@ pub(crate) async fn move_lead(
             "revenueCents: must be a whole number of cents from 0 to 10^13",
         ));
     }
-    let (hashes, meta_warning) = read_meta(body.meta.as_ref());
+    let (hashes, contact, warnings) = read_contact_data(body.meta.as_ref(), body.contact);
     let change = Change {
         update: LeadUpdate {
             change_id: body.change_id,
@@ -200,8 +226,9 @@ pub(crate) async fn move_lead(
             revenue_cents: body.revenue_cents,
             column: body.column,
             hashes,
+            contact,
         },
-        meta_warning,
+        warnings,
     };
     apply(api, &site, lead_key, &change, None).await
 }
@@ -291,8 +318,8 @@ async fn apply(
             (None, None) => return Err(ApiError::not_found("leadKey: no such lead")),
         };
         let board = api.store.boards().get_board(site.as_str()).await?;
-        let pixel = if update.hashes.is_some() {
-            pixel_ready_now(api, site.as_str()).await?
+        let targets = if update.hashes.is_some() || update.contact.is_some() {
+            Some(targets(api, site.as_str()).await?)
         } else {
             None
         };
@@ -300,7 +327,14 @@ async fn apply(
             site_id: &site_row.site_id,
             currency: &site_row.currency,
             board: &board,
-            pixel,
+            country: site_row.country.as_deref(),
+            targets: targets
+                .as_ref()
+                .map_or_else(LeadTargets::default, |t| LeadTargets {
+                    pixel: t.pixel,
+                    send_lead_event: t.send_lead_event,
+                    destinations: &t.destinations,
+                }),
             now,
         };
         let Some(mut plan) = decide(&ctx, input, update) else {
@@ -324,18 +358,26 @@ async fn apply(
                     .iter()
                     .map(|c| c.event_name.as_str())
                     .collect();
-                enqueue_conversions(api, site.as_str(), &plan.conversions).await;
-                return json(
-                    if plan.creates() { 201 } else { 200 },
-                    &answer(
-                        site.as_str(),
-                        lead_key,
-                        Some(&plan.lead),
-                        true,
-                        &queued,
-                        change,
-                    ),
+                enqueue_conversions(api, site.as_str(), &plan).await;
+                let mut body = answer(
+                    site.as_str(),
+                    lead_key,
+                    Some(&plan.lead),
+                    true,
+                    &queued,
+                    change,
                 );
+                if !plan.routed.is_empty() {
+                    let mut routed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+                    for r in &plan.routed {
+                        routed
+                            .entry(&r.slug)
+                            .or_default()
+                            .push(r.event_name.as_str());
+                    }
+                    body["routed"] = json!(routed);
+                }
+                return json(if plan.creates() { 201 } else { 200 }, &body);
             }
             LeadWritten::ChangeSeen => {
                 let lead = api.store.leads().get_lead(site.as_str(), lead_key).await?;
@@ -349,13 +391,17 @@ async fn apply(
     Err(busy())
 }
 
-/// Puts the new conversions' messages on the send queue.
-async fn enqueue_conversions(api: &Api, site: &str, conversions: &[NewConversion]) {
-    let messages: Vec<SendMessage> = conversions
+/// Puts the new rows' messages (the pixel's and the destinations') on the
+/// send queue.
+async fn enqueue_conversions(api: &Api, site: &str, plan: &LeadWrite) {
+    let messages: Vec<SendMessage> = plan
+        .conversions
         .iter()
-        .map(|c| SendMessage {
+        .map(|c| &c.sk)
+        .chain(plan.routed.iter().map(|r| &r.sk))
+        .map(|sk| SendMessage {
             site_id: site.to_owned(),
-            key: c.sk.clone(),
+            key: sk.clone(),
         })
         .collect();
     enqueue(api, &messages).await;
@@ -381,8 +427,8 @@ fn answer(
         v["column"] = json!(l.column);
         v["stage"] = json!(l.stage.as_str());
     }
-    if let Some(w) = &change.meta_warning {
-        v["warnings"] = json!([w]);
+    if !change.warnings.is_empty() {
+        v["warnings"] = json!(change.warnings);
     }
     v
 }

@@ -3,6 +3,7 @@
 use super::*;
 use crate::contact::EMPTY_HASH;
 use crate::graph_error::GraphErrorKind;
+use crate::identifiers::Platform;
 use crate::leads::tests::{change, lead};
 use crate::leads::{LeadChange, LeadState, Stage};
 use crate::time::utc_day;
@@ -29,12 +30,8 @@ fn the_seed_table_row_by_row() {
         ("novo".to_owned(), EventName::Lead),
     ]
     .into();
-    let on = Some(PixelReady {
-        send_lead_event: true,
-    });
-    let off_lead = Some(PixelReady {
-        send_lead_event: false,
-    });
+    let on = true;
+    let off_lead = false;
     let l = lead(None, 0);
     let ev = |lead: Option<&LeadState>, c: LeadChange<'_>, new: bool, px, meta| {
         events_for(&crate::leads::apply_change(lead, &c), new, px, meta, &map)
@@ -116,7 +113,7 @@ fn the_seed_table_row_by_row() {
         ),
         vec![Schedule, Purchase]
     );
-    // Without meta, without a pixel: nothing.
+    // Without contact data: nothing.
     assert!(
         ev(
             Some(&l),
@@ -124,16 +121,6 @@ fn the_seed_table_row_by_row() {
             false,
             on,
             false
-        )
-        .is_empty()
-    );
-    assert!(
-        ev(
-            Some(&l),
-            change(1, Some(Stage::Won), Some(10), None),
-            false,
-            None,
-            true
         )
         .is_empty()
     );
@@ -198,8 +185,8 @@ fn the_send_schedule() {
             "Meta's refusal ends it"
         );
     }
-    assert!(!too_old(now, now + MAX_EVENT_AGE_MS));
-    assert!(too_old(now, now + MAX_EVENT_AGE_MS + 1));
+    assert!(!too_old(now, MAX_EVENT_AGE_MS, now + MAX_EVENT_AGE_MS));
+    assert!(too_old(now, MAX_EVENT_AGE_MS, now + MAX_EVENT_AGE_MS + 1));
     assert_eq!(utc_day(DAY_MS + 5), DAY_MS);
     assert_eq!(utc_day(-1), -DAY_MS);
 }
@@ -230,6 +217,7 @@ pub(crate) fn row(attempts: i64, next: Option<i64>, lease: Option<i64>) -> Conve
         action_source: None,
         source_url: None,
         order_id: None,
+        platform: Platform::Meta,
     }
 }
 
@@ -254,10 +242,22 @@ fn a_claimed_row_waits_for_its_attempt_and_its_lease() {
     );
 }
 
+/// A row of `event_time` with or without contact data, for `doomed`.
+fn doomed_row(event_time: i64, hashes: bool) -> Conversion {
+    Conversion {
+        event_time,
+        hashes: hashes.then(|| ContactHashes {
+            ph: vec!["h".into()],
+            ..ContactHashes::default()
+        }),
+        ..row(0, None, None)
+    }
+}
+
 #[test]
 fn doomed_rows_are_too_old_out_of_attempts_or_without_contact_data() {
-    let now = 10 * DAY_MS;
-    let ok = |t, a, h| doomed(t, a, h, false, now);
+    let now = 100 * DAY_MS;
+    let ok = |t, a, h| doomed(&doomed_row(t, h), a, false, now);
     assert_eq!(ok(now, 1, true), None);
     assert_eq!(ok(now, MAX_ATTEMPTS, true), None, "the third attempt goes");
     let code = |v: Option<String>| v.map(|e| e.split(':').next().unwrap_or_default().to_owned());
@@ -277,8 +277,41 @@ fn doomed_rows_are_too_old_out_of_attempts_or_without_contact_data() {
     );
     // A lost attempt that may have reached Meta does not doom the row;
     // the 7-day limit still does.
-    assert_eq!(doomed(now, MAX_ATTEMPTS + 1, true, true, now), None);
-    assert!(doomed(now - MAX_EVENT_AGE_MS - 1, 1, true, true, now).is_some());
+    let fresh = doomed_row(now, true);
+    assert_eq!(doomed(&fresh, MAX_ATTEMPTS + 1, true, now), None);
+    let old = doomed_row(now - MAX_EVENT_AGE_MS - 1, true);
+    assert!(doomed(&old, 1, true, now).is_some());
+}
+
+#[test]
+fn each_platform_has_its_own_event_age() {
+    let now = 100 * DAY_MS;
+    let aged = |days: i64, platform: Platform, source: Option<&str>| {
+        let c = Conversion {
+            platform,
+            action_source: source.map(str::to_owned),
+            ..doomed_row(now - days * DAY_MS - 1, true)
+        };
+        doomed(&c, 1, false, now)
+    };
+    use Platform::*;
+    // Meta: 7 days; a physical store's sale 62.
+    assert!(aged(7, Meta, Some("website")).is_some());
+    assert!(aged(6, Meta, Some("website")).is_none());
+    assert!(aged(61, Meta, Some("physical_store")).is_none());
+    assert_eq!(
+        aged(62, Meta, Some("physical_store")).as_deref(),
+        Some("EVENT_TOO_OLD: the event is older than 62 days, the most Meta takes")
+    );
+    // Google: up to 90 days; its conversion action's window is Google's
+    // to judge.
+    assert!(aged(89, Google, Some("website")).is_none());
+    assert!(aged(90, Google, None).is_some());
+    // TikTok, Pinterest and Snap: 7 days, whatever the source.
+    for p in [TikTok, Pinterest, Snap] {
+        assert!(aged(6, p, Some("physical_store")).is_none(), "{p:?}");
+        assert!(aged(7, p, Some("physical_store")).is_some(), "{p:?}");
+    }
 }
 
 #[test]

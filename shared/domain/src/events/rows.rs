@@ -35,6 +35,8 @@ pub struct EventRow {
     pub slug: String,
     /// `None`: the site's pixel.
     pub destination: Option<String>,
+    /// The destination's platform: its hashes', and its age limit's.
+    pub platform: Platform,
     /// The row's reference ([`row_ref`]).
     pub sk: String,
     pub event_id: String,
@@ -46,6 +48,16 @@ pub struct EventRow {
     pub action_source: ActionSource,
     pub source_url: Option<String>,
     pub hashes: ContactHashes,
+    /// The lead whose change queued it (`None`: a posted event).
+    pub lead: Option<RowLead>,
+}
+
+/// The lead a row belongs to, so the row lists under the lead and leaves
+/// with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowLead {
+    pub lead_id: String,
+    pub lead_key: String,
 }
 
 /// The reference of a posted event's row for `slug`, created at
@@ -68,6 +80,7 @@ impl EventRow {
         EventRow {
             slug: slug.to_owned(),
             destination: destination.map(str::to_owned),
+            platform,
             sk: row_ref(now, slug, &event.event_id),
             event_id: event.event_id.clone(),
             event_name: event.event,
@@ -78,6 +91,7 @@ impl EventRow {
             action_source: event.action_source,
             source_url: event.source_url.clone(),
             hashes: match_data(platform, &event.contact, site_country),
+            lead: None,
         }
     }
 }

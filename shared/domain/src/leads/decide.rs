@@ -1,6 +1,12 @@
 //! The one decision of what a host's change does to a lead: the lead after
 //! it, the column it enters, the conversions it queues (once per lead per
 //! event, a failed one opened again) and how it moves the cohort counters.
+//!
+//! A change's events go to the site's pixel (when it can send) and to each
+//! of its destinations that sends them (once per lead, destination and
+//! event), each row with that platform's own hashes of the change's
+//! contact. The rows are part of the change's one transaction, so a
+//! replayed change (`ChangeSeen`) has nothing left to do.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +14,9 @@ use super::{Applied, ENTRY_KEPT_MS, Lead, LeadChange, Stage, apply_change};
 use crate::board::Board;
 use crate::capi::{Conversion, ConversionStatus, EventName, conversion_ref, event_id, events_for};
 use crate::contact::ContactHashes;
+use crate::destinations::Destination;
+use crate::events::{ActionSource, Contact, EventRow, PostedEvent, RowLead, match_data};
+use crate::identifiers::Platform;
 use crate::metrics::Counters;
 use crate::pixels::PixelReady;
 use crate::time::utc_day;
@@ -47,7 +56,49 @@ pub struct LeadUpdate {
     pub stage: Option<Stage>,
     pub revenue_cents: Option<i64>,
     pub column: Option<String>,
+    /// `meta: {ph, externalId}`: hashes the host made by Meta's rule.
     pub hashes: Option<ContactHashes>,
+    /// `contact`: plain, checked; each target gets its own hashes of it.
+    pub contact: Option<Contact>,
+}
+
+impl LeadUpdate {
+    /// The contact every destination's row is made from: the plain one,
+    /// with `meta`'s first phone and external id as already hashed values
+    /// where the plain one lacks them (they reach only the platforms whose
+    /// rule is Meta's: [`crate::events::takes_prehashed`]).
+    fn contact(&self) -> Contact {
+        let mut contact = self.contact.clone().unwrap_or_default();
+        if let Some(meta) = &self.hashes {
+            if contact.phone.is_none() {
+                contact.phone = meta.ph.first().cloned();
+            }
+            if contact.external_id.is_none() {
+                contact.external_id = meta.external_id.clone();
+            }
+        }
+        contact
+    }
+
+    /// What the pixel's rows hold: `meta`'s hashes and Meta's hashes of the
+    /// plain contact, together.
+    fn pixel_hashes(&self, country: Option<&str>) -> ContactHashes {
+        let mut hashes = match &self.contact {
+            Some(c) => match_data(Platform::Meta, c, country),
+            None => ContactHashes::default(),
+        };
+        if let Some(meta) = &self.hashes {
+            for ph in &meta.ph {
+                if !hashes.ph.contains(ph) {
+                    hashes.ph.push(ph.clone());
+                }
+            }
+            if meta.external_id.is_some() {
+                hashes.external_id = meta.external_id.clone();
+            }
+        }
+        hashes
+    }
 }
 
 /// What a change is decided against.
@@ -57,10 +108,22 @@ pub struct LeadContext<'a> {
     /// The site's currency: a sale's.
     pub currency: &'a str,
     pub board: &'a Board,
-    /// Whether the site can send now (asked only when the change has
-    /// contact data).
-    pub pixel: Option<PixelReady>,
+    /// The site's country: a phone's when it has no country code.
+    pub country: Option<&'a str>,
+    pub targets: LeadTargets<'a>,
     pub now: i64,
+}
+
+/// Where a lead's events go (read only when the change has contact data).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LeadTargets<'a> {
+    /// Whether the site's pixel can send now.
+    pub pixel: Option<PixelReady>,
+    /// Whether a new lead sends `Lead`: the pixel's `sendLeadEvent`, yes
+    /// for a site without one.
+    pub send_lead_event: bool,
+    /// The site's destinations that take events now.
+    pub destinations: &'a [Destination],
 }
 
 /// A conversion a change queues.
@@ -90,6 +153,8 @@ pub struct LeadWrite {
     /// The column the lead entered, counted on `now`'s UTC day.
     pub entered: Option<String>,
     pub conversions: Vec<NewConversion>,
+    /// Its events' rows for the site's destinations, none queued before.
+    pub routed: Vec<EventRow>,
     /// What the change does to the lead's cohort counters.
     pub rollup: Counters,
     pub now: i64,
@@ -165,24 +230,43 @@ pub fn decide(
         (None, Ok(_)) => return None,
     };
     changed |= move_lead(&mut lead, &applied, update.revenue_cents, ctx.now);
+    let contact = update.contact();
     let events = events_for(
         &applied,
         is_new,
-        ctx.pixel,
-        update.hashes.is_some(),
+        ctx.targets.send_lead_event,
+        contact.has_identity(),
         &ctx.board.map,
     );
-    if !changed && events.is_empty() {
+    let pixel_hashes = update.pixel_hashes(ctx.country);
+    let conversions: Vec<NewConversion> = match ctx.targets.pixel {
+        Some(_) if !pixel_hashes.is_empty() => events
+            .iter()
+            .map(|event| {
+                new_conversion(
+                    ctx,
+                    &lead,
+                    update,
+                    *event,
+                    applied.sale_cents,
+                    &pixel_hashes,
+                )
+            })
+            .collect(),
+        _ => vec![],
+    };
+    let routed = route(
+        ctx,
+        &mut lead,
+        update,
+        &events,
+        applied.sale_cents,
+        &contact,
+    );
+    if !changed && conversions.is_empty() && routed.is_empty() {
         return None;
     }
     lead.last_move_at = lead.last_move_at.max(update.occurred_at);
-    let conversions = match &update.hashes {
-        None => vec![],
-        Some(hashes) => events
-            .into_iter()
-            .map(|event| new_conversion(ctx, &lead, update, event, applied.sale_cents, hashes))
-            .collect(),
-    };
     // The lead's cohort counters move with its stage and its sale.
     let rollup = Counters::delta(
         before,
@@ -193,9 +277,65 @@ pub fn decide(
         change_id: update.change_id.clone(),
         entered: applied.entered,
         conversions,
+        routed,
         rollup,
         now: ctx.now,
     })
+}
+
+/// The rows of `events` for each destination that sends them, has not had
+/// them from this lead and gets something to match a person on; the lead
+/// records each.
+fn route(
+    ctx: &LeadContext<'_>,
+    lead: &mut Lead,
+    update: &LeadUpdate,
+    events: &[EventName],
+    sale_cents: Option<i64>,
+    contact: &Contact,
+) -> Vec<EventRow> {
+    let mut rows = vec![];
+    for &event in events {
+        let purchase = event == EventName::Purchase;
+        let posted = PostedEvent {
+            event_id: event_id(&lead.lead_id, event),
+            event,
+            occurred_at: update.occurred_at,
+            // A lead's change is the host's conversation with the person.
+            action_source: ActionSource::Chat,
+            source_url: None,
+            value_cents: sale_cents.filter(|_| purchase),
+            currency: purchase.then(|| ctx.currency.to_owned()),
+            order_id: None,
+            contact: contact.clone(),
+        };
+        for d in ctx.targets.destinations {
+            let slug = d.slug.as_str();
+            let queued = lead
+                .routed
+                .get(slug)
+                .is_some_and(|e| e.contains_key(&event));
+            if queued || !d.account.sends(event) {
+                continue;
+            }
+            let platform = d.account.platform();
+            let mut row = EventRow::of(&posted, slug, Some(slug), platform, ctx.country, ctx.now);
+            if row.hashes.is_empty() {
+                // Nothing this platform can match a person on.
+                continue;
+            }
+            row.lead = Some(RowLead {
+                lead_id: lead.lead_id.clone(),
+                lead_key: lead.lead_key.clone(),
+            });
+            lead.routed
+                .entry(slug.to_owned())
+                .or_default()
+                .insert(event, row.sk.clone());
+            rows.push(row);
+        }
+    }
+    rows
 }
 
 /// Moves the lead as the change says: its stage, its sale, the column it
@@ -236,6 +376,7 @@ fn new_lead(site_id: &str, update: &LeadUpdate, lead_id: String, new: &NewLead) 
         cohort_day: utc_day(update.occurred_at),
         last_move_at: update.occurred_at,
         conversions: BTreeMap::new(),
+        routed: BTreeMap::new(),
         entries: vec![],
         version: 0,
     }

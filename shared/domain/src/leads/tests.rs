@@ -46,10 +46,10 @@ fn moves_older_than_the_last_or_into_the_same_column_change_nothing() {
 
 // `decide`: the whole lead decision, pure.
 
-const H: &str = "5f2b8b0f3c6a4e1e9d7c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e";
-const NOW: i64 = 1_782_820_800_000;
+pub(super) const H: &str = "5f2b8b0f3c6a4e1e9d7c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e";
+pub(super) const NOW: i64 = 1_782_820_800_000;
 
-fn board() -> Board {
+pub(super) fn board() -> Board {
     Board {
         columns: Some(
             ["novo", "agendado", "fechado"]
@@ -75,7 +75,7 @@ fn hashes() -> ContactHashes {
     }
 }
 
-fn update(
+pub(super) fn update(
     at: i64,
     stage: Option<Stage>,
     cents: Option<i64>,
@@ -89,6 +89,7 @@ fn update(
         revenue_cents: cents,
         column: column.map(str::to_owned),
         hashes: meta.then(hashes),
+        contact: None,
     }
 }
 
@@ -97,9 +98,14 @@ fn ctx(board: &Board, ready: bool) -> LeadContext<'_> {
         site_id: "loja-x",
         currency: "BRL",
         board,
-        pixel: ready.then_some(PixelReady {
+        country: Some("BR"),
+        targets: LeadTargets {
+            pixel: ready.then_some(PixelReady {
+                send_lead_event: true,
+            }),
             send_lead_event: true,
-        }),
+            destinations: &[],
+        },
         now: NOW,
     }
 }
@@ -110,7 +116,7 @@ const NEW: NewLead = NewLead {
     label: None,
 };
 
-fn recorded(board: &Board) -> Lead {
+pub(super) fn recorded(board: &Board) -> Lead {
     let new = NewLead {
         origin: "organic".into(),
         ..NEW
@@ -131,7 +137,7 @@ fn recorded(board: &Board) -> Lead {
     lead
 }
 
-fn known(lead: &Lead) -> LeadInput<'static> {
+pub(super) fn known(lead: &Lead) -> LeadInput<'static> {
     LeadInput::Known {
         lead: Box::new(lead.clone()),
         recorded: None,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use adtrail_domain::capi::{Conversion, ConversionStatus, EventName};
 use adtrail_domain::contact::ContactHashes;
 use adtrail_domain::events::EventRow;
+use adtrail_domain::identifiers::Platform;
 use adtrail_domain::leads::{Lead, NewConversion, Stage};
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +38,14 @@ pub(crate) struct LeadItem {
     /// Event name → the conversion's reference.
     #[serde(with = "json_text")]
     conversions: BTreeMap<String, String>,
+    /// Destination slug → event name → its row's reference; absent on a
+    /// lead no destination had rows of.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "super::json_text_opt"
+    )]
+    routed: Option<BTreeMap<String, BTreeMap<String, String>>>,
     /// `(column, dayStart)` entries it counts in.
     #[serde(with = "json_text")]
     entries: Vec<(String, i64)>,
@@ -67,6 +76,18 @@ impl LeadItem {
                 .iter()
                 .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
                 .collect(),
+            routed: (!lead.routed.is_empty()).then(|| {
+                lead.routed
+                    .iter()
+                    .map(|(slug, events)| {
+                        let events = events
+                            .iter()
+                            .map(|(e, sk)| (e.as_str().to_owned(), sk.clone()))
+                            .collect();
+                        (slug.clone(), events)
+                    })
+                    .collect()
+            }),
             entries: lead.entries.clone(),
             version: lead.version + 1,
             updated_at: now,
@@ -94,6 +115,18 @@ impl TryFrom<LeadItem> for Lead {
                 .conversions
                 .into_iter()
                 .map(|(k, v)| Ok((parse(EventName::parse(&k), "lead", "conversion event")?, v)))
+                .collect::<Result<_, StoreError>>()?,
+            routed: i
+                .routed
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(slug, events)| {
+                    let events = events
+                        .into_iter()
+                        .map(|(k, v)| Ok((parse(EventName::parse(&k), "lead", "routed event")?, v)))
+                        .collect::<Result<_, StoreError>>()?;
+                    Ok((slug, events))
+                })
                 .collect::<Result<_, StoreError>>()?,
             entries: i.entries,
             version: i.version,
@@ -169,6 +202,9 @@ pub(crate) struct ConversionItem {
     /// The destination's slug; absent: the site's pixel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     destination: Option<String>,
+    /// The destination's platform; absent: Meta (the pixel's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    platform: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     action_source: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -246,9 +282,20 @@ impl ConversionItem {
             value_cents: row.value_cents,
             currency: row.currency.clone(),
             destination: row.destination.clone(),
+            platform: (row.platform != Platform::Meta).then(|| row.platform.as_str().to_owned()),
             action_source: Some(row.action_source.as_str().to_owned()),
             source_url: row.source_url.clone(),
             order_id: row.order_id.clone(),
+            lead_id: row
+                .lead
+                .as_ref()
+                .map(|l| l.lead_id.clone())
+                .unwrap_or_default(),
+            lead_key: row
+                .lead
+                .as_ref()
+                .map(|l| l.lead_key.clone())
+                .unwrap_or_default(),
             ..Self::due(site, &row.sk, keys, &row.hashes, now)
         }
     }
@@ -266,7 +313,12 @@ impl TryFrom<ConversionItem> for Conversion {
             signals: i.signals,
         };
         let hashes = (!hashes.is_empty()).then_some(hashes);
+        let platform = match i.platform.as_deref() {
+            None => Platform::Meta,
+            Some(p) => parse(Platform::parse(p), "conversion", "platform")?,
+        };
         Ok(Conversion {
+            platform,
             event_name: parse(EventName::parse(&i.event_name), "conversion", "eventName")?,
             status: parse(ConversionStatus::parse(&i.status), "conversion", "status")?,
             site_id: i.site_id,

@@ -23,6 +23,11 @@ fn lead() -> Lead {
         cohort_day: 0,
         last_move_at: 7,
         conversions: [(EventName::Purchase, "0000000000009#abc".to_owned())].into(),
+        routed: [(
+            "tiktok".to_owned(),
+            [(EventName::Lead, "0000000000009#def".to_owned())].into(),
+        )]
+        .into(),
         entries: vec![("novo".into(), 0)],
         version: 2,
     }
@@ -95,6 +100,7 @@ fn hashes_are_a_string_set_and_a_pixel_token_is_binary() {
         action_source: None,
         source_url: None,
         order_id: None,
+        platform: adtrail_domain::identifiers::Platform::Meta,
     };
     let new = NewConversion {
         event_id: "e".into(),

@@ -3,7 +3,9 @@
 //! stopping that destination only, test modes, and the reads each
 //! destination gets. One module per platform; the set-ups here.
 
+mod ages;
 mod google;
+mod leads;
 mod pinterest_snap;
 mod reads;
 mod tiktok;
@@ -29,12 +31,17 @@ pub(super) async fn post(h: &Harness, events: Vec<Value>) -> Value {
 /// Loja X with its pixel and a TikTok destination in test mode.
 pub(super) async fn with_tiktok(h: &Harness) {
     loja_with_pixel(h).await;
+    add_tiktok(h, "tiktok-br", "C4LOJAX01", Some("TEST9")).await;
+}
+
+/// Registers a TikTok destination at Loja X.
+pub(super) async fn add_tiktok(h: &Harness, slug: &str, pixel_code: &str, test: Option<&str>) {
     h.expect(
         201,
         "PUT",
-        "/v1/sites/loja-x/destinations/tiktok-br",
+        &format!("/v1/sites/loja-x/destinations/{slug}"),
         Some(json!({
-        "platform": "tiktok", "pixelCode": "C4LOJAX01", "testEventCode": "TEST9",
+        "platform": "tiktok", "pixelCode": pixel_code, "testEventCode": test,
         "credentials": {"accessToken": TIKTOK_TOKEN}})),
     )
     .await;
