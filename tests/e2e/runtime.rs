@@ -149,6 +149,7 @@ async fn the_real_mains_at_trace_log_no_secret() {
         adtrail_domain::contact::sha256_hex("5511977776666"),
         adtrail_domain::contact::sha256_hex("+5511977776666"),
     ];
+    let service_account = h.platforms().google_service_account();
     let credentials = [
         (
             "tiktok",
@@ -159,6 +160,11 @@ async fn the_real_mains_at_trace_log_no_secret() {
             "google",
             json!({"operatingAccount": "1234567890", "conversionActions": {"purchase": "42"}}),
             json!({"clientId": "google-runtime-client", "clientSecret": "google-runtime-secret", "refreshToken": "google-runtime-refresh"}),
+        ),
+        (
+            "google",
+            json!({"operatingAccount": "1234567890", "conversionActions": {"purchase": "43"}}),
+            json!({"clientEmail": service_account.client_email, "privateKey": service_account.private_key}),
         ),
         (
             "pinterest",
@@ -222,11 +228,11 @@ async fn the_real_mains_at_trace_log_no_secret() {
     ]
     .into_iter()
     .map(|(m, p, b)| (m, p.to_owned(), b))
-    .chain(credentials.iter().map(|(platform, ids, creds)| {
+    .chain(credentials.iter().enumerate().map(|(i, (platform, ids, creds))| {
         let mut body = ids.clone();
         body["platform"] = json!(platform);
         body["credentials"] = creds.clone();
-        ("PUT", format!("/v1/sites/loja-x/destinations/{platform}-one"), body)
+        ("PUT", format!("/v1/sites/loja-x/destinations/{platform}-{i}"), body)
     }))
     .chain(std::iter::once((
             "POST",
@@ -286,8 +292,8 @@ async fn the_real_mains_at_trace_log_no_secret() {
     );
     assert_eq!(
         h.platforms().accepted().len(),
-        7,
-        "the posted purchase reached TikTok, Snap and Google; the second lead's Lead and Schedule TikTok and Snap"
+        8,
+        "the posted purchase reached TikTok, Snap and both Google destinations; the second lead's Lead and Schedule TikTok and Snap"
     );
     assert!(
         h.fake()
@@ -344,6 +350,14 @@ async fn the_real_mains_at_trace_log_no_secret() {
             .map(|v| ("a destination's credential", v.as_str().unwrap().to_owned()))
             .collect::<Vec<_>>()
     }))
+    // A line of the service account's key, should any part of it leak.
+    .chain(
+        service_account
+            .private_key
+            .lines()
+            .nth(3)
+            .map(|line| ("a line of a service account's key", line.to_owned())),
+    )
     .collect::<Vec<_>>();
     for (what, secret) in &secrets {
         assert!(

@@ -1,6 +1,6 @@
-//! Google's OAuth token endpoint (`POST /token`, a refresh token traded
-//! for an access token good for an hour; `invalid_grant` for one it does
-//! not know) and the Data Manager's `POST /v1/events:ingest`: a live
+//! Google's OAuth token endpoint (`POST /token`, a refresh token or a
+//! service account's assertion, `google_sa`, traded for an access token
+//! good for an hour; `invalid_grant` for one it does not know) and the Data Manager's `POST /v1/events:ingest`: a live
 //! access token (401 `UNAUTHENTICATED` otherwise), 1 to 10 destinations
 //! (a Google Ads operating account of 10 digits, a conversion action),
 //! 1 to 2,000 events each naming a destination, a transaction id, an RFC
@@ -13,7 +13,10 @@ use std::collections::HashSet;
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{Accepted, Answer, Fault, Request, Shared, is_digest};
+use crate::{Accepted, Answer, Fault, Request, Shared, google_sa, is_digest};
+
+/// RFC 7523's grant: a service account's signed assertion.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /// The OAuth client and refresh token the fake knows from the start.
 pub const GOOGLE_CLIENT_ID: &str = "google-client-0001";
@@ -41,23 +44,32 @@ pub(crate) fn token(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<An
     let mut inner = shared.lock();
     inner.token_grants += 1;
     let field = |k: &str| form.get(k).map(String::as_str).unwrap_or("");
-    if field("grant_type") != "refresh_token" {
-        return Some(Answer::new(
+    let refused = |error: &str, description: &str| {
+        Some(Answer::new(
             StatusCode::BAD_REQUEST,
-            json!({"error": "unsupported_grant_type"}),
-        ));
-    }
-    let known = inner.tokens.contains(&format!(
-        "{}|{}|{}",
-        field("client_id"),
-        field("client_secret"),
-        field("refresh_token")
-    ));
-    if !known {
-        return Some(Answer::new(
-            StatusCode::BAD_REQUEST,
-            json!({"error": "invalid_grant", "error_description": "Token has been expired or revoked."}),
-        ));
+            json!({"error": error, "error_description": description}),
+        ))
+    };
+    match field("grant_type") {
+        "refresh_token" => {
+            let known = inner.tokens.contains(&format!(
+                "{}|{}|{}",
+                field("client_id"),
+                field("client_secret"),
+                field("refresh_token")
+            ));
+            if !known {
+                return refused("invalid_grant", "Token has been expired or revoked.");
+            }
+        }
+        JWT_BEARER => {
+            if let Err((error, description)) =
+                google_sa::verify(field("assertion"), &inner.service_accounts, shared.now_s())
+            {
+                return refused(error, description);
+            }
+        }
+        _ => return refused("unsupported_grant_type", "Invalid grant_type."),
     }
     let access = format!("ya29.fake-{}", inner.token_grants);
     let expires = shared.now_s() + TOKEN_LIFE_S;

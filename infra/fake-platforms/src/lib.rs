@@ -8,6 +8,7 @@
 //! after the events were taken), as the fake Meta's do.
 
 mod google;
+mod google_sa;
 mod pinterest;
 mod snap;
 mod tiktok;
@@ -33,6 +34,7 @@ pub const TIKTOK_TOKEN: &str = "tiktok-token-0001";
 pub const PINTEREST_TOKEN: &str = "pinterest-token-0001";
 pub const SNAP_TOKEN: &str = "snap-token-0001";
 pub use google::{GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET, GOOGLE_REFRESH_TOKEN};
+pub use google_sa::{GOOGLE_SERVICE_ACCOUNT, ServiceAccountKey};
 
 /// An event a platform took.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -89,8 +91,10 @@ pub(crate) struct Inner {
     pub(crate) unanswered: usize,
     /// Google's access tokens and when they expire (seconds).
     pub(crate) access_tokens: std::collections::HashMap<String, i64>,
-    /// Refresh tokens traded at Google's token endpoint.
+    /// Refresh tokens and assertions traded at Google's token endpoint.
     pub(crate) token_grants: usize,
+    /// The service accounts Google knows.
+    pub(crate) service_accounts: Vec<ServiceAccountKey>,
     rng: u64,
 }
 
@@ -165,6 +169,9 @@ impl FakePlatforms {
             GOOGLE_CLIENT_SECRET,
             GOOGLE_REFRESH_TOKEN,
         ));
+        inner
+            .service_accounts
+            .push(ServiceAccountKey::generate(GOOGLE_SERVICE_ACCOUNT));
         let shared = Arc::new(Shared {
             inner: Mutex::new(inner),
             clock,
@@ -225,7 +232,16 @@ impl FakePlatforms {
             refresh_token,
         ));
     }
-    /// Refresh tokens traded so far.
+    /// The key of the service account the fake knows from the start
+    /// ([`GOOGLE_SERVICE_ACCOUNT`]), made when it started.
+    pub fn google_service_account(&self) -> ServiceAccountKey {
+        self.shared.lock().service_accounts[0].clone()
+    }
+    /// A service account's key Google takes from now on.
+    pub fn grant_service_account(&self, key: &ServiceAccountKey) {
+        self.shared.lock().service_accounts.push(key.clone());
+    }
+    /// Refresh tokens and assertions traded so far.
     pub fn token_grants(&self) -> usize {
         self.shared.lock().token_grants
     }

@@ -345,7 +345,7 @@ pub fn platform_event(platform: Platform, event: EventName) -> Option<&'static s
 }
 
 mod credentials;
-pub use credentials::Credentials;
+pub use credentials::{Credentials, GoogleInput};
 
 #[cfg(test)]
 mod tests;

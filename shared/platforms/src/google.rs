@@ -1,7 +1,8 @@
 //! Google's Data Manager API (`POST /v1/events:ingest`), not the Ads API's
 //! upload, which no longer takes new integrations. OAuth 2.0: an access
-//! token minted from the destination's refresh token (`POST /token` at
-//! Google's OAuth origin) and cached until a minute before it expires.
+//! token minted from the destination's refresh token, or from a JWT its
+//! service account signs (`POST /token` at Google's OAuth origin), and
+//! cached until a minute before it expires.
 //! Up to 2,000 events a request; each event names its conversion action
 //! through a destination reference; e-mail and phone hashes only, hex
 //! encoded; `validateOnly` in test mode. Google fails a request whole for
@@ -12,9 +13,11 @@ use std::sync::{Arc, Mutex};
 
 use adtrail_domain::capi::platforms::{Refusal, http_refusal};
 use adtrail_domain::capi::{Conversion, EventName};
+use adtrail_domain::destinations::Credentials;
 use adtrail_domain::events::ActionSource;
 use serde_json::{Map, Value, json};
 
+use crate::google_jwt;
 use crate::wire::units;
 use crate::{Answer, PlatformClient, message_of, refused};
 
@@ -135,24 +138,60 @@ pub fn read(answer: &Answer) -> Result<(), (Refusal, String)> {
     }
 }
 
-/// The credentials an access token is minted from.
-pub struct OAuthClient<'a> {
-    pub client_id: &'a str,
-    pub client_secret: &'a str,
-    pub refresh_token: &'a str,
+/// What an access token is minted from.
+pub enum Grant<'a> {
+    /// An OAuth client and a refresh token.
+    Refresh {
+        client_id: &'a str,
+        client_secret: &'a str,
+        refresh_token: &'a str,
+    },
+    /// A service account: its e-mail and private key sign the request.
+    ServiceAccount {
+        client_email: &'a str,
+        private_key: &'a str,
+    },
+}
+
+impl<'a> Grant<'a> {
+    /// The grant of a Google destination's credentials; `None` for any
+    /// other platform's.
+    pub fn of(credentials: &'a Credentials) -> Option<Self> {
+        match credentials {
+            Credentials::GoogleOAuth {
+                client_id,
+                client_secret,
+                refresh_token,
+            } => Some(Grant::Refresh {
+                client_id,
+                client_secret,
+                refresh_token,
+            }),
+            Credentials::GoogleServiceAccount {
+                client_email,
+                private_key,
+            } => Some(Grant::ServiceAccount {
+                client_email,
+                private_key,
+            }),
+            Credentials::Token(_) => None,
+        }
+    }
 }
 
 impl PlatformClient {
     /// An access token for `key`'s credentials: the cached one while it
-    /// has more than a minute left, else a new one from the refresh token.
+    /// has more than a minute left, else a new one from the refresh token
+    /// or the service account's signed assertion.
     ///
     /// # Errors
-    /// A refused refresh token or client (`invalid_grant`,
-    /// `invalid_client`: the destination stops), or the endpoint's failure.
+    /// A refused refresh token, client or service account
+    /// (`invalid_grant`, `invalid_client`, a key that cannot sign: the
+    /// destination stops), or the endpoint's failure.
     pub async fn google_access_token(
         &self,
         key: &str,
-        oauth: &OAuthClient<'_>,
+        grant: &Grant<'_>,
         now_ms: i64,
     ) -> Result<String, (Refusal, String)> {
         let cached = self
@@ -166,12 +205,35 @@ impl PlatformClient {
             return Ok(token);
         }
         let url = Self::at(&self.urls.google_oauth, "/token");
-        let form = [
-            ("grant_type", "refresh_token"),
-            ("client_id", oauth.client_id),
-            ("client_secret", oauth.client_secret),
-            ("refresh_token", oauth.refresh_token),
-        ];
+        let form: Vec<(&str, String)> = match grant {
+            Grant::Refresh {
+                client_id,
+                client_secret,
+                refresh_token,
+            } => vec![
+                ("grant_type", "refresh_token".into()),
+                ("client_id", (*client_id).into()),
+                ("client_secret", (*client_secret).into()),
+                ("refresh_token", (*refresh_token).into()),
+            ],
+            Grant::ServiceAccount {
+                client_email,
+                private_key,
+            } => {
+                let jwt = google_jwt::assertion(
+                    client_email,
+                    private_key,
+                    url.as_str(),
+                    now_ms.div_euclid(1_000),
+                )
+                // A key that cannot sign is the destination's to mend.
+                .map_err(|e| (Refusal::TokenInvalid, e.to_string()))?;
+                vec![
+                    ("grant_type", google_jwt::JWT_BEARER.into()),
+                    ("assertion", jwt),
+                ]
+            }
+        };
         match self.send(self.http().post(url).form(&form)).await {
             Answer::Http {
                 status: 200, body, ..

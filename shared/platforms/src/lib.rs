@@ -15,6 +15,7 @@ use serde_json::Value;
 use url::Url;
 
 pub mod google;
+pub mod google_jwt;
 pub mod pinterest;
 pub mod snap;
 pub mod tiktok;

@@ -1,15 +1,16 @@
 //! Google's Data Manager API: an access token minted from the
-//! destination's refresh token (cached until it expires), the rows'
+//! destination's refresh token or service account (cached until it
+//! expires), the rows'
 //! conversion actions as the request's destinations, an invalid request
 //! split to isolate its event. A refused refresh token stops the
 //! destination.
 
 use adtrail_domain::capi::platforms::{Refusal, judge_platform_unanswered, judge_refusal};
 use adtrail_domain::capi::{Conversion, Judged, Verdict};
-use adtrail_domain::destinations::{Account, Credentials};
+use adtrail_domain::destinations::Account;
 use adtrail_domain::error_codes::{LastErrorCode, last_error};
 use adtrail_domain::identifiers::Platform;
-use adtrail_platforms::google::{GoogleAccount, OAuthClient};
+use adtrail_platforms::google::{GoogleAccount, Grant};
 use adtrail_platforms::{Answer, PlatformClient, google};
 use futures::future::BoxFuture;
 
@@ -35,12 +36,8 @@ impl Adapter for GoogleAdapter<'_> {
                     conversion_actions,
                     validate_only,
                 },
-                Credentials::GoogleOAuth {
-                    client_id,
-                    client_secret,
-                    refresh_token,
-                },
-            ) = (&target.account, &target.credentials)
+                Some(grant),
+            ) = (&target.account, Grant::of(&target.credentials))
             else {
                 return Judged::All(Verdict::unexpected("not a Google target"));
             };
@@ -67,14 +64,9 @@ impl Adapter for GoogleAdapter<'_> {
                 );
             }
             let key = cache_key(&target.owner);
-            let oauth = OAuthClient {
-                client_id,
-                client_secret,
-                refresh_token,
-            };
             let access = match self
                 .client
-                .google_access_token(&key, &oauth, self.now_ms)
+                .google_access_token(&key, &grant, self.now_ms)
                 .await
             {
                 Ok(token) => token,

@@ -21,6 +21,13 @@ pub enum Credentials {
         client_secret: String,
         refresh_token: String,
     },
+    /// Google OAuth 2.0 for a service account: its e-mail and its RSA
+    /// private key (PKCS #8 PEM, as Google's key file holds it), which
+    /// signs the JWT an access token is traded for.
+    GoogleServiceAccount {
+        client_email: String,
+        private_key: String,
+    },
 }
 
 impl fmt::Debug for Credentials {
@@ -28,6 +35,9 @@ impl fmt::Debug for Credentials {
         match self {
             Credentials::Token(_) => f.write_str("Credentials::Token(<sealed>)"),
             Credentials::GoogleOAuth { .. } => f.write_str("Credentials::GoogleOAuth(<sealed>)"),
+            Credentials::GoogleServiceAccount { .. } => {
+                f.write_str("Credentials::GoogleServiceAccount(<sealed>)")
+            }
         }
     }
 }
@@ -48,6 +58,66 @@ fn check_secret(field: &str, value: &str) -> Result<(), IdError> {
     Ok(())
 }
 
+/// A service account's e-mail: Google's own shape,
+/// `name@project.iam.gserviceaccount.com`.
+fn check_service_account_email(value: &str) -> Result<(), IdError> {
+    let ok = value.len() <= 254
+        && value.split_once('@').is_some_and(|(name, domain)| {
+            !name.is_empty() && domain.ends_with(".gserviceaccount.com")
+        })
+        && value.chars().all(|c| c.is_ascii_graphic());
+    if !ok {
+        return Err(IdError::new(
+            "credentials.clientEmail",
+            "must be a service account's e-mail (…@….iam.gserviceaccount.com)",
+        ));
+    }
+    Ok(())
+}
+
+/// A PKCS #8 PEM private key: its shape only (whether the key parses is
+/// the platforms crate's to say, which holds the cryptography).
+fn check_private_key_shape(value: &str) -> Result<(), IdError> {
+    let body = value.trim();
+    let ok = body.len() <= 8192
+        && body.starts_with("-----BEGIN PRIVATE KEY-----")
+        && body.ends_with("-----END PRIVATE KEY-----");
+    if !ok {
+        return Err(IdError::new(
+            "credentials.privateKey",
+            "must be the key file's private_key (PKCS #8 PEM, at most 8192 characters)",
+        ));
+    }
+    Ok(())
+}
+
+/// The Google credentials a registration may carry: a client with a
+/// refresh token, or a service account.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GoogleInput<'a> {
+    pub client_id: Option<&'a str>,
+    pub client_secret: Option<&'a str>,
+    pub refresh_token: Option<&'a str>,
+    pub client_email: Option<&'a str>,
+    pub private_key: Option<&'a str>,
+}
+
+impl GoogleInput<'_> {
+    fn is_empty(&self) -> bool {
+        [
+            self.client_id,
+            self.client_secret,
+            self.refresh_token,
+            self.client_email,
+            self.private_key,
+        ]
+        .iter()
+        .all(Option::is_none)
+    }
+}
+
+const GOOGLE_SHAPES: &str = "for google must be {clientId, clientSecret, refreshToken} or a service account's {clientEmail, privateKey}";
+
 impl Credentials {
     /// The credentials `platform` takes, checked field by field.
     ///
@@ -57,28 +127,40 @@ impl Credentials {
     pub fn for_platform(
         platform: Platform,
         access_token: Option<&str>,
-        google: Option<(&str, &str, &str)>,
+        google: GoogleInput<'_>,
     ) -> Result<Self, IdError> {
-        match (platform, access_token, google) {
-            (Platform::Google, None, Some((id, secret, refresh))) => {
-                check_secret("credentials.clientId", id)?;
-                check_secret("credentials.clientSecret", secret)?;
-                check_secret("credentials.refreshToken", refresh)?;
-                Ok(Credentials::GoogleOAuth {
-                    client_id: id.to_owned(),
-                    client_secret: secret.to_owned(),
-                    refresh_token: refresh.to_owned(),
-                })
-            }
-            (Platform::Google, _, _) => Err(IdError::new(
-                "credentials",
-                "for google must be {clientId, clientSecret, refreshToken}",
-            )),
-            (_, Some(token), None) => {
+        let g = google;
+        match (platform, access_token) {
+            (Platform::Google, None) => match (
+                (g.client_id, g.client_secret, g.refresh_token),
+                (g.client_email, g.private_key),
+            ) {
+                ((Some(id), Some(secret), Some(refresh)), (None, None)) => {
+                    check_secret("credentials.clientId", id)?;
+                    check_secret("credentials.clientSecret", secret)?;
+                    check_secret("credentials.refreshToken", refresh)?;
+                    Ok(Credentials::GoogleOAuth {
+                        client_id: id.to_owned(),
+                        client_secret: secret.to_owned(),
+                        refresh_token: refresh.to_owned(),
+                    })
+                }
+                ((None, None, None), (Some(email), Some(key))) => {
+                    check_service_account_email(email)?;
+                    check_private_key_shape(key)?;
+                    Ok(Credentials::GoogleServiceAccount {
+                        client_email: email.to_owned(),
+                        private_key: key.trim().to_owned(),
+                    })
+                }
+                _ => Err(IdError::new("credentials", GOOGLE_SHAPES)),
+            },
+            (Platform::Google, Some(_)) => Err(IdError::new("credentials", GOOGLE_SHAPES)),
+            (_, Some(token)) if g.is_empty() => {
                 check_secret("credentials.accessToken", token)?;
                 Ok(Credentials::Token(token.to_owned()))
             }
-            (_, _, _) => Err(IdError::new(
+            (_, _) => Err(IdError::new(
                 "credentials",
                 "must be {accessToken} for this platform",
             )),
@@ -98,6 +180,13 @@ impl Credentials {
                 "clientSecret": client_secret,
                 "refreshToken": refresh_token,
             }),
+            Credentials::GoogleServiceAccount {
+                client_email,
+                private_key,
+            } => serde_json::json!({
+                "clientEmail": client_email,
+                "privateKey": private_key,
+            }),
         };
         value.to_string()
     }
@@ -108,6 +197,12 @@ impl Credentials {
         let field = |name: &str| v.get(name).and_then(|x| x.as_str()).map(str::to_owned);
         if let Some(token) = field("accessToken") {
             return Some(Credentials::Token(token));
+        }
+        if let Some(client_email) = field("clientEmail") {
+            return Some(Credentials::GoogleServiceAccount {
+                client_email,
+                private_key: field("privateKey")?,
+            });
         }
         Some(Credentials::GoogleOAuth {
             client_id: field("clientId")?,

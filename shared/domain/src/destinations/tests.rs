@@ -56,25 +56,73 @@ fn platform_ids_are_checked_by_their_own_shape() {
 
 #[test]
 fn credentials_fit_their_platform_and_never_print() {
-    let t = Credentials::for_platform(Platform::TikTok, Some("tok-1"), None).unwrap();
+    let none = GoogleInput::default();
+    let t = Credentials::for_platform(Platform::TikTok, Some("tok-1"), none).unwrap();
     assert_eq!(format!("{t:?}"), "Credentials::Token(<sealed>)");
     assert_eq!(Credentials::from_sealed_text(&t.to_sealed_text()), Some(t));
-    let g = Credentials::for_platform(Platform::Google, None, Some(("cid", "sec", "rt"))).unwrap();
+    let oauth = GoogleInput {
+        client_id: Some("cid"),
+        client_secret: Some("sec"),
+        refresh_token: Some("rt"),
+        ..none
+    };
+    let g = Credentials::for_platform(Platform::Google, None, oauth).unwrap();
     assert!(!format!("{g:?}").contains("sec"));
     assert_eq!(Credentials::from_sealed_text(&g.to_sealed_text()), Some(g));
+    let key = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
+    let account = GoogleInput {
+        client_email: Some("adtrail@loja-x.iam.gserviceaccount.com"),
+        private_key: Some(key),
+        ..none
+    };
+    let sa = Credentials::for_platform(Platform::Google, None, account).unwrap();
     assert_eq!(
-        Credentials::for_platform(Platform::Google, Some("x"), None)
-            .unwrap_err()
-            .field,
-        "credentials"
+        format!("{sa:?}"),
+        "Credentials::GoogleServiceAccount(<sealed>)"
     );
     assert_eq!(
-        Credentials::for_platform(Platform::Snap, None, Some(("a", "b", "c")))
-            .unwrap_err()
-            .field,
-        "credentials"
+        Credentials::from_sealed_text(&sa.to_sealed_text()),
+        Some(sa)
     );
-    let err = Credentials::for_platform(Platform::Pinterest, Some("has space"), None).unwrap_err();
+    let field = |p, token, g| Credentials::for_platform(p, token, g).unwrap_err().field;
+    assert_eq!(field(Platform::Google, Some("x"), none), "credentials");
+    assert_eq!(field(Platform::Snap, None, oauth), "credentials");
+    assert_eq!(field(Platform::TikTok, Some("x"), account), "credentials");
+    assert_eq!(
+        field(
+            Platform::Google,
+            None,
+            GoogleInput {
+                client_id: Some("cid"),
+                ..account
+            }
+        ),
+        "credentials",
+        "one shape or the other, never both"
+    );
+    assert_eq!(
+        field(
+            Platform::Google,
+            None,
+            GoogleInput {
+                client_email: Some("someone@gmail.com"),
+                ..account
+            }
+        ),
+        "credentials.clientEmail"
+    );
+    assert_eq!(
+        field(
+            Platform::Google,
+            None,
+            GoogleInput {
+                private_key: Some("-----BEGIN RSA PRIVATE KEY-----"),
+                ..account
+            }
+        ),
+        "credentials.privateKey"
+    );
+    let err = Credentials::for_platform(Platform::Pinterest, Some("has space"), none).unwrap_err();
     assert_eq!(err.field, "credentials.accessToken");
     assert!(!err.to_string().contains("has space"));
 }

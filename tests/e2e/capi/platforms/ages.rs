@@ -46,13 +46,7 @@ async fn an_old_event_goes_only_where_its_age_is_still_taken() {
         .map(|e| e.event_id)
         .collect();
     assert_eq!(meta, ["store-1"], "Meta took the store's 30-day-old sale");
-    let mut google: Vec<String> = h
-        .platforms()
-        .accepted()
-        .into_iter()
-        .map(|a| a.event_id)
-        .collect();
-    google.sort();
+    let google = taken_ids(&h);
     assert_eq!(google, ["store-1", "web-1"]);
     assert!(
         rows(&h, "loja-x")

@@ -127,3 +127,72 @@ async fn google_validate_only_an_invalid_event_and_a_revoked_refresh_token() {
         .await;
     assert_eq!(d["destination"]["state"], "stopped", "{d}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_google_service_account_signs_for_its_access_token() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    let key = h.platforms().google_service_account();
+    let register = |credentials: serde_json::Value| {
+        json!({"platform": "google", "operatingAccount": "1234567890",
+               "conversionActions": {"purchase": "555001"}, "credentials": credentials})
+    };
+    let path = "/v1/sites/loja-x/destinations/google-sa";
+    // A PEM that holds no RSA key, and a key Google does not know: nothing
+    // is stored.
+    let not_a_key = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----";
+    let (s, b) = h
+        .call(
+            "PUT",
+            path,
+            Some(register(
+                json!({"clientEmail": key.client_email, "privateKey": not_a_key}),
+            )),
+        )
+        .await;
+    assert_eq!(s, 400, "{b}");
+    assert!(
+        b["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("credentials.privateKey:")
+    );
+    let stranger = adtrail_fake_platforms::ServiceAccountKey::generate(&key.client_email);
+    let (s, b) = h
+        .call(
+            "PUT",
+            path,
+            Some(register(
+                json!({"clientEmail": key.client_email, "privateKey": stranger.private_key}),
+            )),
+        )
+        .await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (422, Some("PLATFORM_CREDENTIALS_REFUSED")),
+        "{b}"
+    );
+    // The account's own key: checked by a signed assertion, then used.
+    let listed = h
+        .expect(
+            201,
+            "PUT",
+            path,
+            Some(register(
+                json!({"clientEmail": key.client_email, "privateKey": key.private_key}),
+            )),
+        )
+        .await;
+    assert!(!listed.to_string().contains("PRIVATE KEY"));
+    let grants = h.platforms().token_grants();
+    let now = h.now();
+    post(&h, vec![purchase("o-1", now), purchase("o-2", now)]).await;
+    drain(&h).await;
+    let google = taken_ids(&h);
+    assert_eq!(google, ["o-1", "o-2"]);
+    assert_eq!(
+        h.platforms().token_grants(),
+        grants + 1,
+        "one access token for the sends"
+    );
+}

@@ -28,6 +28,18 @@ pub(super) async fn post(h: &Harness, events: Vec<Value>) -> Value {
     .await
 }
 
+/// The ids of every event the other platforms took, sorted.
+pub(super) fn taken_ids(h: &Harness) -> Vec<String> {
+    let mut ids: Vec<String> = h
+        .platforms()
+        .accepted()
+        .into_iter()
+        .map(|a| a.event_id)
+        .collect();
+    ids.sort();
+    ids
+}
+
 /// Loja X with its pixel and a TikTok destination in test mode.
 pub(super) async fn with_tiktok(h: &Harness) {
     loja_with_pixel(h).await;

@@ -8,12 +8,15 @@ use std::collections::BTreeMap;
 use adtrail_domain::capi::EventName;
 use adtrail_domain::capi::platforms::Refusal;
 use adtrail_domain::destinations::{
-    Account, Credentials, alphanumeric_id, google_customer_id, snap_pixel_id, test_event_code,
+    Account, Credentials, GoogleInput, alphanumeric_id, google_customer_id, snap_pixel_id,
+    test_event_code,
 };
 use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::graph_error::GraphErrorKind;
 use adtrail_domain::identifiers::Platform;
 use adtrail_domain::ids::check_meta_numeric;
+use adtrail_platforms::google::Grant;
+use adtrail_platforms::google_jwt;
 use serde::Deserialize;
 
 use crate::Api;
@@ -26,6 +29,8 @@ pub(super) struct CredentialsBody {
     pub(super) client_id: Option<String>,
     pub(super) client_secret: Option<String>,
     pub(super) refresh_token: Option<String>,
+    pub(super) client_email: Option<String>,
+    pub(super) private_key: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -162,20 +167,20 @@ pub(super) fn credentials_of(
     c: &CredentialsBody,
     platform: Platform,
 ) -> Result<Credentials, adtrail_domain::IdError> {
-    let google = match (&c.client_id, &c.client_secret, &c.refresh_token) {
-        (None, None, None) => None,
-        (id, secret, refresh) => Some((
-            id.as_deref().unwrap_or_default(),
-            secret.as_deref().unwrap_or_default(),
-            refresh.as_deref().unwrap_or_default(),
-        )),
+    let google = GoogleInput {
+        client_id: c.client_id.as_deref(),
+        client_secret: c.client_secret.as_deref(),
+        refresh_token: c.refresh_token.as_deref(),
+        client_email: c.client_email.as_deref(),
+        private_key: c.private_key.as_deref(),
     };
     Credentials::for_platform(platform, c.access_token.as_deref(), google)
 }
 
 /// Where the platform offers a check of the credentials, they are checked
 /// before anything is stored: Meta must show the pixel to the token, and
-/// Google must trade the refresh token for an access token. TikTok,
+/// Google must trade the refresh token, or the service account's signed
+/// assertion, for an access token. TikTok,
 /// Pinterest and Snap offer no check that sends nothing; a refusal there
 /// shows at the first send, and stops the destination.
 pub(super) async fn check_credentials(
@@ -183,27 +188,22 @@ pub(super) async fn check_credentials(
     account: &Account,
     credentials: &Credentials,
 ) -> Result<(), ApiError> {
-    if let Credentials::GoogleOAuth {
-        client_id,
-        client_secret,
-        refresh_token,
-    } = credentials
-    {
-        let oauth = adtrail_platforms::google::OAuthClient {
-            client_id,
-            client_secret,
-            refresh_token,
-        };
+    if let Some(grant) = Grant::of(credentials) {
+        if let Grant::ServiceAccount { private_key, .. } = grant
+            && let Err(e) = google_jwt::key_pair(private_key)
+        {
+            return Err(ApiError::invalid(format!("credentials.privateKey: {e}")));
+        }
         // A fresh key: the check never reuses a cached token.
         let key = format!("check/{}", uuid::Uuid::new_v4());
         let now = api.clock.now_ms();
-        let result = api.platforms.google_access_token(&key, &oauth, now).await;
+        let result = api.platforms.google_access_token(&key, &grant, now).await;
         api.platforms.forget_google_token(&key);
         return match result {
             Ok(_) => Ok(()),
             Err((Refusal::TokenInvalid, _)) => Err(ApiError::new(
                 ErrorCode::PlatformCredentialsRefused,
-                "credentials: Google refused the client or the refresh token",
+                "credentials: Google refused the client, the refresh token or the service account",
             )),
             Err(_) => Err(ApiError::new(
                 ErrorCode::PlatformUnavailable,
