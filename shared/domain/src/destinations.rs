@@ -21,8 +21,15 @@ use crate::ids::IdError;
 /// routes keep managing it, the destination routes refuse it.
 pub const PIXEL_SLUG: &str = "meta";
 
-/// Live (not archived) destinations a site may have: each event's fan-out
-/// is one DynamoDB transaction, two items a destination.
+/// The slug a row counts and is filtered under: its destination's, or the
+/// pixel's.
+pub fn slug_or_pixel(destination: Option<&str>) -> &str {
+    destination.unwrap_or(PIXEL_SLUG)
+}
+
+/// Live (not archived) destinations a site may have: a lead change's rows
+/// for all of them go in the change's one DynamoDB transaction (three
+/// events, a row each per destination: the store checks it fits).
 pub const MAX_LIVE_DESTINATIONS: usize = 20;
 
 /// The platforms adtrail sends to now: a destination on another is

@@ -332,7 +332,7 @@ pub fn match_data(
 }
 
 mod rows;
-pub use rows::{EventRow, PIXEL_MARK, PostedEvent, RowLead, row_ref};
+pub use rows::{EventRow, PostedEvent, RowLead, row_ref};
 
 #[cfg(test)]
 mod tests;

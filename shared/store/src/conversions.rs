@@ -18,7 +18,7 @@ use crate::keys::{
 };
 use crate::{Conversions, StoreError};
 
-use crate::tally::slug_of;
+use adtrail_domain::destinations::slug_or_pixel;
 
 impl FromItem for Conversion {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
@@ -134,7 +134,7 @@ impl Conversions<'_> {
                 let dest_ok = filter
                     .destination
                     .as_deref()
-                    .is_none_or(|d| slug_of(c.destination.as_deref()) == d);
+                    .is_none_or(|d| slug_or_pixel(c.destination.as_deref()) == d);
                 let status_ok = !filter.failed_only || c.status == ConversionStatus::Failed;
                 if dest_ok && status_ok {
                     found.push(c);

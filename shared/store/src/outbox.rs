@@ -21,9 +21,10 @@ use crate::keys::{
     COUNT_SHARDS, PK, RollupDim, SK, change_pk, conv_pk, entry_pk, entry_sk, lead_ad_pk, lead_pk,
     rollup_pk, rollup_sk, send_shard, shard_of,
 };
-use crate::tally::{Tally, slug_of};
+use crate::tally::Tally;
 use crate::{Leads, StoreError};
 use adtrail_domain::destinations::PIXEL_SLUG;
+use adtrail_domain::destinations::slug_or_pixel;
 
 use crate::leads::lead_item;
 
@@ -121,7 +122,7 @@ fn row_deletes(
 ) -> Result<Vec<TransactWriteItem>, StoreError> {
     rows.iter()
         .map(|c| {
-            tally.removed(slug_of(c.destination.as_deref()), c);
+            tally.removed(slug_or_pixel(c.destination.as_deref()), c);
             let delete = Delete::builder()
                 .table_name(t)
                 .key(PK, s(conv_pk(site)))

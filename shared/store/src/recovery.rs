@@ -12,7 +12,8 @@ use crate::keys::{
 };
 use crate::{Conversions, StoreError};
 
-use crate::tally::{Tally, slug_of};
+use crate::tally::Tally;
+use adtrail_domain::destinations::slug_or_pixel;
 
 /// What the sweeper did with a pending row found late.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +121,7 @@ impl Conversions<'_> {
                         .build(),
                 );
                 let mut tally = Tally::default();
-                tally.failed(slug_of(c.destination.as_deref()), c.event_name, now);
+                tally.failed(slug_or_pixel(c.destination.as_deref()), c.event_name, now);
                 items.extend(tally.updates(t, site, shard_of(&c.event_id, COUNT_SHARDS))?);
                 Lost::Failed
             }

@@ -15,7 +15,8 @@ use crate::write::applied;
 use crate::{Conversions, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::tally::{Tally, slug_of};
+use crate::tally::Tally;
+use adtrail_domain::destinations::slug_or_pixel;
 
 /// What a claim found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -271,7 +272,7 @@ impl Conversions<'_> {
                 .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()));
             let update = match &f.end {
                 SendEnd::Sent => {
-                    tally.sent(slug_of(f.destination.as_deref()), f.event_name, now);
+                    tally.sent(slug_or_pixel(f.destination.as_deref()), f.event_name, now);
                     update
                         .update_expression(
                             format!("SET #status = :sent, sentAt = :now REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil, workShard, workAt, nextAttemptAt, lastError"),
@@ -294,7 +295,7 @@ impl Conversions<'_> {
                     .expression_attribute_values(":e", s(last_error))
                     .expression_attribute_values(":unsure", AttributeValue::Bool(*unsure)),
                 SendEnd::Failed { last_error } => {
-                    tally.failed(slug_of(f.destination.as_deref()), f.event_name, now);
+                    tally.failed(slug_or_pixel(f.destination.as_deref()), f.event_name, now);
                     update
                         .update_expression(
                             format!("SET #status = :failed, lastError = :e REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil, workShard, workAt, nextAttemptAt"),

@@ -55,11 +55,6 @@ pub(crate) struct Tally {
     days: BTreeMap<i64, BTreeMap<String, i64>>,
 }
 
-/// The slug a row counts under: its destination, or the pixel's.
-pub(crate) fn slug_of(destination: Option<&str>) -> &str {
-    destination.unwrap_or(adtrail_domain::destinations::PIXEL_SLUG)
-}
-
 impl Tally {
     fn total(&mut self, name: String, delta: i64) {
         *self.totals.entry(name).or_default() += delta;

@@ -9,9 +9,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use adtrail_domain::SiteId;
 use adtrail_domain::capi::{EventName, max_event_age_ms, too_old};
-use adtrail_domain::events::{
-    ActionSource, EventRow, MAX_EVENTS_PER_POST, PIXEL_MARK, PostedEvent,
-};
+use adtrail_domain::destinations::PIXEL_SLUG;
+use adtrail_domain::events::{ActionSource, EventRow, MAX_EVENTS_PER_POST, PostedEvent};
 use adtrail_domain::identifiers::Platform;
 use adtrail_domain::ids::{check_opaque, is_hidden};
 use adtrail_domain::money::Currency;
@@ -167,7 +166,7 @@ fn rows_of(
 ) -> Vec<EventRow> {
     let pixel = targets
         .pixel
-        .map(|_| EventRow::of(event, PIXEL_MARK, None, Platform::Meta, country, now));
+        .map(|_| EventRow::of(event, PIXEL_SLUG, None, Platform::Meta, country, now));
     let destinations = targets
         .destinations
         .iter()

@@ -23,9 +23,6 @@ pub struct PostedEvent {
     pub contact: Contact,
 }
 
-/// The slug a posted event's rows for the site's pixel are marked under.
-pub const PIXEL_MARK: &str = crate::destinations::PIXEL_SLUG;
-
 /// One destination's row of a posted event: what the store writes, the
 /// contact already reduced to that platform's [`ContactHashes`].
 #[derive(Debug, Clone, PartialEq, Eq)]
