@@ -93,12 +93,15 @@ async fn posted_events_to_three_destinations_through_faults() {
             only_path: Some("/events".into()),
         })
     });
+    // The first platform request is also taken and left unanswered, so at
+    // least one batch must go again whatever the random draws.
     h.platforms().set_knobs(Knobs {
         random_faults: Some(Faults {
             pct: 30,
             seed: 20_261_201,
             timeout_ms: 1_500,
         }),
+        accept_then_timeout: 1,
         ..Knobs::default()
     });
     for round in 0..80 {
@@ -187,6 +190,21 @@ async fn posted_events_to_three_destinations_through_faults() {
         let held: HashSet<String> = seen.into_iter().cloned().collect();
         assert_eq!(held, sent, "{slug} holds exactly the sent rows");
     }
+    // The faults did make sends go again: rows sent after a first attempt,
+    // by destination.
+    let mut retried: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in all
+        .iter()
+        .filter(|r| r.status == ConversionStatus::Sent && r.attempts > 1)
+    {
+        *retried
+            .entry(r.destination.as_deref().unwrap_or("meta"))
+            .or_default() += 1;
+    }
+    assert!(
+        retried.keys().any(|slug| *slug != "meta"),
+        "the platforms' faults made some sends go again: {retried:?}"
+    );
     // Each destination's counters equal the recount.
     let st = h
         .expect(200, "GET", "/v1/meta/status?siteIds=loja-x", None)
@@ -204,7 +222,7 @@ async fn posted_events_to_three_destinations_through_faults() {
         );
     }
     println!(
-        "fault run (platforms): {total} events to 3 destinations, sent/failed {recount:?}, {twice} taken twice (unsure rows only), {} platform requests, {} Meta requests; setup {setup:?}, total {:?}",
+        "fault run (platforms): {total} events to 3 destinations, sent/failed {recount:?}, sent after a first attempt {retried:?}, {twice} taken twice (unsure rows only), {} platform requests, {} Meta requests; setup {setup:?}, total {:?}",
         h.platforms().requests(),
         h.fake()
             .requests()

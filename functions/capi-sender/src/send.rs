@@ -13,6 +13,7 @@ use adtrail_domain::capi::{
 };
 use adtrail_domain::destinations::PIXEL_SLUG;
 use adtrail_store::sending::{Claim, Finish};
+use adtrail_store::sites::Site;
 use futures::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -202,8 +203,9 @@ impl Sender {
         }
     }
 
-    /// Each target (a site's pixel, or a destination), once, and the rows
-    /// by group; a row whose target cannot send gets its verdict here.
+    /// Each target (a site's pixel, or a destination), once, the site read
+    /// once for all of them, and the rows by group; a row whose target
+    /// cannot send gets its verdict here.
     async fn group(
         &self,
         jobs: &[Job],
@@ -212,13 +214,22 @@ impl Sender {
         HashMap<TargetKey, Result<Target, Verdict>>,
         BTreeMap<GroupKey, Vec<usize>>,
     ) {
+        let mut sites: HashMap<String, Result<Option<Site>, Verdict>> = HashMap::new();
         let mut targets: HashMap<TargetKey, Result<Target, Verdict>> = HashMap::new();
         for (j, job) in jobs.iter().enumerate() {
             let key = target_key(&job.conv);
-            if verdicts[j].is_none() && !targets.contains_key(&key) {
-                let target = self.target(&key.0, key.1.as_deref()).await;
-                targets.insert(key, target);
+            if verdicts[j].is_some() || targets.contains_key(&key) {
+                continue;
             }
+            if !sites.contains_key(&key.0) {
+                let site = self.read_site(&key.0).await;
+                sites.insert(key.0.clone(), site);
+            }
+            let target = match &sites[&key.0] {
+                Err(v) => Err(v.clone()),
+                Ok(site) => self.target(&key.0, site.as_ref(), key.1.as_deref()).await,
+            };
+            targets.insert(key, target);
         }
         let mut groups: BTreeMap<GroupKey, Vec<usize>> = BTreeMap::new();
         for (j, job) in jobs.iter().enumerate() {

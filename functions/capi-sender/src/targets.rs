@@ -10,6 +10,7 @@ use adtrail_domain::destinations::{Account, Credentials};
 use adtrail_domain::error_codes::{LastErrorCode, last_error};
 use adtrail_domain::pixels::{PixelSource, pixel_ready};
 use adtrail_store::seal::Purpose;
+use adtrail_store::sites::Site;
 use serde_json::json;
 
 use adtrail_store::connections::Connection;
@@ -57,22 +58,46 @@ pub(crate) enum TokenOwner {
 pub(crate) type TargetKey = (String, Option<String>);
 
 impl Sender {
-    /// Where a row of `site` for `destination` (`None`: the pixel) goes.
+    /// The site a batch's rows belong to, read once per site per batch
+    /// (`None`: it is gone).
+    pub(crate) async fn read_site(&self, site: &str) -> Result<Option<Site>, Verdict> {
+        self.store.sites().get_site(site).await.map_err(|e| {
+            tracing::warn!(error = %e, "could not read the site");
+            Verdict::unexpected("the store could not be read")
+        })
+    }
+
+    /// Where a row of `site` (its row: `site_row`) for `destination`
+    /// (`None`: the pixel) goes.
     pub(crate) async fn target(
         &self,
         site: &str,
+        site_row: Option<&Site>,
         destination: Option<&str>,
     ) -> Result<Target, Verdict> {
-        match destination {
-            None => self.pixel_target(site).await,
-            Some(slug) => self.destination_target(site, slug).await,
+        // The hashed `country` Meta matches on.
+        let country_hash = site_row
+            .and_then(|s| s.country.as_ref())
+            .map(|c| sha256_hex(&c.to_lowercase()));
+        match (destination, site_row) {
+            (None, None) => Err(Verdict::Failed(last_error(
+                LastErrorCode::PixelUnavailable,
+                "the site is gone",
+            ))),
+            (None, Some(_)) => self.pixel_target(site, country_hash).await,
+            (Some(slug), _) => self.destination_target(site, slug, country_hash).await,
         }
     }
 
     /// A destination with its own credentials, or why nothing can go to
     /// it: gone, archived, disabled, stopped, or on a platform adtrail does
     /// not send to yet.
-    async fn destination_target(&self, site: &str, slug: &str) -> Result<Target, Verdict> {
+    async fn destination_target(
+        &self,
+        site: &str,
+        slug: &str,
+        country_hash: Option<String>,
+    ) -> Result<Target, Verdict> {
         let unavailable =
             |why: &str| Verdict::Failed(last_error(LastErrorCode::DestinationUnavailable, why));
         let d = match self.store.destinations().get_destination(site, slug).await {
@@ -111,11 +136,10 @@ impl Sender {
                 "the credentials do not fit the platform",
             ));
         };
-        let country = self.site_country(site).await?;
         Ok(Target {
             account: d.account,
             credentials,
-            country_hash: country.map(|c| sha256_hex(&c.to_lowercase())),
+            country_hash,
             owner: TokenOwner::Destination {
                 site: site.to_owned(),
                 slug: slug.to_owned(),
@@ -124,33 +148,16 @@ impl Sender {
         })
     }
 
-    /// The site's country, for the hashed `country` Meta matches on.
-    async fn site_country(&self, site: &str) -> Result<Option<String>, Verdict> {
-        match self.store.sites().get_site(site).await {
-            Ok(row) => Ok(row.and_then(|s| s.country)),
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read the site");
-                Err(Verdict::unexpected("the store could not be read"))
-            }
-        }
-    }
-
     /// The site's pixel and its token, or why nothing can go (the
     /// domain's [`pixel_ready`] rule, the API's too).
-    async fn pixel_target(&self, site: &str) -> Result<Target, Verdict> {
+    async fn pixel_target(
+        &self,
+        site: &str,
+        country_hash: Option<String>,
+    ) -> Result<Target, Verdict> {
         let store_failed = |e: adtrail_store::StoreError| {
             tracing::warn!(error = %e, "could not read the site's pixel and token");
             Verdict::unexpected("the store could not be read")
-        };
-        let site_row = match self.store.sites().get_site(site).await {
-            Ok(Some(s)) => s,
-            Ok(None) => {
-                return Err(Verdict::Failed(last_error(
-                    LastErrorCode::PixelUnavailable,
-                    "the site is gone",
-                )));
-            }
-            Err(e) => return Err(store_failed(e)),
         };
         let pixel = self
             .store
@@ -180,7 +187,7 @@ impl Sender {
                 test_event_code: pixel.test_event_code,
             },
             credentials: Credentials::Token(token),
-            country_hash: site_row.country.map(|c| sha256_hex(&c.to_lowercase())),
+            country_hash,
             owner,
         })
     }

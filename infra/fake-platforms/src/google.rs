@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{Accepted, Answer, Fault, Request, Shared, google_sa, is_digest};
+use crate::{Accepted, Answer, Request, Shared, fault_answer, google_sa, is_digest};
 
 /// RFC 7523's grant: a service account's signed assertion.
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -198,7 +198,7 @@ pub(crate) fn ingest(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
         return None;
     }
     let mut inner = shared.lock();
-    inner.requests += 1;
+    inner.count_request("google");
     let bearer = req
         .headers
         .get("authorization")
@@ -217,28 +217,24 @@ pub(crate) fn ingest(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
         ));
     }
     let fault = inner.draw_fault();
-    match fault {
-        Some(Fault::Unavailable) => {
-            return Some(error(
+    if let Some(a) = fault_answer(
+        fault,
+        || {
+            error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "UNAVAILABLE",
                 "The service is unavailable.",
-            ));
-        }
-        Some(Fault::Throttled) => {
-            return Some(error(
+            )
+        },
+        || {
+            error(
                 StatusCode::TOO_MANY_REQUESTS,
                 "RESOURCE_EXHAUSTED",
                 "Quota exceeded.",
-            ));
-        }
-        Some(Fault::Timeout(ms)) => {
-            return Some(Answer {
-                delay_ms: ms,
-                ..error(StatusCode::GATEWAY_TIMEOUT, "DEADLINE_EXCEEDED", "timeout")
-            });
-        }
-        _ => {}
+            )
+        },
+    ) {
+        return Some(a);
     }
     let invalid = |m: &str| Some(error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", m));
     let Ok(body) = serde_json::from_slice::<Value>(req.body) else {
@@ -292,9 +288,5 @@ pub(crate) fn ingest(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
         StatusCode::OK,
         json!({"requestId": format!("fake-request-{}", inner.requests)}),
     );
-    if let Some(Fault::AcceptThenTimeout(ms)) = fault {
-        inner.unanswered += n;
-        return Some(Answer { delay_ms: ms, ..ok });
-    }
-    Some(ok)
+    Some(inner.answered(fault, n, ok))
 }

@@ -88,6 +88,8 @@ pub(crate) struct Inner {
     pub(crate) tokens: HashSet<String>,
     pub(crate) accepted: Vec<Accepted>,
     pub(crate) requests: usize,
+    /// Event requests by platform (`tiktok`, …).
+    requests_by: std::collections::BTreeMap<&'static str, usize>,
     pub(crate) unanswered: usize,
     /// Google's access tokens and when they expire (seconds).
     pub(crate) access_tokens: std::collections::HashMap<String, i64>,
@@ -99,6 +101,33 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The answer of a request that took `taken` events: late, after the
+    /// client gave up, when the fault drawn says to take them and never
+    /// answer.
+    pub(crate) fn answered(
+        &mut self,
+        fault: Option<Fault>,
+        taken: usize,
+        answer: Answer,
+    ) -> Answer {
+        match fault {
+            Some(Fault::AcceptThenTimeout(ms)) => {
+                self.unanswered += taken;
+                Answer {
+                    delay_ms: ms,
+                    ..answer
+                }
+            }
+            _ => answer,
+        }
+    }
+
+    /// Counts an event request to `platform`.
+    pub(crate) fn count_request(&mut self, platform: &'static str) {
+        self.requests += 1;
+        *self.requests_by.entry(platform).or_default() += 1;
+    }
+
     fn next_random(&mut self) -> u64 {
         let mut x = self.rng.max(1);
         x ^= x >> 12;
@@ -205,6 +234,16 @@ impl FakePlatforms {
     pub fn requests(&self) -> usize {
         self.shared.lock().requests
     }
+    /// Event requests served so far to `platform` (`tiktok`, `pinterest`,
+    /// `snap`, `google`).
+    pub fn requests_to(&self, platform: &str) -> usize {
+        self.shared
+            .lock()
+            .requests_by
+            .get(platform)
+            .copied()
+            .unwrap_or(0)
+    }
     /// Events taken by requests whose answer was then lost.
     pub fn unanswered(&self) -> usize {
         self.shared.lock().unanswered
@@ -248,6 +287,47 @@ impl FakePlatforms {
     /// A token refused from now on (revoked).
     pub fn kill_token(&self, token: &str) {
         self.shared.lock().tokens.remove(token);
+    }
+}
+
+/// An event's `event_id`: present, 1 to `max` characters; `Err(missing)`
+/// otherwise, and `Err(refused)` for one the knobs say to refuse (the
+/// platform's message for an invalid event).
+pub(crate) fn event_id<'a>(
+    e: &'a Value,
+    max: usize,
+    reject: &[String],
+    missing: &'static str,
+    refused: &'static str,
+) -> Result<&'a str, &'static str> {
+    let id = e
+        .get("event_id")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty() && s.len() <= max)
+        .ok_or(missing)?;
+    if reject.iter().any(|r| r == id) {
+        return Err(refused);
+    }
+    Ok(id)
+}
+
+/// What a drawn fault answers before the request is read: the platform's
+/// outage (`unavailable`) or throttle (`throttled`) answer, or a timeout
+/// (its body is never read). `None`: the request goes on (a fault that
+/// takes the events and leaves them unanswered is [`Inner::answered`]'s).
+pub(crate) fn fault_answer(
+    fault: Option<Fault>,
+    unavailable: impl FnOnce() -> Answer,
+    throttled: impl FnOnce() -> Answer,
+) -> Option<Answer> {
+    match fault {
+        Some(Fault::Unavailable) => Some(unavailable()),
+        Some(Fault::Throttled) => Some(throttled()),
+        Some(Fault::Timeout(ms)) => Some(Answer {
+            delay_ms: ms,
+            ..Answer::new(StatusCode::GATEWAY_TIMEOUT, json!({"message": "timeout"}))
+        }),
+        _ => None,
     }
 }
 

@@ -10,7 +10,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{Accepted, Answer, Fault, Request, Shared, hashed_list};
+use crate::{Accepted, Answer, Request, Shared, event_id, fault_answer, hashed_list};
 
 const MAX_EVENTS: usize = 1_000;
 const MAX_AGE_S: i64 = 7 * 86_400;
@@ -56,14 +56,13 @@ fn check_event(e: &Value, now_s: i64, reject: &[String]) -> Result<(String, Stri
     if time > now_s + 300 {
         return Err("Invalid event_timestamp parameter. Given timestamp is in the future.");
     }
-    let id = e
-        .get("event_id")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .ok_or("Invalid event_id parameter.")?;
-    if reject.iter().any(|r| r == id) {
-        return Err("Invalid user_data parameter.");
-    }
+    let id = event_id(
+        e,
+        usize::MAX,
+        reject,
+        "Invalid event_id parameter.",
+        "Invalid user_data parameter.",
+    )?;
     let user = e
         .get("user_data")
         .and_then(Value::as_object)
@@ -107,7 +106,7 @@ pub(crate) fn handle(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
         return None;
     }
     let mut inner = shared.lock();
-    inner.requests += 1;
+    inner.count_request("pinterest");
     let token = req
         .headers
         .get("authorization")
@@ -121,26 +120,22 @@ pub(crate) fn handle(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
         ));
     }
     let fault = inner.draw_fault();
-    match fault {
-        Some(Fault::Unavailable) => {
-            return Some(Answer::new(
+    if let Some(a) = fault_answer(
+        fault,
+        || {
+            Answer::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 json!({"code": 4197, "message": "The endpoint has been ramped down."}),
-            ));
-        }
-        Some(Fault::Throttled) => {
-            return Some(Answer::new(
+            )
+        },
+        || {
+            Answer::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 json!({"code": 8, "message": "Rate limit exceeded."}),
-            ));
-        }
-        Some(Fault::Timeout(ms)) => {
-            return Some(Answer {
-                delay_ms: ms,
-                ..Answer::new(StatusCode::GATEWAY_TIMEOUT, json!({"message": "timeout"}))
-            });
-        }
-        _ => {}
+            )
+        },
+    ) {
+        return Some(a);
     }
     let test = req.query.contains("test=true");
     let Ok(body) = serde_json::from_slice::<Value>(req.body) else {
@@ -197,12 +192,5 @@ pub(crate) fn handle(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
             json!({"code": 953, "message": "The action could not be processed properly due to some or all data provided being invalid.", "details": counts}),
         )
     };
-    if let Some(Fault::AcceptThenTimeout(ms)) = fault {
-        inner.unanswered += processed;
-        return Some(Answer {
-            delay_ms: ms,
-            ..answer
-        });
-    }
-    Some(answer)
+    Some(inner.answered(fault, processed, answer))
 }

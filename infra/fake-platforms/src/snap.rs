@@ -9,7 +9,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{Accepted, Answer, Fault, Request, Shared, hashed_list};
+use crate::{Accepted, Answer, Request, Shared, event_id, fault_answer, hashed_list};
 
 const MAX_EVENTS: usize = 1_000;
 const MAX_AGE_S: i64 = 7 * 86_400;
@@ -60,14 +60,13 @@ fn check_event(e: &Value, now_s: i64, reject: &[String]) -> Result<(String, Stri
     if source == "WEB" && e.get("event_source_url").and_then(Value::as_str).is_none() {
         return Err("Missing required field: event_source_url");
     }
-    let id = e
-        .get("event_id")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .ok_or("Missing required field: event_id")?;
-    if reject.iter().any(|r| r == id) {
-        return Err("Unhashed PII");
-    }
+    let id = event_id(
+        e,
+        usize::MAX,
+        reject,
+        "Missing required field: event_id",
+        "Unhashed PII",
+    )?;
     let user = e
         .get("user_data")
         .and_then(Value::as_object)
@@ -114,7 +113,7 @@ pub(crate) fn handle(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
         return None;
     }
     let mut inner = shared.lock();
-    inner.requests += 1;
+    inner.count_request("snap");
     let token = url::form_urlencoded::parse(req.query.as_bytes())
         .find(|(k, _)| k == "access_token")
         .map(|(_, v)| v.into_owned())
@@ -126,26 +125,13 @@ pub(crate) fn handle(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
         ));
     }
     let fault = inner.draw_fault();
-    match fault {
-        Some(Fault::Unavailable) => {
-            return Some(Answer::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                json!({"status": "ERROR"}),
-            ));
-        }
-        Some(Fault::Throttled) => {
-            return Some(Answer::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                json!({"status": "ERROR"}),
-            ));
-        }
-        Some(Fault::Timeout(ms)) => {
-            return Some(Answer {
-                delay_ms: ms,
-                ..Answer::new(StatusCode::GATEWAY_TIMEOUT, json!({"status": "ERROR"}))
-            });
-        }
-        _ => {}
+    let error = |status| Answer::new(status, json!({"status": "ERROR"}));
+    if let Some(a) = fault_answer(
+        fault,
+        || error(StatusCode::INTERNAL_SERVER_ERROR),
+        || error(StatusCode::TOO_MANY_REQUESTS),
+    ) {
+        return Some(a);
     }
     let Ok(body) = serde_json::from_slice::<Value>(req.body) else {
         return Some(invalid("Invalid JSON"));
@@ -184,9 +170,5 @@ pub(crate) fn handle(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
         StatusCode::OK,
         json!({"status": "VALID", "reason": "events received"}),
     );
-    if let Some(Fault::AcceptThenTimeout(ms)) = fault {
-        inner.unanswered += n;
-        return Some(Answer { delay_ms: ms, ..ok });
-    }
-    Some(ok)
+    Some(inner.answered(fault, n, ok))
 }

@@ -9,7 +9,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{Accepted, Answer, Fault, Request, Shared, is_digest};
+use crate::{Accepted, Answer, Request, Shared, event_id, fault_answer, is_digest};
 
 const PATH: &str = "/open_api/v1.3/event/track/";
 const MAX_EVENTS: usize = 1_000;
@@ -54,14 +54,13 @@ fn check_event(e: &Value, now_s: i64, reject: &[String]) -> Result<(String, Stri
     if time < now_s - MAX_AGE_S || time > now_s + 300 {
         return Err("Invalid value for event_time: out of range");
     }
-    let id = e
-        .get("event_id")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty() && s.len() <= 256)
-        .ok_or("Invalid value for event_id")?;
-    if reject.iter().any(|r| r == id) {
-        return Err("Invalid value for user: failed validation");
-    }
+    let id = event_id(
+        e,
+        256,
+        reject,
+        "Invalid value for event_id",
+        "Invalid value for user: failed validation",
+    )?;
     let user = e
         .get("user")
         .and_then(Value::as_object)
@@ -106,7 +105,7 @@ pub(crate) fn handle(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
         return None;
     }
     let mut inner = shared.lock();
-    inner.requests += 1;
+    inner.count_request("tiktok");
     let token = req
         .headers
         .get("access-token")
@@ -119,21 +118,17 @@ pub(crate) fn handle(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
         ));
     }
     let fault = inner.draw_fault();
-    match fault {
-        Some(Fault::Unavailable) => {
-            return Some(Answer::new(
+    if let Some(a) = fault_answer(
+        fault,
+        || {
+            Answer::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 json!({"code": 50002, "message": "Service unavailable"}),
-            ));
-        }
-        Some(Fault::Throttled) => return Some(answer(40100, "Too many requests")),
-        Some(Fault::Timeout(ms)) => {
-            return Some(Answer {
-                delay_ms: ms,
-                ..answer(51000, "timed out")
-            });
-        }
-        _ => {}
+            )
+        },
+        || answer(40100, "Too many requests"),
+    ) {
+        return Some(a);
     }
     let Ok(body) = serde_json::from_slice::<Value>(req.body) else {
         return Some(answer(40002, "Invalid JSON"));
@@ -182,12 +177,5 @@ pub(crate) fn handle(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
     }
     let n = taken.len();
     inner.accepted.extend(taken);
-    if let Some(Fault::AcceptThenTimeout(ms)) = fault {
-        inner.unanswered += n;
-        return Some(Answer {
-            delay_ms: ms,
-            ..answer(0, "OK")
-        });
-    }
-    Some(answer(0, "OK"))
+    Some(inner.answered(fault, n, answer(0, "OK")))
 }

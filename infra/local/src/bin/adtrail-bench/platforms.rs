@@ -114,40 +114,26 @@ async fn run(per_request: usize, events: usize) -> Result<Figures, Error> {
     let post_ddb = store.counter.get("dynamodb");
     store.counter.reset();
     meta.clear_requests();
-    let before = fakes.requests();
+    let platforms = ["tiktok", "pinterest", "snap", "google"];
+    let before: Vec<usize> = platforms.iter().map(|p| fakes.requests_to(p)).collect();
     let started = Instant::now();
     app.runner().drain().await?;
     let millis = started.elapsed().as_secs_f64() * 1_000.0;
     let send_ddb = store.counter.get("dynamodb");
-    let taken = fakes.accepted();
-    let per_platform = |name: &str| taken.iter().filter(|a| a.platform == name).count();
-    let platform_requests = fakes.requests() - before;
-    // The platforms' fake counts requests together: share them by what
-    // each took, in whole requests of its batch size (exact here, where
-    // nothing fails).
-    let share = |name: &'static str, max: usize| {
-        (
-            name,
-            per_platform(name).div_ceil(per_request.min(max).max(1)),
-        )
-    };
-    let requests = vec![
-        (
-            "meta",
-            meta.requests()
+    // Each fake counts the requests it served.
+    let meta_requests = meta
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/events"))
+        .count();
+    let requests = std::iter::once(("meta", meta_requests))
+        .chain(
+            platforms
                 .iter()
-                .filter(|r| r.path.ends_with("/events"))
-                .count(),
-        ),
-        share("tiktok", 1_000),
-        share("pinterest", 1_000),
-        share("snap", 1_000),
-        share("google", 2_000),
-    ];
-    let counted: usize = requests.iter().skip(1).map(|r| r.1).sum();
-    if counted != platform_requests {
-        println!("  (the platforms' fake served {platform_requests} requests, {counted} expected)");
-    }
+                .zip(&before)
+                .map(|(p, b)| (*p, fakes.requests_to(p) - b)),
+        )
+        .collect();
     Ok(Figures {
         events,
         requests,
