@@ -1,10 +1,13 @@
-//! The `contact` a storefront's events and a host's lead changes carry:
-//! plain values over TLS, read strictly (an unknown field is an error), then
-//! checked by the domain, which drops a malformed field with a warning that
-//! names it, never its value.
+//! The contact data a storefront's events and a host's lead changes carry:
+//! `meta`, the hashes a host made by Meta's rule (never failing a call), and
+//! `contact`, plain values over TLS, read strictly (an unknown field is an
+//! error), then checked by the domain, which drops a malformed field with a
+//! warning that names it, never its value.
 
+use adtrail_domain::contact::{ContactHashes, parse_meta};
 use adtrail_domain::events::{Contact, Signal};
 use serde::Deserialize;
+use serde_json::Value;
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -70,4 +73,39 @@ pub(crate) fn read_contact(body: ContactBody, prefix: &str) -> (Contact, Vec<Str
         .map(|d| format!("{prefix}{}", d.warning()))
         .collect();
     (contact, warnings)
+}
+
+/// Reads `meta`, never failing: the warning names why, not what.
+fn read_meta(meta: Option<&Value>) -> (Option<ContactHashes>, Option<String>) {
+    match meta {
+        None | Some(Value::Null) => (None, None),
+        Some(v) => match parse_meta(v) {
+            Ok(h) => (Some(h), None),
+            Err(why) => {
+                tracing::warn!(reason = ?why, "meta ignored");
+                (
+                    None,
+                    Some(format!(
+                        "meta: ignored ({why:?}); expected {{ph: [SHA-256 hex] (at most 10), externalId?: SHA-256 hex}}"
+                    )),
+                )
+            }
+        },
+    }
+}
+
+/// A change's contact data: `meta`'s hashes and the plain `contact`, with
+/// the warnings of what was left out.
+pub(crate) fn read_contact_data(
+    meta: Option<&Value>,
+    contact: Option<ContactBody>,
+) -> (Option<ContactHashes>, Option<Contact>, Vec<String>) {
+    let (hashes, meta_warning) = read_meta(meta);
+    let mut warnings: Vec<String> = meta_warning.into_iter().collect();
+    let contact = contact.map(|c| {
+        let (contact, dropped) = read_contact(c, "");
+        warnings.extend(dropped);
+        contact
+    });
+    (hashes, contact, warnings)
 }

@@ -392,4 +392,6 @@ pub use verdict::{Judged, SendEnd, Verdict, end_of, judge_error, judge_receipt, 
 pub mod platforms;
 
 #[cfg(test)]
+mod doomed_tests;
+#[cfg(test)]
 pub(crate) mod tests;

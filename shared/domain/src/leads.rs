@@ -172,6 +172,7 @@ impl Lead {
 }
 
 mod decide;
+mod route;
 pub use decide::{
     LeadContext, LeadInput, LeadTargets, LeadUpdate, LeadWrite, NewConversion, NewLead, decide,
     once_per_lead,

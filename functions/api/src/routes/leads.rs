@@ -17,9 +17,7 @@
 use std::collections::BTreeMap;
 
 use adtrail_domain::SiteId;
-use adtrail_domain::contact::{ContactHashes, parse_meta};
 use adtrail_domain::error_codes::ErrorCode;
-use adtrail_domain::events::Contact;
 use adtrail_domain::ids::{check_meta_numeric, check_opaque};
 use adtrail_domain::leads::{
     Lead, LeadContext, LeadInput, LeadTargets, LeadUpdate, LeadWrite, NewLead, Stage, check_origin,
@@ -33,7 +31,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
-use crate::contact::{ContactBody, read_contact};
+use crate::contact::{ContactBody, read_contact_data};
 use crate::error::ApiError;
 use crate::input::{json_body, plain_text};
 use crate::outbox::{enqueue, targets};
@@ -83,22 +81,6 @@ struct Change {
     warnings: Vec<String>,
 }
 
-/// A change's contact data: `meta`'s hashes and the plain `contact`, with
-/// the warnings of what was left out.
-fn read_contact_data(
-    meta: Option<&Value>,
-    contact: Option<ContactBody>,
-) -> (Option<ContactHashes>, Option<Contact>, Vec<String>) {
-    let (hashes, meta_warning) = read_meta(meta);
-    let mut warnings: Vec<String> = meta_warning.into_iter().collect();
-    let contact = contact.map(|c| {
-        let (contact, dropped) = read_contact(c, "");
-        warnings.extend(dropped);
-        contact
-    });
-    (hashes, contact, warnings)
-}
-
 fn check_time(field: &str, at: i64, now: i64) -> Result<i64, ApiError> {
     if at < 0 {
         return Err(ApiError::invalid(format!(
@@ -111,25 +93,6 @@ fn check_time(field: &str, at: i64, now: i64) -> Result<i64, ApiError> {
         )));
     }
     Ok(at)
-}
-
-/// Reads `meta`, never failing: the warning names why, not what.
-fn read_meta(meta: Option<&Value>) -> (Option<ContactHashes>, Option<String>) {
-    match meta {
-        None | Some(Value::Null) => (None, None),
-        Some(v) => match parse_meta(v) {
-            Ok(h) => (Some(h), None),
-            Err(why) => {
-                tracing::warn!(reason = ?why, "meta ignored");
-                (
-                    None,
-                    Some(format!(
-                        "meta: ignored ({why:?}); expected {{ph: [SHA-256 hex] (at most 10), externalId?: SHA-256 hex}}"
-                    )),
-                )
-            }
-        },
-    }
 }
 
 pub(crate) async fn record_lead(

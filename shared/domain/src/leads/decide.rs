@@ -10,13 +10,13 @@
 
 use std::collections::BTreeMap;
 
+use super::route::route;
 use super::{Applied, ENTRY_KEPT_MS, Lead, LeadChange, Stage, apply_change};
 use crate::board::Board;
 use crate::capi::{Conversion, ConversionStatus, EventName, conversion_ref, event_id, events_for};
 use crate::contact::ContactHashes;
 use crate::destinations::Destination;
-use crate::events::{ActionSource, Contact, EventRow, PostedEvent, RowLead, match_data};
-use crate::identifiers::Platform;
+use crate::events::{Contact, EventRow};
 use crate::metrics::Counters;
 use crate::pixels::PixelReady;
 use crate::time::utc_day;
@@ -60,45 +60,6 @@ pub struct LeadUpdate {
     pub hashes: Option<ContactHashes>,
     /// `contact`: plain, checked; each target gets its own hashes of it.
     pub contact: Option<Contact>,
-}
-
-impl LeadUpdate {
-    /// The contact every destination's row is made from: the plain one,
-    /// with `meta`'s first phone and external id as already hashed values
-    /// where the plain one lacks them (they reach only the platforms whose
-    /// rule is Meta's: [`crate::events::takes_prehashed`]).
-    fn contact(&self) -> Contact {
-        let mut contact = self.contact.clone().unwrap_or_default();
-        if let Some(meta) = &self.hashes {
-            if contact.phone.is_none() {
-                contact.phone = meta.ph.first().cloned();
-            }
-            if contact.external_id.is_none() {
-                contact.external_id = meta.external_id.clone();
-            }
-        }
-        contact
-    }
-
-    /// What the pixel's rows hold: `meta`'s hashes and Meta's hashes of the
-    /// plain contact, together.
-    fn pixel_hashes(&self, country: Option<&str>) -> ContactHashes {
-        let mut hashes = match &self.contact {
-            Some(c) => match_data(Platform::Meta, c, country),
-            None => ContactHashes::default(),
-        };
-        if let Some(meta) = &self.hashes {
-            for ph in &meta.ph {
-                if !hashes.ph.contains(ph) {
-                    hashes.ph.push(ph.clone());
-                }
-            }
-            if meta.external_id.is_some() {
-                hashes.external_id = meta.external_id.clone();
-            }
-        }
-        hashes
-    }
 }
 
 /// What a change is decided against.
@@ -281,61 +242,6 @@ pub fn decide(
         rollup,
         now: ctx.now,
     })
-}
-
-/// The rows of `events` for each destination that sends them, has not had
-/// them from this lead and gets something to match a person on; the lead
-/// records each.
-fn route(
-    ctx: &LeadContext<'_>,
-    lead: &mut Lead,
-    update: &LeadUpdate,
-    events: &[EventName],
-    sale_cents: Option<i64>,
-    contact: &Contact,
-) -> Vec<EventRow> {
-    let mut rows = vec![];
-    for &event in events {
-        let purchase = event == EventName::Purchase;
-        let posted = PostedEvent {
-            event_id: event_id(&lead.lead_id, event),
-            event,
-            occurred_at: update.occurred_at,
-            // A lead's change is the host's conversation with the person.
-            action_source: ActionSource::Chat,
-            source_url: None,
-            value_cents: sale_cents.filter(|_| purchase),
-            currency: purchase.then(|| ctx.currency.to_owned()),
-            order_id: None,
-            contact: contact.clone(),
-        };
-        for d in ctx.targets.destinations {
-            let slug = d.slug.as_str();
-            let queued = lead
-                .routed
-                .get(slug)
-                .is_some_and(|e| e.contains_key(&event));
-            if queued || !d.account.sends(event) {
-                continue;
-            }
-            let platform = d.account.platform();
-            let mut row = EventRow::of(&posted, slug, Some(slug), platform, ctx.country, ctx.now);
-            if row.hashes.is_empty() {
-                // Nothing this platform can match a person on.
-                continue;
-            }
-            row.lead = Some(RowLead {
-                lead_id: lead.lead_id.clone(),
-                lead_key: lead.lead_key.clone(),
-            });
-            lead.routed
-                .entry(slug.to_owned())
-                .or_default()
-                .insert(event, row.sk.clone());
-            rows.push(row);
-        }
-    }
-    rows
 }
 
 /// Moves the lead as the change says: its stage, its sale, the column it

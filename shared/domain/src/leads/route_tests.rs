@@ -57,7 +57,11 @@ fn destinations() -> Vec<Destination> {
 }
 
 /// Loja X's context with `destinations`, and its pixel when `pixel`.
-fn context<'a>(board: &'a Board, destinations: &'a [Destination], pixel: bool) -> LeadContext<'a> {
+pub(super) fn context<'a>(
+    board: &'a Board,
+    destinations: &'a [Destination],
+    pixel: bool,
+) -> LeadContext<'a> {
     LeadContext {
         site_id: "loja-x",
         currency: "BRL",

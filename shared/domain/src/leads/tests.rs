@@ -6,7 +6,6 @@ use crate::capi::tests::row as pending_row;
 use crate::capi::{Conversion, ConversionStatus, EventName, conversion_ref, event_id};
 use crate::contact::ContactHashes;
 use crate::metrics::Counters;
-use crate::pixels::PixelReady;
 use crate::time::utc_day;
 
 pub(crate) fn lead(column: Option<&str>, at: i64) -> LeadState {
@@ -94,20 +93,7 @@ pub(super) fn update(
 }
 
 fn ctx(board: &Board, ready: bool) -> LeadContext<'_> {
-    LeadContext {
-        site_id: "loja-x",
-        currency: "BRL",
-        board,
-        country: Some("BR"),
-        targets: LeadTargets {
-            pixel: ready.then_some(PixelReady {
-                send_lead_event: true,
-            }),
-            send_lead_event: true,
-            destinations: &[],
-        },
-        now: NOW,
-    }
+    super::route_tests::context(board, &[], ready)
 }
 
 const NEW: NewLead = NewLead {
