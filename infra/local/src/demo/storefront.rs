@@ -1,5 +1,6 @@
 //! The demo's last part: Loja X registers a TikTok destination beside its
-//! pixel, and one storefront sale reaches both, each with its own hashes.
+//! pixel, and one storefront sale reaches both, each with its own hashes;
+//! so does a sale recorded on the board.
 
 use adtrail_local::app::App;
 use serde_json::{Value, json};
@@ -79,6 +80,31 @@ pub(super) async fn storefront(app: &App, c: &Client) -> Result<(), Error> {
     println!(
         "  the same order posted again: queued {}, already had it {}",
         again["events"][0]["queued"], again["events"][0]["duplicate"]
+    );
+    // A sale on the board reaches both the same way.
+    let contact = json!({"phone": "(11) 91234-5678", "email": "bruno@example.com"});
+    c.call(
+        Method::POST,
+        "/v1/sites/loja-x/leads",
+        Some(
+            json!({"leadKey": "bruno", "changeId": "demo-bruno-1", "occurredAt": runner.now(),
+                    "origin": "organic", "contact": contact}),
+        ),
+    )
+    .await?;
+    let sale = c
+        .call(
+            Method::POST,
+            "/v1/sites/loja-x/leads/bruno/stage",
+            Some(
+                json!({"changeId": "demo-bruno-2", "occurredAt": runner.now(),
+                        "stage": "won", "revenueCents": 129900, "contact": contact}),
+            ),
+        )
+        .await?;
+    println!(
+        "  a lead's sale on the board: queued {} for the pixel and {} for the destinations",
+        sale["queued"], sale["routed"]
     );
     Ok(())
 }
