@@ -105,6 +105,35 @@ impl Harness {
         )
     }
 
+    /// Calls the local API with no token: `headers` and the exact `body`
+    /// bytes, as Meta calls its webhook. Answers the status, the
+    /// content type and the body as text.
+    pub async fn call_raw(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> (u16, String, String) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.app.api_url))
+            .body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.expect("the local API answers");
+        let status = resp.status().as_u16();
+        let kind = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        (status, kind, resp.text().await.unwrap_or_default())
+    }
+
     /// Calls the API as the host and expects `status`: answers the parsed
     /// body, or fails the test showing it.
     pub async fn expect(

@@ -7,6 +7,7 @@ mod api;
 mod capi;
 mod fault;
 mod fault_platforms;
+mod leadads;
 mod login;
 mod runtime;
 mod store;

@@ -6,7 +6,7 @@
 //! sent by mistake. Nothing the processes write may hold any of them.
 
 use adtrail_domain::time::{Clock, SystemClock};
-use adtrail_fake_meta::{FAKE_APP_SECRET, LOJA_PIXEL};
+use adtrail_fake_meta::{FAKE_APP_SECRET, FAKE_WEBHOOK_VERIFY_TOKEN, LOJA_PIXEL};
 use adtrail_local::http::api_gateway_event;
 use adtrail_tests::runtime::{Function, binary};
 use adtrail_tests::*;
@@ -42,6 +42,11 @@ fn env(h: &Harness) -> Vec<(String, String)> {
             format!("{}/google", h.platforms().url()),
         ),
         ("GOOGLE_OAUTH_URL", format!("{}/oauth", h.platforms().url())),
+        ("LEAD_ADS", "on".into()),
+        (
+            "LEADGEN_QUEUE_URL",
+            n.leadgen_queue_url.clone().unwrap_or_default(),
+        ),
         ("AWS_LAMBDA_LOG_LEVEL", "trace".into()),
         ("AWS_LAMBDA_LOG_FORMAT", "json".into()),
     ];
@@ -265,6 +270,48 @@ async fn the_real_mains_at_trace_log_no_secret() {
             .await
             .unwrap(),
     );
+    // Meta's webhook, outside the authorizer: its verification, and a
+    // delivery signed with the app secret.
+    let verify = api_gateway_event(
+        &Method::GET,
+        &format!(
+            "/v1/webhooks/meta?hub.mode=subscribe&hub.verify_token={FAKE_WEBHOOK_VERIFY_TOKEN}&hub.challenge=4242"
+        )
+        .parse::<Uri>()
+        .unwrap(),
+        &HeaderMap::new(),
+        b"",
+        None,
+    );
+    let verified = api.invoke(verify).await.unwrap();
+    assert_eq!(verified["statusCode"].as_i64(), Some(200), "{verified}");
+    answers.push(verified);
+    let delivery = json!({"object": "page", "entry": [{"id": "100200300", "changes": [
+        {"field": "leadgen", "value": {"leadgen_id": "444000000000009", "page_id": "100200300"}}]}]})
+    .to_string();
+    let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, FAKE_APP_SECRET.as_bytes());
+    let signature: String = aws_lc_rs::hmac::sign(&key, delivery.as_bytes())
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        "x-hub-signature-256",
+        HeaderValue::from_str(&format!("sha256={signature}")).unwrap(),
+    );
+    let delivered = api
+        .invoke(api_gateway_event(
+            &Method::POST,
+            &"/v1/webhooks/meta".parse::<Uri>().unwrap(),
+            &headers,
+            delivery.as_bytes(),
+            None,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(delivered["statusCode"].as_i64(), Some(200), "{delivered}");
+    answers.push(delivered);
 
     // The schedule fires the dispatcher; the worker runs what it queued.
     let schedule: Value =
@@ -326,6 +373,11 @@ async fn the_real_mains_at_trace_log_no_secret() {
         ("the pixel's token", PIXEL_TOKEN.to_owned()),
         ("the login code", LOGIN_CODE.to_owned()),
         ("the app secret", FAKE_APP_SECRET.to_owned()),
+        (
+            "the webhook's verify token",
+            FAKE_WEBHOOK_VERIFY_TOKEN.to_owned(),
+        ),
+        ("a webhook delivery's signature", signature.clone()),
         ("a contact hash", hashes[0].clone()),
         ("a contact hash", hashes[1].clone()),
         ("the plain phone", plain_phone.to_owned()),

@@ -211,27 +211,39 @@ fn every_function_is_arm64_on_al2023_built_with_cargo_lambda() {
 }
 
 #[test]
-fn every_api_route_sits_behind_the_jwt_authorizer() {
+fn every_api_route_but_metas_webhook_sits_behind_the_jwt_authorizer() {
     let t = template();
     let api = &t.raw["Resources"]["HttpApi"]["Properties"]["Auth"];
     assert_eq!(api["DefaultAuthorizer"].as_str(), Some("Jwt"));
     let events = t.raw["Resources"]["ApiFunction"]["Properties"]["Events"]
         .as_mapping()
         .unwrap();
+    // The routes the handler's table marks public (Meta calls them, and
+    // the handler checks them itself) are the only ones without the
+    // authorizer, in the template and in the OpenAPI document.
+    let public: Vec<String> = adtrail_api::ROUTES
+        .iter()
+        .filter(|r| r.public)
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(public, ["GET /v1/webhooks/meta", "POST /v1/webhooks/meta"]);
     let mut routes: Vec<String> = events
         .values()
         .filter_map(|e| {
-            assert!(
-                e["Properties"]["Auth"].is_null(),
-                "no route overrides the authorizer"
-            );
             // The default route (no path) sends every other request to the
             // function, which answers 404 or 405 with `Allow` itself.
-            Some(format!(
+            let route = format!(
                 "{} {}",
                 e["Properties"]["Method"].as_str()?,
                 e["Properties"]["Path"].as_str()?
-            ))
+            );
+            let auth = &e["Properties"]["Auth"];
+            if public.contains(&route) {
+                assert_eq!(auth["Authorizer"].as_str(), Some("NONE"), "{route}");
+            } else {
+                assert!(auth.is_null(), "{route} overrides the authorizer");
+            }
+            Some(route)
         })
         .collect();
     assert!(
@@ -256,12 +268,15 @@ fn every_api_route_sits_behind_the_jwt_authorizer() {
     .expect("yaml");
     let mut documented = vec![];
     for (path, item) in doc["paths"].as_mapping().unwrap() {
-        for (method, _) in item.as_mapping().unwrap() {
-            documented.push(format!(
+        for (method, op) in item.as_mapping().unwrap() {
+            let route = format!(
                 "{} {}",
                 method.as_str().unwrap().to_uppercase(),
                 path.as_str().unwrap()
-            ));
+            );
+            let open = op["security"].as_sequence().is_some_and(|s| s.is_empty());
+            assert_eq!(open, public.contains(&route), "{route}: security");
+            documented.push(route);
         }
     }
     documented.sort();
@@ -376,11 +391,19 @@ fn every_object_in_the_contract_is_closed() {
         open.is_empty(),
         "objects without additionalProperties: false: {open:?}"
     );
-    // Every operation declares the statuses every route can answer.
+    // Every operation declares the statuses every route can answer: behind
+    // the authorizer, 400, 401 and 403; Meta's webhook (no bearer token),
+    // 400 and 503 (Lead Ads off).
     for (path, item) in doc["paths"].as_mapping().unwrap() {
         for (method, op) in item.as_mapping().unwrap() {
             let statuses = op["responses"].as_mapping().unwrap();
-            for status in ["400", "401", "403"] {
+            let public = op["security"].as_sequence().is_some_and(|s| s.is_empty());
+            let expected: &[&str] = if public {
+                &["400", "503"]
+            } else {
+                &["400", "401", "403"]
+            };
+            for status in expected {
                 assert!(
                     statuses.contains_key(status),
                     "{method:?} {path:?} declares {status}"

@@ -53,17 +53,22 @@ pub fn optional_whole_number<'de, D: serde::Deserializer<'de>>(
     Ok(Option::<Whole>::deserialize(de)?.map(|w| w.0))
 }
 
+/// The body's exact bytes, as the caller sent them (API Gateway's base64
+/// already undone).
+pub fn body_bytes(req: &Request) -> &[u8] {
+    match req.body() {
+        Body::Text(t) => t.as_bytes(),
+        Body::Binary(b) => b,
+        _ => b"",
+    }
+}
+
 /// Parses the JSON body into `T`, naming the field that is wrong.
 ///
 /// # Errors
 /// `INVALID_ARGUMENT` for a missing, oversized or malformed body.
 pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
-    let bytes: &[u8] = match req.body() {
-        Body::Empty => b"",
-        Body::Text(t) => t.as_bytes(),
-        Body::Binary(b) => b,
-        _ => b"",
-    };
+    let bytes = body_bytes(req);
     if bytes.len() > MAX_BODY {
         return Err(ApiError::invalid(format!(
             "body is larger than {MAX_BODY} bytes"

@@ -38,6 +38,8 @@ pub struct Api {
     pub platforms: adtrail_platforms::PlatformClient,
     pub clock: SharedClock,
     pub limits: ReportLimits,
+    /// The stack's `LeadAds` parameter: Meta's form leads are taken.
+    pub lead_ads: bool,
 }
 
 /// The read budgets of one report. Fixed in production; tests lower them to
@@ -90,6 +92,9 @@ pub async fn handle(api: &Api, req: Request) -> Result<Response<Body>, lambda_ht
     let name = routes::find(&method, &segments).map_or("-", |r| r.path);
     let span = tracing::info_span!("request", method = %method, route = %name);
     let answer = async {
+        if let Some(route) = routes::find(&method, &segments).filter(|r| r.public) {
+            return routes::public(api, &req, route).await;
+        }
         let caller = Caller::from_request(&req)?;
         routes::route(api, &caller, &req, &method, &segments).await
     }

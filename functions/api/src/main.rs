@@ -19,6 +19,7 @@ async fn main() -> Result<(), Error> {
         platforms: PlatformClient::new(PlatformUrls::from_env()?, PLATFORM_TIMEOUT)?,
         clock: Arc::new(SystemClock),
         limits: Default::default(),
+        lead_ads: std::env::var("LEAD_ADS").is_ok_and(|v| v == "on"),
     };
     run(service_fn(|req: Request| handle(&api, req))).await
 }

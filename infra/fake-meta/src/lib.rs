@@ -26,5 +26,5 @@ mod wire;
 pub use agency::{LOJA_PIXEL, ME_ID, ME_NAME, PET_PIXEL, SampleAccount, SampleAd, sample_accounts};
 pub use capi::AcceptedEvent;
 pub use knobs::{Knobs, RandomFaults, RecordedRequest, Throttle};
-pub use login::{FAKE_APP_ID, FAKE_APP_SECRET};
+pub use login::{FAKE_APP_ID, FAKE_APP_SECRET, FAKE_WEBHOOK_VERIFY_TOKEN};
 pub use server::FakeMeta;

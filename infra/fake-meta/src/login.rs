@@ -20,6 +20,8 @@ use crate::wire::meta_error;
 /// as an operator would.
 pub const FAKE_APP_ID: &str = "700000000000001";
 pub const FAKE_APP_SECRET: &str = "fake-app-secret-0123456789abcdef";
+/// The token the app's webhook subscription is verified with.
+pub const FAKE_WEBHOOK_VERIFY_TOKEN: &str = "fake-verify-token-5f1c2a";
 
 /// A short-lived user token lives 2 hours; a long-lived one 60 days.
 const SHORT_LIVED_S: i64 = 2 * 3600;

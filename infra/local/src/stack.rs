@@ -94,6 +94,7 @@ impl LocalStack {
                 key_id: String::new(),
                 bucket: String::new(),
                 meta_app_secret: None,
+                leadgen_queue_url: None,
             },
         );
         let table = create_table(&bootstrap, &template, prefix).await?;
@@ -134,6 +135,10 @@ impl LocalStack {
         };
         let sync_queue_url = consumed_by("SyncWorkerFunction");
         let send_queue_url = consumed_by("CapiSenderFunction");
+        let leadgen_queue_url = queues
+            .iter()
+            .find(|q| q.logical_id == "LeadgenQueue")
+            .map(|q| q.url.clone());
         let meta_app_secret = meta_app_secret(&bootstrap, prefix).await?;
         let names = Names {
             table,
@@ -143,6 +148,7 @@ impl LocalStack {
             key_id,
             bucket,
             meta_app_secret: Some(meta_app_secret),
+            leadgen_queue_url,
         };
         let cloud = Arc::new(Cloud::new(
             Policy::from_template(&template.raw),
@@ -340,6 +346,10 @@ async fn meta_app_secret(bootstrap: &Store, prefix: &str) -> Result<String, Stac
                     serde_json::json!({
                         "appId": adtrail_fake_meta::FAKE_APP_ID,
                         "appSecret": adtrail_fake_meta::FAKE_APP_SECRET,
+                        "webhookVerifyToken": std::env::var("META_WEBHOOK_VERIFY_TOKEN")
+                            .ok()
+                            .filter(|t| !t.is_empty())
+                            .unwrap_or_else(|| adtrail_fake_meta::FAKE_WEBHOOK_VERIFY_TOKEN.to_owned()),
                     })
                     .to_string(),
                 )

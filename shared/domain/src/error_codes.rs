@@ -22,11 +22,13 @@ pub enum ErrorCode {
     SealingKeyUnavailable,
     StoreUnavailable,
     ReportIncomplete,
+    /// The stack's `LeadAds` parameter is off.
+    LeadAdsOff,
     Internal,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 19] = [
         Self::InvalidArgument,
         Self::Unauthenticated,
         Self::Forbidden,
@@ -44,6 +46,7 @@ impl ErrorCode {
         Self::SealingKeyUnavailable,
         Self::StoreUnavailable,
         Self::ReportIncomplete,
+        Self::LeadAdsOff,
         Self::Internal,
     ];
 
@@ -65,6 +68,7 @@ impl ErrorCode {
             Self::PlatformUnavailable => "PLATFORM_UNAVAILABLE",
             Self::SealingKeyUnavailable => "SEALING_KEY_UNAVAILABLE",
             Self::StoreUnavailable => "STORE_UNAVAILABLE",
+            Self::LeadAdsOff => "LEAD_ADS_OFF",
             Self::ReportIncomplete => "REPORT_INCOMPLETE",
             Self::Internal => "INTERNAL",
         }
@@ -85,7 +89,7 @@ impl ErrorCode {
             | Self::ReportIncomplete => 422,
             Self::RateLimited => 429,
             Self::MetaUnavailable | Self::PlatformUnavailable => 502,
-            Self::SealingKeyUnavailable | Self::StoreUnavailable => 503,
+            Self::SealingKeyUnavailable | Self::StoreUnavailable | Self::LeadAdsOff => 503,
             Self::Internal => 500,
         }
     }

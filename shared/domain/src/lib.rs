@@ -18,6 +18,7 @@ pub mod events;
 pub mod graph_error;
 pub mod identifiers;
 pub mod ids;
+pub mod leadads;
 pub mod leads;
 pub mod links;
 pub mod metrics;

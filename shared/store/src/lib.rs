@@ -50,6 +50,9 @@ pub struct Names {
     pub sync_queue_url: String,
     /// The conversions' send queue.
     pub send_queue_url: String,
+    /// Meta's form leads, as webhooks announce them (`LEADGEN_QUEUE_URL`;
+    /// `None` in a function that does not use it).
+    pub leadgen_queue_url: Option<String>,
     pub bus: String,
     pub key_id: String,
     pub bucket: String,
@@ -60,8 +63,8 @@ pub struct Names {
 
 impl Names {
     /// Reads `TABLE_NAME`, `SYNC_QUEUE_URL`, `SEND_QUEUE_URL`, `BUS_NAME`,
-    /// `KEY_ID` and `THUMBNAIL_BUCKET`; `META_APP_SECRET_ID`
-    /// when set and not empty.
+    /// `KEY_ID` and `THUMBNAIL_BUCKET`; `META_APP_SECRET_ID` and
+    /// `LEADGEN_QUEUE_URL` when set and not empty.
     ///
     /// # Errors
     /// The name of the first variable that is missing.
@@ -75,6 +78,9 @@ impl Names {
             key_id: var("KEY_ID")?,
             bucket: var("THUMBNAIL_BUCKET")?,
             meta_app_secret: std::env::var("META_APP_SECRET_ID")
+                .ok()
+                .filter(|v| !v.is_empty()),
+            leadgen_queue_url: std::env::var("LEADGEN_QUEUE_URL")
                 .ok()
                 .filter(|v| !v.is_empty()),
         })

@@ -12,6 +12,9 @@ use crate::{AppSecrets, StoreError};
 pub struct MetaApp {
     pub app_id: String,
     pub app_secret: String,
+    /// The token Meta echoes when it verifies the webhook's URL; `None`:
+    /// the secret holds none, and the verification is refused.
+    pub webhook_verify_token: Option<String>,
 }
 
 impl std::fmt::Debug for MetaApp {
@@ -19,6 +22,7 @@ impl std::fmt::Debug for MetaApp {
         f.debug_struct("MetaApp")
             .field("app_id", &self.app_id)
             .field("app_secret", &"<redacted>")
+            .field("webhook_verify_token", &"<redacted>")
             .finish()
     }
 }
@@ -29,8 +33,9 @@ pub enum MetaAppError {
     /// The stack names no secret: Facebook Login is off.
     #[error("no Meta app is configured")]
     NotConfigured,
-    /// The secret is not `{"appId": digits, "appSecret": text}`.
-    #[error("the Meta app secret is not {{\"appId\", \"appSecret\"}}")]
+    /// The secret is not `{"appId": digits, "appSecret": text,
+    /// "webhookVerifyToken"?: text}`.
+    #[error("the Meta app secret is not {{\"appId\", \"appSecret\", \"webhookVerifyToken\"?}}")]
     Malformed,
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -47,18 +52,23 @@ impl MetaApp {
         struct Raw {
             app_id: String,
             app_secret: String,
+            webhook_verify_token: Option<String>,
         }
         let raw: Raw = serde_json::from_str(text).map_err(|_| MetaAppError::Malformed)?;
         let id_ok =
             (1..=32).contains(&raw.app_id.len()) && raw.app_id.bytes().all(|b| b.is_ascii_digit());
         let secret_ok = (1..=256).contains(&raw.app_secret.len())
             && raw.app_secret.bytes().all(|b| b.is_ascii_graphic());
-        if !(id_ok && secret_ok) {
+        let token_ok = raw.webhook_verify_token.as_deref().is_none_or(|t| {
+            (1..=256).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_graphic())
+        });
+        if !(id_ok && secret_ok && token_ok) {
             return Err(MetaAppError::Malformed);
         }
         Ok(Self {
             app_id: raw.app_id,
             app_secret: raw.app_secret,
+            webhook_verify_token: raw.webhook_verify_token,
         })
     }
 }

@@ -1,5 +1,6 @@
 //! The queues' messages and how they travel: the sync queue's
-//! [`SyncMessage`] and the send queue's [`SendMessage`], sent in batches of
+//! [`SyncMessage`], the send queue's [`SendMessage`] and the leadgen queue's
+//! [`LeadgenMessage`], sent in batches of
 //! ten (the most SQS takes in one call), and the visibility change the
 //! `capi-sender` uses as its retry timer.
 
@@ -24,6 +25,26 @@ pub struct SendMessage {
     pub site_id: String,
     /// The conversion's reference (`<createdAt>#<eventId>`).
     pub key: String,
+}
+
+/// The message the leadgen queue carries: one form lead Meta announced,
+/// ids only (its answers are read from Meta later, never carried).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LeadgenMessage {
+    pub page_id: String,
+    pub leadgen_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ad_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adgroup_id: Option<String>,
+    /// Epoch seconds, as Meta gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_time: Option<i64>,
+    /// Which door it came through: `webhook`, `forward` or `reconcile`.
+    pub via: String,
 }
 
 /// The longest visibility timeout SQS takes (12 hours).
@@ -53,6 +74,20 @@ impl Queues<'_> {
     pub async fn enqueue_sends(&self, messages: &[SendMessage]) -> Result<usize, StoreError> {
         self.send_batch(&self.names.send_queue_url, &bodies(messages)?)
             .await
+    }
+
+    /// Puts form leads on the leadgen queue. Answers how many SQS refused.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when SQS cannot be reached, or
+    /// [`StoreError::Malformed`] when the stack has no leadgen queue.
+    pub async fn enqueue_leadgen(&self, messages: &[LeadgenMessage]) -> Result<usize, StoreError> {
+        let Some(url) = self.names.leadgen_queue_url.as_deref() else {
+            return Err(StoreError::Malformed(
+                "the stack has no leadgen queue".into(),
+            ));
+        };
+        self.send_batch(url, &bodies(messages)?).await
     }
 
     /// Keeps a received message invisible for `delay_ms` (rounded up to

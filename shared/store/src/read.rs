@@ -121,6 +121,7 @@ pub(crate) mod tests {
             key_id: String::new(),
             bucket: String::new(),
             meta_app_secret: None,
+            leadgen_queue_url: None,
         };
         Store {
             ddb,

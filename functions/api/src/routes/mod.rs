@@ -14,6 +14,7 @@ mod pixels;
 mod reads;
 mod reports;
 mod sites;
+mod webhooks;
 
 use lambda_http::{Body, Request, Response};
 
@@ -55,6 +56,8 @@ enum Op {
     Status,
     DailyReport,
     LeadsReport,
+    WebhookVerify,
+    Webhook,
 }
 
 /// One route: its method, its path (`{…}` standing for one id), and what it
@@ -63,17 +66,35 @@ enum Op {
 pub struct Route {
     pub method: &'static str,
     pub path: &'static str,
+    /// Outside the JWT authorizer: Meta calls it, and its handler checks
+    /// the call itself.
+    pub public: bool,
     op: Op,
 }
 
 const fn r(method: &'static str, path: &'static str, op: Op) -> Route {
-    Route { method, path, op }
+    Route {
+        method,
+        path,
+        public: false,
+        op,
+    }
+}
+
+/// A route Meta calls, outside the authorizer.
+const fn open(method: &'static str, path: &'static str, op: Op) -> Route {
+    Route {
+        method,
+        path,
+        public: true,
+        op,
+    }
 }
 
 /// Every route. The one table: dispatch finds routes here, the `405`
 /// answers and the logs' route names read it, and the template tests check
 /// it against the template's routes and the OpenAPI document.
-pub const ROUTES: [Route; 30] = [
+pub const ROUTES: [Route; 32] = [
     r("PUT", "/v1/sites/{siteId}", Op::PutSite),
     r("PUT", "/v1/meta/connections/{ownerKey}", Op::PutConnection),
     r("GET", "/v1/meta/connections/{ownerKey}", Op::GetConnection),
@@ -156,6 +177,8 @@ pub const ROUTES: [Route; 30] = [
     r("GET", "/v1/meta/status", Op::Status),
     r("GET", "/v1/reports/daily", Op::DailyReport),
     r("GET", "/v1/reports/leads", Op::LeadsReport),
+    open("GET", "/v1/webhooks/meta", Op::WebhookVerify),
+    open("POST", "/v1/webhooks/meta", Op::Webhook),
 ];
 
 /// A request's path, each segment decoded on its own (`%3A` is `:`) after
@@ -263,6 +286,24 @@ async fn dispatch(
         Op::Status => reads::status(api, caller, req).await,
         Op::DailyReport => reports::daily(api, caller, req).await,
         Op::LeadsReport => leads_report::leads(api, caller, req).await,
+        Op::WebhookVerify | Op::Webhook => public_op(api, req, op).await,
+    }
+}
+
+/// Answers a route Meta calls, which no bearer token opens.
+pub(crate) async fn public(
+    api: &Api,
+    req: &Request,
+    route: &Route,
+) -> Result<Response<Body>, ApiError> {
+    public_op(api, req, route.op).await
+}
+
+async fn public_op(api: &Api, req: &Request, op: Op) -> Result<Response<Body>, ApiError> {
+    match op {
+        Op::WebhookVerify => webhooks::verify(api, req).await,
+        Op::Webhook => webhooks::receive(api, req).await,
+        _ => Err(ApiError::not_found("no such route")),
     }
 }
 

@@ -160,6 +160,8 @@ impl Runner {
                 platforms,
                 clock: shared.clone(),
                 limits: Default::default(),
+                // The local stack runs with `LeadAds` on.
+                lead_ads: true,
             },
             dispatcher: Dispatcher {
                 store: stack.store_for("DispatcherFunction"),

@@ -1,0 +1,3 @@
+//! Meta Lead Ads: the webhook's doors.
+
+mod webhook;
