@@ -9,6 +9,7 @@ mod fault;
 mod fault_platforms;
 mod leadads;
 mod login;
+mod operations;
 mod runtime;
 mod store;
 mod sync;
