@@ -28,7 +28,7 @@ done
 read -r _ url token < <(grep '^READY ' "$log")
 echo "contract: schemathesis against $url"
 SCHEMATHESIS_HOOKS=infra.schemathesis.hooks \
-ADTRAIL_SECRETS="EAAB-sample-agency-token-0001 sample-agency-token fake-app-secret-0123456789abcdef fake-verify-token-5f1c2a EAAS- EAAU- EAAL- ${ADTRAIL_PLANTED_SECRET:-}" \
+ADTRAIL_SECRETS="EAAB-sample-agency-token-0001 sample-agency-token fake-app-secret-0123456789abcdef fake-verify-token-5f1c2a EAAP- EAAS- EAAU- EAAL- ${ADTRAIL_PLANTED_SECRET:-}" \
   "$VENV_BIN/schemathesis" --config-file infra/schemathesis/schemathesis.toml run api/openapi.yaml \
   --url "$url" \
   --header "Authorization: Bearer $token" \

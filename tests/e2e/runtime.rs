@@ -270,6 +270,12 @@ async fn the_real_mains_at_trace_log_no_secret() {
             .await
             .unwrap(),
     );
+    // With Lead Ads on, the connect listed the owner's Pages and sealed
+    // their tokens.
+    assert_eq!(
+        h.store().pages().list_pages("agency").await.unwrap().len(),
+        adtrail_fake_meta::SAMPLE_PAGES.len()
+    );
     // Meta's webhook, outside the authorizer: its verification, and a
     // delivery signed with the app secret.
     let verify = api_gateway_event(
@@ -378,6 +384,10 @@ async fn the_real_mains_at_trace_log_no_secret() {
             FAKE_WEBHOOK_VERIFY_TOKEN.to_owned(),
         ),
         ("a webhook delivery's signature", signature.clone()),
+        (
+            "a Page's token",
+            adtrail_fake_meta::page_token(adtrail_fake_meta::SAMPLE_PAGES[0].0),
+        ),
         ("a contact hash", hashes[0].clone()),
         ("a contact hash", hashes[1].clone()),
         ("the plain phone", plain_phone.to_owned()),

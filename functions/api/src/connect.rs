@@ -1,10 +1,12 @@
 //! Storing an owner's Meta token, the use case that connecting, refreshing
 //! and logging in share: the token is checked with Meta, what it reaches is
-//! listed, it is sealed with KMS and stored, and the owner's links and
-//! pixels are lined up with the new listing.
+//! listed (with Lead Ads on, its Pages and their tokens too), it is sealed
+//! with KMS and stored, and the owner's links and pixels are lined up with
+//! the new listing.
 
 use adtrail_domain::error_codes::{LastErrorCode, last_error};
 use adtrail_domain::graph_error::GraphErrorKind;
+use adtrail_domain::leadads::OwnerPage;
 use adtrail_store::connections::{ListedAccount, ListedPixel};
 use adtrail_store::seal::Purpose;
 
@@ -45,6 +47,9 @@ pub(crate) async fn store_connection(
         .map(|c| c.pixels)
         .unwrap_or_default();
     let pixels = list_pixels(api, &token, &accounts, known).await;
+    if api.lead_ads {
+        store_pages(api, owner, &token).await?;
+    }
     let sealed = api
         .store
         .sealer()
@@ -61,6 +66,43 @@ pub(crate) async fn store_connection(
     align_links(api, owner, &stored.accounts, now).await?;
     align_pixels(api, owner, &stored.pixels).await?;
     Ok((stored, me))
+}
+
+/// The owner's Pages with their tokens (Lead Ads on): listed from Meta,
+/// each Page's token sealed under the owner and the Page, the listing
+/// stored whole. When Meta fails, the Pages already stored are kept.
+async fn store_pages(api: &Api, owner: &str, token: &str) -> Result<(), ApiError> {
+    use futures::StreamExt;
+    let listed = match api.graph.pages(token).await {
+        Ok(pages) => pages,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not list the owner's Pages; the stored ones stay");
+            return Ok(());
+        }
+    };
+    let now = api.clock.now_ms();
+    let sealed: Vec<Result<OwnerPage, ApiError>> = futures::stream::iter(listed)
+        .map(|p| async move {
+            let sealed_token = match &p.access_token {
+                Some(t) => api.store.sealer().seal_page(owner, &p.id, t).await?,
+                None => vec![],
+            };
+            Ok(OwnerPage {
+                owner_key: owner.to_owned(),
+                page_id: p.id,
+                name: p.name,
+                tasks: p.tasks,
+                sealed_token,
+                token_version: uuid::Uuid::new_v4().to_string(),
+                listed_at: now,
+            })
+        })
+        .buffered(PIXEL_LISTING_CONCURRENCY)
+        .collect()
+        .await;
+    let pages = sealed.into_iter().collect::<Result<Vec<_>, _>>()?;
+    api.store.pages().replace_pages(owner, &pages).await?;
+    Ok(())
 }
 
 /// Lines the pixels the owner set with its connection up with what the

@@ -19,6 +19,31 @@ pub struct SampleAccount {
 
 /// Loja X's pixel, owned by both of its accounts (a connect lists it once).
 pub const LOJA_PIXEL: (&str, &str) = ("1100000000000001", "Loja X Pixel");
+/// The sample agency's Facebook Pages: `(id, name, tasks)`. Loja X's Page
+/// can advertise (so its form leads can be read); Pet Mania's only
+/// analyse.
+pub const SAMPLE_PAGES: [(&str, &str, &[&str]); 2] = [
+    (
+        "100200300",
+        "Loja X",
+        &[
+            "ADVERTISE",
+            "ANALYZE",
+            "CREATE_CONTENT",
+            "MESSAGING",
+            "MODERATE",
+            "MANAGE",
+        ],
+    ),
+    ("900800700", "Pet Mania", &["ANALYZE"]),
+];
+
+/// The Page access token the fake gives `page` (the prefix Meta's Page
+/// tokens share).
+pub fn page_token(page: &str) -> String {
+    format!("EAAP-page-token-{page}")
+}
+
 /// Pet Mania's pixel, owned by its East account.
 pub const PET_PIXEL: (&str, &str) = ("1100000000000002", "Pet Mania Pixel");
 

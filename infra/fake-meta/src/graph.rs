@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::NaiveDate;
 use serde_json::{Value, json};
 
-use crate::agency::{ME_ID, ME_NAME, SampleAccount, ad_day, decimal};
+use crate::agency::{ME_ID, ME_NAME, SAMPLE_PAGES, SampleAccount, ad_day, decimal, page_token};
 use crate::knobs::Knobs;
 use crate::server::Shared;
 use crate::wire::{bad_param, meta_error, no_object, page_size, paged};
@@ -113,6 +113,20 @@ pub(crate) fn graph_get(
                 let id = extra_account(i);
                 json!({"id": id, "account_id": &id[4..], "name": format!("Agency account {i}"), "currency": "BRL", "timezone_name": "America/Sao_Paulo"})
             }));
+            paged(shared, rest, query, items, size, token)
+        }
+        ["me", "accounts"] => {
+            let size = match page_size(query, knobs, 25) {
+                Ok(s) => s,
+                Err(r) => return r,
+            };
+            let items: Vec<Value> = SAMPLE_PAGES
+                .iter()
+                .map(|(id, name, tasks)| {
+                    json!({"id": id, "name": name, "tasks": tasks, "category": "Shopping & retail",
+                           "access_token": page_token(id)})
+                })
+                .collect();
             paged(shared, rest, query, items, size, token)
         }
         [act, "adspixels"] if extra_index(act, knobs).is_some() => {

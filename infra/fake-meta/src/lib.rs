@@ -23,7 +23,10 @@ mod login;
 mod server;
 mod wire;
 
-pub use agency::{LOJA_PIXEL, ME_ID, ME_NAME, PET_PIXEL, SampleAccount, SampleAd, sample_accounts};
+pub use agency::{
+    LOJA_PIXEL, ME_ID, ME_NAME, PET_PIXEL, SAMPLE_PAGES, SampleAccount, SampleAd, page_token,
+    sample_accounts,
+};
 pub use capi::AcceptedEvent;
 pub use knobs::{Knobs, RandomFaults, RecordedRequest, Throttle};
 pub use login::{FAKE_APP_ID, FAKE_APP_SECRET, FAKE_WEBHOOK_VERIFY_TOKEN};

@@ -26,6 +26,30 @@ pub struct LeadgenChange {
     pub created_time: Option<i64>,
 }
 
+/// A Facebook Page an owner's token lists, with its own token sealed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerPage {
+    pub owner_key: String,
+    pub page_id: String,
+    pub name: String,
+    /// What the token's user may do on the Page.
+    pub tasks: Vec<String>,
+    /// The Page's token as KMS sealed it (context: owner, Page, purpose);
+    /// empty when Meta listed the Page without one.
+    pub sealed_token: Vec<u8>,
+    /// A new value each time the Page's token is stored.
+    pub token_version: String,
+    pub listed_at: i64,
+}
+
+impl OwnerPage {
+    /// Whether its form leads can be read and its webhook installed: Meta
+    /// asks for a Page token of someone who can `ADVERTISE` on the Page.
+    pub fn leads_allowed(&self) -> bool {
+        !self.sealed_token.is_empty() && self.tasks.iter().any(|t| t == "ADVERTISE")
+    }
+}
+
 /// An id as Meta sends it (a number or a string), as text: 1 to 32 digits.
 pub fn meta_id(value: Option<&Value>) -> Option<String> {
     let text = match value? {
@@ -126,5 +150,29 @@ mod tests {
         assert_eq!(meta_id(Some(&json!(-5))), None);
         assert_eq!(meta_id(Some(&json!("1".repeat(33)))), None);
         assert_eq!(meta_id(Some(&json!(1.5))), None);
+    }
+
+    #[test]
+    fn a_page_allows_leads_with_its_token_and_the_advertise_task() {
+        let page = OwnerPage {
+            owner_key: "agency".into(),
+            page_id: "1".into(),
+            name: "Loja X".into(),
+            tasks: vec!["ANALYZE".into(), "ADVERTISE".into()],
+            sealed_token: vec![1],
+            token_version: "v1".into(),
+            listed_at: 0,
+        };
+        assert!(page.leads_allowed());
+        let analyst = OwnerPage {
+            tasks: vec!["ANALYZE".into()],
+            ..page.clone()
+        };
+        assert!(!analyst.leads_allowed());
+        let tokenless = OwnerPage {
+            sealed_token: vec![],
+            ..page
+        };
+        assert!(!tokenless.leads_allowed());
     }
 }

@@ -78,6 +78,31 @@ pub struct Pixel {
     pub name: String,
 }
 
+/// A Facebook Page the token's user has a role on, with the Page's own
+/// token. Its `Debug` leaves the token out.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Page {
+    pub id: String,
+    pub name: String,
+    /// What the user may do on the Page (`ADVERTISE`, `MANAGE`, …).
+    pub tasks: Vec<String>,
+    pub access_token: Option<String>,
+}
+
+impl std::fmt::Debug for Page {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Page")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("tasks", &self.tasks)
+            .field(
+                "access_token",
+                &self.access_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
 /// One event for the Conversions API, in Meta's wire format. Its user data
 /// is the contact: its `Debug` leaves it out.
 #[derive(Clone, serde::Serialize, PartialEq)]

@@ -145,6 +145,10 @@ pub fn entry_pk(site: &str, column: &str) -> String {
 pub fn entry_sk(day_start: i64, lead_id: &str) -> String {
     format!("{day_start:013}#{lead_id}")
 }
+/// An owner's listed Pages: `page#<ownerKey>` / `<pageId>`.
+pub fn page_pk(owner: &str) -> String {
+    format!("page#{owner}")
+}
 pub fn dest_pk(site: &str) -> String {
     format!("dest#{site}")
 }

@@ -25,6 +25,7 @@ pub mod links;
 pub mod logging;
 pub mod meta_app;
 pub mod outbox;
+pub mod pages;
 pub mod pixels;
 pub mod posted;
 pub mod purge;
@@ -146,6 +147,8 @@ handles! {
     Pixels => pixels;
     /// Sites' destinations on every ad platform (`destinations.rs`).
     Destinations => destinations;
+    /// The Facebook Pages owners' tokens list (`pages.rs`).
+    Pages => pages;
     /// Boards and event maps (`board.rs`).
     Boards => boards;
     /// Leads (`leads.rs`), the outbox (`outbox.rs`) and the rollups

@@ -18,6 +18,8 @@ pub enum Purpose {
     /// A destination's credentials (any platform's), bound to its site
     /// and slug.
     DestinationCredentials,
+    /// A Facebook Page's token, bound to its owner and Page.
+    PageToken,
 }
 
 impl Purpose {
@@ -26,6 +28,7 @@ impl Purpose {
             Self::MetaConnection => "meta-connection-token",
             Self::PixelToken => "meta-pixel-token",
             Self::DestinationCredentials => "destination-credentials",
+            Self::PageToken => "meta-page-token",
         }
     }
 }
@@ -56,6 +59,35 @@ impl Sealer<'_> {
         sealed: &[u8],
     ) -> Result<String, StoreError> {
         self.decrypt(&[("owner", owner)], purpose, sealed).await
+    }
+
+    /// Encrypts a Page's token, bound to its owner and Page.
+    ///
+    /// # Errors
+    /// [`StoreError::SealingKey`] when KMS refuses or cannot be reached.
+    pub async fn seal_page(
+        &self,
+        owner: &str,
+        page: &str,
+        token: &str,
+    ) -> Result<Vec<u8>, StoreError> {
+        let context = [("owner", owner), ("page", page)];
+        self.encrypt(&context, Purpose::PageToken, token).await
+    }
+
+    /// Decrypts what [`Sealer::seal_page`] sealed for the same owner and
+    /// Page.
+    ///
+    /// # Errors
+    /// [`StoreError::SealingKey`] when KMS refuses or cannot be reached.
+    pub async fn unseal_page(
+        &self,
+        owner: &str,
+        page: &str,
+        sealed: &[u8],
+    ) -> Result<String, StoreError> {
+        let context = [("owner", owner), ("page", page)];
+        self.decrypt(&context, Purpose::PageToken, sealed).await
     }
 
     /// Encrypts a destination's credentials, bound to its site and slug.

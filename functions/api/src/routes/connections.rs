@@ -186,3 +186,44 @@ pub(crate) async fn get_connection(
         }),
     )
 }
+
+/// `GET /v1/meta/connections/{ownerKey}/pages`: the Facebook Pages the
+/// owner's token lists (Lead Ads on), with the tasks its user may do and
+/// whether their form leads can be read (`leadsAllowed`: the Page's token,
+/// and the `ADVERTISE` task). Never a token.
+pub(crate) async fn pages(
+    api: &Api,
+    caller: &Caller,
+    owner: &str,
+) -> Result<Response<Body>, ApiError> {
+    let owner = resolve_owner(caller, owner, false)?;
+    super::webhooks::lead_ads_on(api)?;
+    if api
+        .store
+        .connections()
+        .get_connection(&owner)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::not_found(
+            "ownerKey: no Meta connection is stored for this owner",
+        ));
+    }
+    let pages: Vec<serde_json::Value> = api
+        .store
+        .pages()
+        .list_pages(&owner)
+        .await?
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "pageId": p.page_id,
+                "name": p.name,
+                "tasks": p.tasks,
+                "leadsAllowed": p.leads_allowed(),
+                "listedAt": p.listed_at,
+            })
+        })
+        .collect();
+    json(200, &serde_json::json!({"ownerKey": owner, "pages": pages}))
+}

@@ -58,6 +58,7 @@ enum Op {
     LeadsReport,
     WebhookVerify,
     Webhook,
+    ListPages,
 }
 
 /// One route: its method, its path (`{…}` standing for one id), and what it
@@ -94,7 +95,7 @@ const fn open(method: &'static str, path: &'static str, op: Op) -> Route {
 /// Every route. The one table: dispatch finds routes here, the `405`
 /// answers and the logs' route names read it, and the template tests check
 /// it against the template's routes and the OpenAPI document.
-pub const ROUTES: [Route; 32] = [
+pub const ROUTES: [Route; 33] = [
     r("PUT", "/v1/sites/{siteId}", Op::PutSite),
     r("PUT", "/v1/meta/connections/{ownerKey}", Op::PutConnection),
     r("GET", "/v1/meta/connections/{ownerKey}", Op::GetConnection),
@@ -104,6 +105,11 @@ pub const ROUTES: [Route; 32] = [
         Op::DeleteConnection,
     ),
     r("POST", "/v1/meta/connections/{ownerKey}/login", Op::Login),
+    r(
+        "GET",
+        "/v1/meta/connections/{ownerKey}/pages",
+        Op::ListPages,
+    ),
     r(
         "POST",
         "/v1/meta/connections/{ownerKey}/refresh",
@@ -258,6 +264,7 @@ async fn dispatch(
         Op::DeleteConnection => connections::delete_connection(api, caller, id(0)).await,
         Op::Login => login::login(api, caller, req, id(0)).await,
         Op::Refresh => connections::refresh_connection(api, caller, id(0)).await,
+        Op::ListPages => connections::pages(api, caller, id(0)).await,
         Op::Link => links::link(api, caller, req, id(0), id(1)).await,
         Op::Unlink => links::unlink(api, caller, req, id(0), id(1)).await,
         Op::UnlinkPreview => links::unlink_preview(api, caller, id(0), id(1)).await,

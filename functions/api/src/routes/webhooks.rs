@@ -26,7 +26,7 @@ const MAX_DELIVERY: usize = 1024 * 1024;
 /// The longest challenge echoed.
 const MAX_CHALLENGE: usize = 256;
 
-fn lead_ads_on(api: &Api) -> Result<(), ApiError> {
+pub(crate) fn lead_ads_on(api: &Api) -> Result<(), ApiError> {
     if api.lead_ads {
         Ok(())
     } else {

@@ -1,4 +1,5 @@
-//! What a token reaches: `/me`, its ad accounts and their pixels.
+//! What a token reaches: `/me`, its ad accounts and their pixels, and its
+//! user's Pages with their tokens.
 
 use super::*;
 
@@ -102,5 +103,56 @@ impl GraphClient {
             id: meta_id(&json, "id").ok_or_else(|| GraphError::malformed("pixel"))?,
             name: text(&json, "name").unwrap_or_default(),
         })
+    }
+
+    /// `GET /me/accounts`: the Pages the user has a role on, with the
+    /// tasks the user may do and each Page's own token, every page of the
+    /// listing (at most 1,000 Pages). A Page without a valid id is left
+    /// out; names and tasks are bounded.
+    ///
+    /// # Errors
+    /// [`GraphError`] classified by the domain.
+    pub async fn pages(&self, token: &str) -> Result<Vec<Page>, GraphError> {
+        let limit = ACCOUNTS_PAGE_SIZE.to_string();
+        let mut url = self.url(
+            "me/accounts",
+            &[("fields", "id,name,tasks,access_token"), ("limit", &limit)],
+        );
+        let mut pages = vec![];
+        loop {
+            let (json, _) = self.get(url, token).await?;
+            let listed: Paged =
+                serde_json::from_value(json).map_err(|_| GraphError::malformed("page list"))?;
+            pages.extend(listed.data.iter().filter_map(|v| {
+                let tasks = v
+                    .get("tasks")
+                    .and_then(Value::as_array)
+                    .map(|t| {
+                        t.iter()
+                            .filter_map(Value::as_str)
+                            .filter(|t| {
+                                t.len() <= 32
+                                    && t.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
+                            })
+                            .take(20)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Some(Page {
+                    id: meta_id(v, "id")?,
+                    name: text(v, "name").unwrap_or_default(),
+                    tasks,
+                    access_token: text(v, "access_token")
+                        .filter(|t| t.len() <= 1024 && t.bytes().all(|b| b.is_ascii_graphic())),
+                })
+            }));
+            match listed.paging.and_then(|p| p.next) {
+                Some(next) if pages.len() < MAX_ACCOUNTS => url = self.next_url(&next)?,
+                _ => break,
+            }
+        }
+        pages.truncate(MAX_ACCOUNTS);
+        Ok(pages)
     }
 }

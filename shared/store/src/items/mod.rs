@@ -91,6 +91,7 @@ pub(super) fn parse<T>(value: Option<T>, entity: &str, attribute: &str) -> Resul
 
 mod conversions;
 mod destinations;
+mod pages;
 mod setup;
 mod spend;
 #[cfg(test)]
@@ -98,5 +99,6 @@ mod tests;
 
 pub(crate) use conversions::{ConversionItem, LeadItem, MATCH_ATTRIBUTES};
 pub(crate) use destinations::DestinationItem;
+pub(crate) use pages::PageItem;
 pub(crate) use setup::{BoardItem, ConnectionItem, LinkItem, PixelItem, SiteItem};
 pub(crate) use spend::{CatalogItem, FiguresItem};

@@ -1,0 +1,53 @@
+//! The item of a Page an owner's token lists: its name and tasks, its own
+//! token sealed.
+
+use adtrail_domain::leadads::OwnerPage;
+use serde::{Deserialize, Serialize};
+
+/// `page#<ownerKey>` / `<pageId>`: written whole each time a connect,
+/// login or refresh lists the Page.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PageItem {
+    pub(crate) pk: String,
+    pub(crate) sk: String,
+    owner_key: String,
+    page_id: String,
+    name: String,
+    #[serde(default)]
+    tasks: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "serde_bytes")]
+    sealed_token: Vec<u8>,
+    token_version: String,
+    listed_at: i64,
+}
+
+impl PageItem {
+    pub(crate) fn of(p: &OwnerPage, pk: String) -> Self {
+        PageItem {
+            pk,
+            sk: p.page_id.clone(),
+            owner_key: p.owner_key.clone(),
+            page_id: p.page_id.clone(),
+            name: p.name.clone(),
+            tasks: p.tasks.clone(),
+            sealed_token: p.sealed_token.clone(),
+            token_version: p.token_version.clone(),
+            listed_at: p.listed_at,
+        }
+    }
+}
+
+impl From<PageItem> for OwnerPage {
+    fn from(i: PageItem) -> Self {
+        OwnerPage {
+            owner_key: i.owner_key,
+            page_id: i.page_id,
+            name: i.name,
+            tasks: i.tasks,
+            sealed_token: i.sealed_token,
+            token_version: i.token_version,
+            listed_at: i.listed_at,
+        }
+    }
+}
