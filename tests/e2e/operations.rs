@@ -1,8 +1,11 @@
 //! What an operator relies on in the template: data that outlives the
 //! stack (the table, the key with its alias, the bucket), a retention on
-//! every log group, the API's throttling and access log.
+//! every log group, the API's throttling and access log, and every route
+//! behind the JWT authorizer but the two Meta calls.
 
 use adtrail_local::template::{Template, default_path};
+use std::path::Path;
+
 use serde_yaml_ng::Value;
 
 fn template() -> Template {
@@ -111,4 +114,80 @@ fn the_api_is_throttled_tighter_on_reports_and_logs_each_request() {
             "the access log never carries a request's {secret}"
         );
     }
+}
+
+#[test]
+fn every_api_route_but_metas_webhook_sits_behind_the_jwt_authorizer() {
+    let t = template();
+    let api = &t.raw["Resources"]["HttpApi"]["Properties"]["Auth"];
+    assert_eq!(api["DefaultAuthorizer"].as_str(), Some("Jwt"));
+    let events = t.raw["Resources"]["ApiFunction"]["Properties"]["Events"]
+        .as_mapping()
+        .unwrap();
+    // The routes the handler's table marks public (Meta calls them, and
+    // the handler checks them itself) are the only ones without the
+    // authorizer, in the template and in the OpenAPI document.
+    let public: Vec<String> = adtrail_api::ROUTES
+        .iter()
+        .filter(|r| r.public)
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(public, ["GET /v1/webhooks/meta", "POST /v1/webhooks/meta"]);
+    let mut routes: Vec<String> = events
+        .values()
+        .filter_map(|e| {
+            // The default route (no path) sends every other request to the
+            // function, which answers 404 or 405 with `Allow` itself.
+            let route = format!(
+                "{} {}",
+                e["Properties"]["Method"].as_str()?,
+                e["Properties"]["Path"].as_str()?
+            );
+            let auth = &e["Properties"]["Auth"];
+            if public.contains(&route) {
+                assert_eq!(auth["Authorizer"].as_str(), Some("NONE"), "{route}");
+            } else {
+                assert!(auth.is_null(), "{route} overrides the authorizer");
+            }
+            Some(route)
+        })
+        .collect();
+    assert!(
+        events.values().any(|e| e["Properties"]["Path"].is_null()
+            && e["Properties"]["Method"].is_null()
+            && e["Type"].as_str() == Some("HttpApi")),
+        "a default route"
+    );
+    routes.sort();
+    // The template, the handler's route table and the OpenAPI document
+    // list the same routes.
+    let mut table: Vec<String> = adtrail_api::ROUTES
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    table.sort();
+    assert_eq!(routes, table, "template routes = the handler's table");
+    let doc: Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../api/openapi.yaml"))
+            .expect("api/openapi.yaml"),
+    )
+    .expect("yaml");
+    let mut documented = vec![];
+    for (path, item) in doc["paths"].as_mapping().unwrap() {
+        for (method, op) in item.as_mapping().unwrap() {
+            let route = format!(
+                "{} {}",
+                method.as_str().unwrap().to_uppercase(),
+                path.as_str().unwrap()
+            );
+            let open = op["security"].as_sequence().is_some_and(|s| s.is_empty());
+            assert_eq!(open, public.contains(&route), "{route}: security");
+            documented.push(route);
+        }
+    }
+    documented.sort();
+    assert_eq!(
+        documented, table,
+        "the OpenAPI document = the handler's table"
+    );
 }

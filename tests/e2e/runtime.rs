@@ -9,6 +9,8 @@ use adtrail_domain::time::{Clock, SystemClock};
 use adtrail_fake_meta::{FAKE_APP_SECRET, FAKE_WEBHOOK_VERIFY_TOKEN, LOJA_PIXEL};
 use adtrail_local::http::api_gateway_event;
 use adtrail_tests::runtime::{Function, binary};
+
+use crate::leadads::webhook::call_metas_webhook;
 use adtrail_tests::*;
 use axum::http::{HeaderMap, HeaderValue, Method, Uri};
 use serde_json::{Value, json};
@@ -278,46 +280,8 @@ async fn the_real_mains_at_trace_log_no_secret() {
     );
     // Meta's webhook, outside the authorizer: its verification, and a
     // delivery signed with the app secret.
-    let verify = api_gateway_event(
-        &Method::GET,
-        &format!(
-            "/v1/webhooks/meta?hub.mode=subscribe&hub.verify_token={FAKE_WEBHOOK_VERIFY_TOKEN}&hub.challenge=4242"
-        )
-        .parse::<Uri>()
-        .unwrap(),
-        &HeaderMap::new(),
-        b"",
-        None,
-    );
-    let verified = api.invoke(verify).await.unwrap();
-    assert_eq!(verified["statusCode"].as_i64(), Some(200), "{verified}");
-    answers.push(verified);
-    let delivery = json!({"object": "page", "entry": [{"id": "100200300", "changes": [
-        {"field": "leadgen", "value": {"leadgen_id": "444000000000009", "page_id": "100200300"}}]}]})
-    .to_string();
-    let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, FAKE_APP_SECRET.as_bytes());
-    let signature: String = aws_lc_rs::hmac::sign(&key, delivery.as_bytes())
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        "x-hub-signature-256",
-        HeaderValue::from_str(&format!("sha256={signature}")).unwrap(),
-    );
-    let delivered = api
-        .invoke(api_gateway_event(
-            &Method::POST,
-            &"/v1/webhooks/meta".parse::<Uri>().unwrap(),
-            &headers,
-            delivery.as_bytes(),
-            None,
-        ))
-        .await
-        .unwrap();
-    assert_eq!(delivered["statusCode"].as_i64(), Some(200), "{delivered}");
-    answers.push(delivered);
+    let (webhook_answers, signature) = call_metas_webhook(&api).await;
+    answers.extend(webhook_answers);
 
     // The schedule fires the dispatcher; the worker runs what it queued.
     let schedule: Value =

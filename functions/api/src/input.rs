@@ -221,3 +221,14 @@ pub(crate) fn check_token(token: &str) -> Result<(), ApiError> {
     }
     Ok(())
 }
+
+/// The body of a link (an ad account's, a Page's): the owner whose token
+/// lists it, and `onlyOwn`, with which a host asks to be refused, as a
+/// dashboard is, what another owner made.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct OwnerBody {
+    pub(crate) owner_key: String,
+    #[serde(default)]
+    pub(crate) only_own: bool,
+}

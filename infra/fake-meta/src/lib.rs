@@ -20,6 +20,7 @@ mod capi;
 mod graph;
 mod knobs;
 mod login;
+mod pages;
 mod server;
 mod wire;
 

@@ -37,6 +37,8 @@ pub(crate) struct Inner {
     /// Events accepted by requests whose answer was then never sent.
     pub(crate) unanswered: usize,
     pub(crate) rng: u64,
+    /// Pages whose `leadgen` field the app is subscribed to.
+    pub(crate) subscribed_pages: HashSet<String>,
 }
 
 pub(crate) struct Shared {
@@ -179,6 +181,10 @@ impl FakeMeta {
     /// Refuses `token` from now on, like an expired token.
     pub fn kill_token(&self, token: &str) {
         self.lock().dead_tokens.insert(token.to_owned());
+    }
+    /// Whether the app is subscribed to `page`'s `leadgen` field.
+    pub fn page_subscribed(&self, page: &str) -> bool {
+        self.lock().subscribed_pages.contains(page)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -363,10 +369,14 @@ fn route(
         .unwrap_or_else(|e| e.into_inner())
         .knobs
         .clone();
+    let fields = query.get("subscribed_fields").map(String::as_str);
     let mut response = if method == Method::POST
         && let Some(pixel) = rest.strip_suffix("/events")
     {
         post_events(shared, pixel, body, &knobs)
+    } else if let Some(answer) = crate::pages::subscribed_apps(shared, method, rest, token, fields)
+    {
+        answer
     } else if method != Method::GET {
         bad_param("Unsupported post request")
     } else {

@@ -50,6 +50,18 @@ impl OwnerPage {
     }
 }
 
+/// A Page feeding a site: its form leads go to the site's board. One Page
+/// feeds one site, like an ad account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageLink {
+    pub site_id: String,
+    pub page_id: String,
+    /// The owner whose token lists the Page (its token reads the leads).
+    pub owner_key: String,
+    /// When Meta took the app's subscription to the Page's `leadgen`.
+    pub subscribed_at: i64,
+}
+
 /// An id as Meta sends it (a number or a string), as text: 1 to 32 digits.
 pub fn meta_id(value: Option<&Value>) -> Option<String> {
     let text = match value? {

@@ -149,6 +149,15 @@ pub fn entry_sk(day_start: i64, lead_id: &str) -> String {
 pub fn page_pk(owner: &str) -> String {
     format!("page#{owner}")
 }
+/// A Page's link: `pagelink#<pageId>` / `link` (one site a Page), and the
+/// site's side of it, `sitepage#<siteId>` / `<pageId>`.
+pub fn page_link_pk(page: &str) -> String {
+    format!("pagelink#{page}")
+}
+pub const PAGE_LINK_SK: &str = "link";
+pub fn site_page_pk(site: &str) -> String {
+    format!("sitepage#{site}")
+}
 pub fn dest_pk(site: &str) -> String {
     format!("dest#{site}")
 }

@@ -1,13 +1,17 @@
 //! The Pages an owner's token lists, each with its own token sealed: the
 //! listing replaced whole at each connect, login or refresh (a Page the
 //! token no longer lists leaves, its token with it), read with one query.
+//! And the links of Pages to sites: one site a Page, written and removed
+//! from both sides in one transaction.
 
-use adtrail_domain::leadads::OwnerPage;
-use aws_sdk_dynamodb::types::{DeleteRequest, PutRequest, WriteRequest};
+use adtrail_domain::leadads::{OwnerPage, PageLink};
+use aws_sdk_dynamodb::types::{
+    Delete, DeleteRequest, Put, PutRequest, TransactWriteItem, WriteRequest,
+};
 
 use crate::attr::s;
-use crate::items::{PageItem, decode, encode};
-use crate::keys::{PK, SK, page_pk};
+use crate::items::{PageItem, PageLinkItem, decode, encode};
+use crate::keys::{PAGE_LINK_SK, PK, SK, page_link_pk, page_pk, site_page_pk};
 use crate::{Pages, StoreError};
 
 /// Pages an owner's listing reads at most.
@@ -69,5 +73,83 @@ impl Pages<'_> {
             self.batch_write(&self.names.table, chunk.to_vec()).await?;
         }
         Ok(())
+    }
+
+    /// The site a Page feeds, if any.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn page_link(&self, page: &str) -> Result<Option<PageLink>, StoreError> {
+        let item = self.read_item(page_link_pk(page), PAGE_LINK_SK).await?;
+        item.map(|i| decode::<PageLinkItem>(&i, "page link").map(PageLink::from))
+            .transpose()
+    }
+
+    /// Links a Page to its site, from both sides at once. Answers `false`
+    /// when the Page already feeds a site (read it again).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn link_page(&self, link: &PageLink) -> Result<bool, StoreError> {
+        let t = &self.names.table;
+        let page_side = encode(
+            &PageLinkItem::of(link, page_link_pk(&link.page_id), PAGE_LINK_SK.into()),
+            "page link",
+        )?;
+        let site_side = encode(
+            &PageLinkItem::of(link, site_page_pk(&link.site_id), link.page_id.clone()),
+            "page link",
+        )?;
+        let items = vec![
+            TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(t)
+                        .set_item(Some(page_side))
+                        .condition_expression("attribute_not_exists(pk)")
+                        .build()
+                        .map_err(StoreError::ddb)?,
+                )
+                .build(),
+            TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(t)
+                        .set_item(Some(site_side))
+                        .build()
+                        .map_err(StoreError::ddb)?,
+                )
+                .build(),
+        ];
+        Ok(self.transact(items).await?.is_none())
+    }
+
+    /// Removes a Page's link to `site`. Answers `false` when the Page did
+    /// not feed that site.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn unlink_page(&self, site: &str, page: &str) -> Result<bool, StoreError> {
+        let t = &self.names.table;
+        let delete =
+            |pk: String, sk: &str, condition: bool| -> Result<TransactWriteItem, StoreError> {
+                let mut d = Delete::builder()
+                    .table_name(t)
+                    .key(PK, s(pk))
+                    .key(SK, s(sk));
+                if condition {
+                    d = d
+                        .condition_expression("siteId = :site")
+                        .expression_attribute_values(":site", s(site));
+                }
+                Ok(TransactWriteItem::builder()
+                    .delete(d.build().map_err(StoreError::ddb)?)
+                    .build())
+            };
+        let items = vec![
+            delete(page_link_pk(page), PAGE_LINK_SK, true)?,
+            delete(site_page_pk(site), page, false)?,
+        ];
+        Ok(self.transact(items).await?.is_none())
     }
 }

@@ -1,4 +1,4 @@
 //! Meta Lead Ads: the webhook's doors.
 
 mod pages;
-mod webhook;
+pub(crate) mod webhook;

@@ -95,3 +95,90 @@ async fn with_lead_ads_off_no_page_is_read_or_kept() {
         (503, Some("LEAD_ADS_OFF"))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_feeds_one_site_and_linking_subscribes_it() {
+    let h = Harness::start().await;
+    h.put_site("loja-x", "BRL").await;
+    h.put_site("pet-mania", "USD").await;
+    h.connect(TOKEN).await;
+    let body = json!({"ownerKey": "agency"});
+    // Pet Mania's Page lets the user only analyse: its leads cannot be read.
+    let (s, b) = h
+        .call(
+            "PUT",
+            "/v1/sites/pet-mania/pages/900800700",
+            Some(body.clone()),
+        )
+        .await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (422, Some("META_PERMISSION_MISSING")),
+        "{b}"
+    );
+    let (s, _) = h
+        .call("PUT", "/v1/sites/loja-x/pages/123", Some(body.clone()))
+        .await;
+    assert_eq!(s, 404, "a Page the token does not list");
+    let b = h
+        .expect(
+            201,
+            "PUT",
+            "/v1/sites/loja-x/pages/100200300",
+            Some(body.clone()),
+        )
+        .await;
+    assert_eq!(b["pageId"], json!("100200300"));
+    assert!(
+        h.fake().page_subscribed("100200300"),
+        "Meta took the subscription"
+    );
+    assert!(
+        h.fake()
+            .requests()
+            .iter()
+            .any(|r| r.path.ends_with("/100200300/subscribed_apps")
+                && r.authorization.as_deref()
+                    == Some(&format!("Bearer {}", page_token("100200300")))),
+        "with the Page's own token"
+    );
+    // Again: nothing changes. On another site: one site a Page.
+    h.expect(
+        200,
+        "PUT",
+        "/v1/sites/loja-x/pages/100200300",
+        Some(body.clone()),
+    )
+    .await;
+    let (s, b) = h
+        .call(
+            "PUT",
+            "/v1/sites/pet-mania/pages/100200300",
+            Some(body.clone()),
+        )
+        .await;
+    assert_eq!((s, b["error"]["code"].as_str()), (409, Some("CONFLICT")));
+    let listed = h
+        .expect(200, "GET", "/v1/meta/connections/agency/pages", None)
+        .await;
+    assert_eq!(listed["pages"][0]["linkedSiteId"], json!("loja-x"));
+    assert!(listed["pages"][0]["subscribedAt"].is_i64());
+    // Unlinked: the subscription goes with it.
+    let b = h
+        .expect(200, "DELETE", "/v1/sites/loja-x/pages/100200300", None)
+        .await;
+    assert_eq!(b["removed"], json!(true));
+    assert!(!h.fake().page_subscribed("100200300"));
+    let (s, _) = h
+        .call("DELETE", "/v1/sites/loja-x/pages/100200300", None)
+        .await;
+    assert_eq!(s, 404);
+    // Now the other site may have it.
+    h.expect(
+        201,
+        "PUT",
+        "/v1/sites/pet-mania/pages/100200300",
+        Some(body),
+    )
+    .await;
+}

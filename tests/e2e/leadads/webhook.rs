@@ -3,9 +3,12 @@
 //! their exact bytes (anything else is 401 and queues nothing), one
 //! message per form lead on the leadgen queue, and Lead Ads off.
 use adtrail_fake_meta::{FAKE_APP_SECRET, FAKE_WEBHOOK_VERIFY_TOKEN};
+use adtrail_local::http::api_gateway_event;
 use adtrail_store::queue::LeadgenMessage;
+use adtrail_tests::runtime::Function;
 use adtrail_tests::*;
 use aws_lc_rs::hmac;
+use axum::http::{HeaderMap, HeaderValue, Method, Uri};
 use serde_json::{Value, json};
 
 /// `sha256=<hex>` of `body` under `secret`, as Meta signs.
@@ -216,4 +219,45 @@ async fn with_lead_ads_off_both_doors_answer_503() {
             "{method}"
         );
     }
+}
+
+/// Meta's two calls to the webhook, through the real API main: the
+/// verification and a delivery signed with the app secret. Answers the
+/// answers and the delivery's signature (a secret the logs must not hold).
+pub(crate) async fn call_metas_webhook(api: &Function) -> (Vec<Value>, String) {
+    let verify = api_gateway_event(
+        &Method::GET,
+        &format!(
+            "/v1/webhooks/meta?hub.mode=subscribe&hub.verify_token={FAKE_WEBHOOK_VERIFY_TOKEN}&hub.challenge=4242"
+        )
+        .parse::<Uri>()
+        .unwrap(),
+        &HeaderMap::new(),
+        b"",
+        None,
+    );
+    let verified = api.invoke(verify).await.unwrap();
+    assert_eq!(verified["statusCode"].as_i64(), Some(200), "{verified}");
+    let delivery = json!({"object": "page", "entry": [{"id": "100200300", "changes": [
+        {"field": "leadgen", "value": {"leadgen_id": "444000000000009", "page_id": "100200300"}}]}]})
+    .to_string();
+    let signature = sign(FAKE_APP_SECRET, delivery.as_bytes());
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        "x-hub-signature-256",
+        HeaderValue::from_str(&signature).unwrap(),
+    );
+    let delivered = api
+        .invoke(api_gateway_event(
+            &Method::POST,
+            &"/v1/webhooks/meta".parse::<Uri>().unwrap(),
+            &headers,
+            delivery.as_bytes(),
+            None,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(delivered["statusCode"].as_i64(), Some(200), "{delivered}");
+    let hex = signature.trim_start_matches("sha256=").to_owned();
+    (vec![verified, delivered], hex)
 }

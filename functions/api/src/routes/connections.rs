@@ -188,9 +188,10 @@ pub(crate) async fn get_connection(
 }
 
 /// `GET /v1/meta/connections/{ownerKey}/pages`: the Facebook Pages the
-/// owner's token lists (Lead Ads on), with the tasks its user may do and
+/// owner's token lists (Lead Ads on), with the tasks its user may do,
 /// whether their form leads can be read (`leadsAllowed`: the Page's token,
-/// and the `ADVERTISE` task). Never a token.
+/// and the `ADVERTISE` task) and the site each feeds (hidden outside the
+/// caller's grant). Never a token.
 pub(crate) async fn pages(
     api: &Api,
     caller: &Caller,
@@ -209,21 +210,22 @@ pub(crate) async fn pages(
             "ownerKey: no Meta connection is stored for this owner",
         ));
     }
-    let pages: Vec<serde_json::Value> = api
-        .store
-        .pages()
-        .list_pages(&owner)
-        .await?
-        .iter()
-        .map(|p| {
-            serde_json::json!({
-                "pageId": p.page_id,
-                "name": p.name,
-                "tasks": p.tasks,
-                "leadsAllowed": p.leads_allowed(),
-                "listedAt": p.listed_at,
-            })
-        })
-        .collect();
+    let mut pages: Vec<serde_json::Value> = vec![];
+    for p in api.store.pages().list_pages(&owner).await? {
+        // The site it feeds, hidden outside the caller's grant.
+        let link = api.store.pages().page_link(&p.page_id).await?;
+        let site = link.as_ref().map(|l| l.site_id.as_str());
+        let visible = site.filter(|s| caller.may_read(s).is_ok());
+        pages.push(serde_json::json!({
+            "pageId": p.page_id,
+            "name": p.name,
+            "tasks": p.tasks,
+            "leadsAllowed": p.leads_allowed(),
+            "listedAt": p.listed_at,
+            "linkedSiteId": visible,
+            "linkedOutsideScope": site.is_some() && visible.is_none(),
+            "subscribedAt": link.as_ref().filter(|_| visible.is_some()).map(|l| l.subscribed_at),
+        }));
+    }
     json(200, &serde_json::json!({"ownerKey": owner, "pages": pages}))
 }

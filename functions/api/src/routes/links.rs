@@ -4,24 +4,13 @@ use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::{AdAccountId, SiteId};
 use adtrail_store::linking::LinkError;
 use lambda_http::{Body, Request, Response};
-use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::{Caller, acting_owner, guards_ownership, resolve_owner};
 use crate::error::ApiError;
-use crate::input::{json_body, query};
+use crate::input::{OwnerBody, json_body, query};
 use crate::views::account_view;
 use crate::{Api, json};
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct LinkBody {
-    owner_key: String,
-    /// A host asks to be refused, as a dashboard is, what another owner
-    /// made.
-    #[serde(default)]
-    only_own: bool,
-}
 
 pub(crate) async fn link(
     api: &Api,
@@ -32,7 +21,7 @@ pub(crate) async fn link(
 ) -> Result<Response<Body>, ApiError> {
     let site = SiteId::parse("siteId", site)?;
     let account = AdAccountId::parse("adAccountId", account)?;
-    let body: LinkBody = json_body(req)?;
+    let body: OwnerBody = json_body(req)?;
     caller.may_configure(site.as_str())?;
     let owner = resolve_owner(caller, &body.owner_key, true)?;
     if api.store.sites().get_site(site.as_str()).await?.is_none() {

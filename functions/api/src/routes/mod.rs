@@ -10,6 +10,7 @@ mod leads;
 mod leads_report;
 mod links;
 mod login;
+mod pages;
 mod pixels;
 mod reads;
 mod reports;
@@ -59,6 +60,8 @@ enum Op {
     WebhookVerify,
     Webhook,
     ListPages,
+    LinkPage,
+    UnlinkPage,
 }
 
 /// One route: its method, its path (`{…}` standing for one id), and what it
@@ -95,7 +98,7 @@ const fn open(method: &'static str, path: &'static str, op: Op) -> Route {
 /// Every route. The one table: dispatch finds routes here, the `405`
 /// answers and the logs' route names read it, and the template tests check
 /// it against the template's routes and the OpenAPI document.
-pub const ROUTES: [Route; 33] = [
+pub const ROUTES: [Route; 35] = [
     r("PUT", "/v1/sites/{siteId}", Op::PutSite),
     r("PUT", "/v1/meta/connections/{ownerKey}", Op::PutConnection),
     r("GET", "/v1/meta/connections/{ownerKey}", Op::GetConnection),
@@ -131,6 +134,12 @@ pub const ROUTES: [Route; 33] = [
         Op::UnlinkPreview,
     ),
     r("POST", "/v1/sites/{siteId}/sync", Op::SyncNow),
+    r("PUT", "/v1/sites/{siteId}/pages/{pageId}", Op::LinkPage),
+    r(
+        "DELETE",
+        "/v1/sites/{siteId}/pages/{pageId}",
+        Op::UnlinkPage,
+    ),
     r("PUT", "/v1/sites/{siteId}/pixel", Op::PutPixel),
     r("DELETE", "/v1/sites/{siteId}/pixel", Op::DeletePixel),
     r(
@@ -265,6 +274,8 @@ async fn dispatch(
         Op::Login => login::login(api, caller, req, id(0)).await,
         Op::Refresh => connections::refresh_connection(api, caller, id(0)).await,
         Op::ListPages => connections::pages(api, caller, id(0)).await,
+        Op::LinkPage => pages::link_page(api, caller, req, id(0), id(1)).await,
+        Op::UnlinkPage => pages::unlink_page(api, caller, req, id(0), id(1)).await,
         Op::Link => links::link(api, caller, req, id(0), id(1)).await,
         Op::Unlink => links::unlink(api, caller, req, id(0), id(1)).await,
         Op::UnlinkPreview => links::unlink_preview(api, caller, id(0), id(1)).await,

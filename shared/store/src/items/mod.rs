@@ -99,6 +99,6 @@ mod tests;
 
 pub(crate) use conversions::{ConversionItem, LeadItem, MATCH_ATTRIBUTES};
 pub(crate) use destinations::DestinationItem;
-pub(crate) use pages::PageItem;
+pub(crate) use pages::{PageItem, PageLinkItem};
 pub(crate) use setup::{BoardItem, ConnectionItem, LinkItem, PixelItem, SiteItem};
 pub(crate) use spend::{CatalogItem, FiguresItem};

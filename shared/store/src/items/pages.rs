@@ -1,7 +1,7 @@
 //! The item of a Page an owner's token lists: its name and tasks, its own
 //! token sealed.
 
-use adtrail_domain::leadads::OwnerPage;
+use adtrail_domain::leadads::{OwnerPage, PageLink};
 use serde::{Deserialize, Serialize};
 
 /// `page#<ownerKey>` / `<pageId>`: written whole each time a connect,
@@ -48,6 +48,43 @@ impl From<PageItem> for OwnerPage {
             sealed_token: i.sealed_token,
             token_version: i.token_version,
             listed_at: i.listed_at,
+        }
+    }
+}
+
+/// `pagelink#<pageId>` / `link` and `sitepage#<siteId>` / `<pageId>`: the
+/// same link from both sides, written and removed in one transaction.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PageLinkItem {
+    pub(crate) pk: String,
+    pub(crate) sk: String,
+    site_id: String,
+    page_id: String,
+    owner_key: String,
+    subscribed_at: i64,
+}
+
+impl PageLinkItem {
+    pub(crate) fn of(l: &PageLink, pk: String, sk: String) -> Self {
+        PageLinkItem {
+            pk,
+            sk,
+            site_id: l.site_id.clone(),
+            page_id: l.page_id.clone(),
+            owner_key: l.owner_key.clone(),
+            subscribed_at: l.subscribed_at,
+        }
+    }
+}
+
+impl From<PageLinkItem> for PageLink {
+    fn from(i: PageLinkItem) -> Self {
+        PageLink {
+            site_id: i.site_id,
+            page_id: i.page_id,
+            owner_key: i.owner_key,
+            subscribed_at: i.subscribed_at,
         }
     }
 }

@@ -1,0 +1,152 @@
+//! Linking a Facebook Page to a site for Lead Ads (`PUT`) and unlinking it
+//! (`DELETE /v1/sites/{siteId}/pages/{pageId}`), under the ad accounts'
+//! ownership rules: one Page feeds one site; a dashboard links and unlinks
+//! only as its own owner, and a host with `onlyOwn` is refused what another
+//! owner made. Linking subscribes the app to the Page's `leadgen` field
+//! with the Page's own token (unsealed for that call only); unlinking
+//! removes the subscription.
+
+use adtrail_domain::SiteId;
+use adtrail_domain::error_codes::ErrorCode;
+use adtrail_domain::ids::check_meta_numeric;
+use adtrail_domain::leadads::{OwnerPage, PageLink};
+use lambda_http::{Body, Request, Response};
+use serde_json::json;
+
+use crate::auth::{Caller, acting_owner, guards_ownership, resolve_owner};
+use crate::error::ApiError;
+use crate::input::{OwnerBody, json_body, query};
+use crate::routes::webhooks::lead_ads_on;
+use crate::{Api, json};
+
+fn view(link: &PageLink) -> serde_json::Value {
+    json!({
+        "siteId": link.site_id,
+        "pageId": link.page_id,
+        "ownerKey": link.owner_key,
+        "subscribedAt": link.subscribed_at,
+    })
+}
+
+/// The Page's token, opened for one call.
+async fn page_token(api: &Api, page: &OwnerPage) -> Result<String, ApiError> {
+    Ok(api
+        .store
+        .sealer()
+        .unseal_page(&page.owner_key, &page.page_id, &page.sealed_token)
+        .await?)
+}
+
+pub(crate) async fn link_page(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+    site: &str,
+    page_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    check_meta_numeric("pageId", page_id)?;
+    let body: OwnerBody = json_body(req)?;
+    caller.may_configure(site.as_str())?;
+    let owner = resolve_owner(caller, &body.owner_key, true)?;
+    lead_ads_on(api)?;
+    if api.store.sites().get_site(site.as_str()).await?.is_none() {
+        return Err(ApiError::no_site());
+    }
+    let pages = api.store.pages().list_pages(&owner).await?;
+    let Some(page) = pages.iter().find(|p| p.page_id == page_id) else {
+        return Err(ApiError::not_found(
+            "pageId: the owner's token does not list this Page (connect or refresh first)",
+        ));
+    };
+    if !page.leads_allowed() {
+        return Err(ApiError::new(
+            ErrorCode::MetaPermissionMissing,
+            "pageId: the token's user cannot ADVERTISE on this Page, which Meta asks to read its leads",
+        ));
+    }
+    if let Some(existing) = api.store.pages().page_link(page_id).await? {
+        if existing.site_id != site.as_str() {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                "pageId: the Page already feeds another site; unlink it there first",
+            ));
+        }
+        if existing.owner_key != owner && guards_ownership(caller, body.only_own) {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                "pageId: another owner linked this Page to the site",
+            ));
+        }
+        return json(200, &view(&existing));
+    }
+    let token = page_token(api, page).await?;
+    api.graph.subscribe_page(&token, page_id).await?;
+    drop(token);
+    let link = PageLink {
+        site_id: site.as_str().to_owned(),
+        page_id: page_id.to_owned(),
+        owner_key: owner,
+        subscribed_at: api.clock.now_ms(),
+    };
+    if !api.store.pages().link_page(&link).await? {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            "pageId: the Page was linked meanwhile; read it again",
+        ));
+    }
+    json(201, &view(&link))
+}
+
+pub(crate) async fn unlink_page(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+    site: &str,
+    page_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    check_meta_numeric("pageId", page_id)?;
+    let params = query(req, &["ownerKey"])?;
+    caller.may_configure(site.as_str())?;
+    let acting = acting_owner(caller, params.get("ownerKey"))?;
+    lead_ads_on(api)?;
+    let Some(existing) = api
+        .store
+        .pages()
+        .page_link(page_id)
+        .await?
+        .filter(|l| l.site_id == site.as_str())
+    else {
+        return Err(ApiError::not_found(
+            "pageId: the Page does not feed this site",
+        ));
+    };
+    if acting.as_ref().is_some_and(|o| o != &existing.owner_key) {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            "pageId: another owner linked this Page; only it may unlink it",
+        ));
+    }
+    // The subscription goes first; if Meta fails, the link still goes
+    // (leads of an unlinked Page are dropped), and the failure is logged.
+    let listed = api.store.pages().list_pages(&existing.owner_key).await?;
+    if let Some(page) = listed
+        .iter()
+        .find(|p| p.page_id == page_id && p.leads_allowed())
+    {
+        let token = page_token(api, page).await?;
+        if let Err(e) = api.graph.unsubscribe_page(&token, page_id).await {
+            tracing::warn!(error = %e, "Meta kept the Page's subscription; its leads are dropped");
+        }
+    }
+    let removed = api
+        .store
+        .pages()
+        .unlink_page(site.as_str(), page_id)
+        .await?;
+    json(
+        200,
+        &json!({"siteId": site.as_str(), "pageId": page_id, "removed": removed}),
+    )
+}
