@@ -51,7 +51,7 @@ bench: venv
 ## The Conversions API fault run at full size: 10,000 conversions, 30% of
 ## Meta's calls failing, duplicates and lost messages (15 to 25 minutes on moto).
 fault-run: venv
-	ADTRAIL_FAULT_RUN=10000 ADTRAIL_FAULT_EVENTS=10000 infra/run-tests.sh -p adtrail-tests --test e2e fault -- --nocapture
+	ADTRAIL_FAULT_RUN=10000 ADTRAIL_FAULT_EVENTS=2000 infra/run-tests.sh -p adtrail-tests --test e2e fault -- --nocapture
 
 ## Release arm64 binaries, as `sam build` makes them (needs cargo-lambda).
 build-lambdas: venv

@@ -191,3 +191,37 @@ fn every_api_route_but_metas_webhook_sits_behind_the_jwt_authorizer() {
         "the OpenAPI document = the handler's table"
     );
 }
+
+#[test]
+fn the_committed_samconfig_names_only_the_templates_parameters() {
+    let t = template();
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../samconfig.toml"))
+            .expect("samconfig.toml");
+    let mut named = 0;
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("parameter_overrides"))
+    {
+        let overrides = line.split_once('=').map(|(_, v)| v).unwrap_or_default();
+        for pair in overrides.trim().trim_matches('"').split("\\\" ") {
+            let name = pair.split('=').next().unwrap_or_default().trim();
+            if name.is_empty() {
+                continue;
+            }
+            assert!(
+                !t.raw["Parameters"][name].is_null(),
+                "samconfig.toml sets {name}, which the template does not take"
+            );
+            named += 1;
+        }
+    }
+    assert!(
+        named >= 8,
+        "both businesses' parameters were read ({named})"
+    );
+    assert!(
+        !text.contains("[default"),
+        "no default section: plain sam commands stay unaffected"
+    );
+}
