@@ -293,7 +293,8 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         }
     }
 
-    // The login's code, the app's secret and every token Meta issued.
+    // The login's code, the app's secret, every token Meta issued and the
+    // Pages' tokens.
     let issued: Vec<String> = h
         .fake()
         .requests()
@@ -311,6 +312,12 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         .map(|c| (*c).to_owned())
         .chain([adtrail_fake_meta::FAKE_APP_SECRET.to_owned()])
         .chain(issued)
+        // The Pages' tokens the connects listed (Lead Ads is on locally).
+        .chain(
+            adtrail_fake_meta::SAMPLE_PAGES
+                .iter()
+                .map(|(id, _, _)| adtrail_fake_meta::page_token(id)),
+        )
     {
         for needle in [needle.clone(), encoded(&needle)] {
             assert!(!log_text.contains(&needle), "a log line carries {needle}");
