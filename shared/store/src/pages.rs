@@ -85,6 +85,22 @@ impl Pages<'_> {
             .transpose()
     }
 
+    /// The sites `pages` feed, those linked, read in batches of 100.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn page_links(&self, pages: &[&str]) -> Result<Vec<PageLink>, StoreError> {
+        let keys = pages
+            .iter()
+            .map(|p| (page_link_pk(p), PAGE_LINK_SK.to_owned()))
+            .collect();
+        self.batch_read(keys)
+            .await?
+            .iter()
+            .map(|i| decode::<PageLinkItem>(i, "page link").map(PageLink::from))
+            .collect()
+    }
+
     /// Links a Page to its site, from both sides at once. Answers `false`
     /// when the Page already feeds a site (read it again).
     ///

@@ -210,11 +210,14 @@ pub(crate) async fn pages(
             "ownerKey: no Meta connection is stored for this owner",
         ));
     }
+    let listed = api.store.pages().list_pages(&owner).await?;
+    let ids: Vec<&str> = listed.iter().map(|p| p.page_id.as_str()).collect();
+    let links = api.store.pages().page_links(&ids).await?;
     let mut pages: Vec<serde_json::Value> = vec![];
-    for p in api.store.pages().list_pages(&owner).await? {
+    for p in listed {
         // The site it feeds, hidden outside the caller's grant.
-        let link = api.store.pages().page_link(&p.page_id).await?;
-        let site = link.as_ref().map(|l| l.site_id.as_str());
+        let link = links.iter().find(|l| l.page_id == p.page_id);
+        let site = link.map(|l| l.site_id.as_str());
         let visible = site.filter(|s| caller.may_read(s).is_ok());
         pages.push(serde_json::json!({
             "pageId": p.page_id,
@@ -224,7 +227,7 @@ pub(crate) async fn pages(
             "listedAt": p.listed_at,
             "linkedSiteId": visible,
             "linkedOutsideScope": site.is_some() && visible.is_none(),
-            "subscribedAt": link.as_ref().filter(|_| visible.is_some()).map(|l| l.subscribed_at),
+            "subscribedAt": link.filter(|_| visible.is_some()).map(|l| l.subscribed_at),
         }));
     }
     json(200, &serde_json::json!({"ownerKey": owner, "pages": pages}))
