@@ -21,6 +21,7 @@ mod graph;
 mod knobs;
 mod login;
 mod pages;
+mod refusals;
 mod server;
 mod wire;
 
