@@ -9,6 +9,17 @@ use serde_json::json;
 use crate::server::Shared;
 use crate::wire::meta_error;
 
+/// Meta's answer to an expired token (code 190, subcode 463).
+fn expired() -> Box<Response> {
+    Box::new(meta_error(
+        StatusCode::BAD_REQUEST,
+        190,
+        Some(463),
+        "Error validating access token: Session has expired",
+        false,
+    ))
+}
+
 /// What Meta refuses a call with a user token for, in order: a dead token,
 /// a token told to die, a throttle, a 5xx. Otherwise the usage header every
 /// answer then carries, if one is set.
@@ -19,25 +30,13 @@ pub(crate) fn refuse(
 ) -> Result<Option<String>, Box<Response>> {
     let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
     if token.contains("invalid") || inner.dead_tokens.contains(token) {
-        return Err(Box::new(meta_error(
-            StatusCode::BAD_REQUEST,
-            190,
-            Some(463),
-            "Error validating access token: Session has expired",
-            false,
-        )));
+        return Err(expired());
     }
     if let Some(left) = inner.knobs.token_dies_after.as_mut() {
         if *left == 0 {
             inner.dead_tokens.insert(token.to_owned());
             inner.knobs.token_dies_after = None;
-            return Err(Box::new(meta_error(
-                StatusCode::BAD_REQUEST,
-                190,
-                Some(463),
-                "Error validating access token: Session has expired",
-                false,
-            )));
+            return Err(expired());
         }
         *left -= 1;
     }
