@@ -13,7 +13,6 @@ mod connect;
 mod contact;
 pub mod error;
 pub mod input;
-mod outbox;
 mod routes;
 mod views;
 

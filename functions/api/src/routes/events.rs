@@ -25,8 +25,8 @@ use crate::auth::Caller;
 use crate::contact::{ContactBody, read_contact};
 use crate::error::ApiError;
 use crate::input::json_body;
-use crate::outbox::{Targets, targets};
 use crate::{Api, json};
+use adtrail_changes::{Targets, targets};
 
 /// How far ahead of our clock an event may be (clock skew).
 const MAX_FUTURE_MS: i64 = 5 * MINUTE_MS;
@@ -228,7 +228,7 @@ pub(crate) async fn post_events(
     let Some(site_row) = api.store.sites().get_site(site.as_str()).await? else {
         return Err(ApiError::no_site());
     };
-    let targets = targets(api, site.as_str()).await?;
+    let targets = targets(&api.store, site.as_str()).await?;
     let country = site_row.country.as_deref();
     // Each event's rows, and which event each row is of.
     let mut rows = vec![];
@@ -267,7 +267,7 @@ pub(crate) async fn post_events(
             Posted::Duplicate => duplicate.entry(*event).or_default().push(&row.slug),
         }
     }
-    crate::outbox::enqueue(api, &messages).await;
+    adtrail_changes::enqueue(&api.store, &messages).await;
     for (i, answer) in answers.iter_mut().enumerate() {
         answer["queued"] = json!(queued.remove(&i).unwrap_or_default());
         answer["duplicate"] = json!(duplicate.remove(&i).unwrap_or_default());

@@ -16,16 +16,13 @@
 
 use std::collections::BTreeMap;
 
+use adtrail_changes::{MAX_TRIES, RecordError, Recorded, record};
 use adtrail_domain::SiteId;
 use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::ids::{check_meta_numeric, check_opaque};
-use adtrail_domain::leads::{
-    Lead, LeadContext, LeadInput, LeadTargets, LeadUpdate, LeadWrite, NewLead, Stage, check_origin,
-    decide, is_paid, once_per_lead,
-};
+use adtrail_domain::leads::{Lead, LeadUpdate, NewLead, Stage, check_origin, is_paid};
 use adtrail_domain::time::MINUTE_MS;
 use adtrail_store::outbox::LeadWritten;
-use adtrail_store::queue::SendMessage;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -34,13 +31,10 @@ use crate::auth::Caller;
 use crate::contact::{ContactBody, read_contact_data};
 use crate::error::ApiError;
 use crate::input::{json_body, plain_text};
-use crate::outbox::{enqueue, targets};
 use crate::{Api, json};
 
 /// How far ahead of our clock a host's `occurredAt` may be (clock skew).
 const MAX_FUTURE_MS: i64 = 5 * MINUTE_MS;
-/// Tries of a change that raced another change of the same lead.
-const MAX_TRIES: usize = 4;
 /// The largest sale: ten trillion minor units.
 const MAX_REVENUE_CENTS: i64 = 10_000_000_000_000;
 
@@ -222,27 +216,6 @@ pub(crate) async fn delete_lead(
     Err(busy())
 }
 
-/// The answer to a change that writes nothing: the lead as it is, and
-/// whether the change was seen before.
-async fn unchanged(
-    api: &Api,
-    site: &str,
-    lead_key: &str,
-    lead: Option<&Lead>,
-    change: &Change,
-) -> Result<Response<Body>, ApiError> {
-    let mut body = answer(site, lead_key, lead, false, &[], change);
-    if api
-        .store
-        .leads()
-        .change_seen(site, &change.update.change_id)
-        .await?
-    {
-        body["duplicate"] = json!(true);
-    }
-    json(200, &body)
-}
-
 fn busy() -> ApiError {
     ApiError::new(
         ErrorCode::Conflict,
@@ -250,9 +223,9 @@ fn busy() -> ApiError {
     )
 }
 
-/// Decides and writes one change, again from fresh reads if it raced:
-/// read, let the domain decide, keep each event once per lead, write the
-/// outbox, then enqueue.
+/// Records one change through the shared use case and answers it: `201`
+/// when it records a lead, `200` otherwise, `duplicate` when this change
+/// was written before.
 async fn apply(
     api: &Api,
     site: &SiteId,
@@ -260,114 +233,55 @@ async fn apply(
     change: &Change,
     new: Option<&NewLead>,
 ) -> Result<Response<Body>, ApiError> {
-    let Some(site_row) = api.store.sites().get_site(site.as_str()).await? else {
-        return Err(ApiError::no_site());
-    };
-    let update = &change.update;
-    for _ in 0..MAX_TRIES {
-        let now = api.clock.now_ms();
-        let lead = api.store.leads().get_lead(site.as_str(), lead_key).await?;
-        let current = lead.clone();
-        let input = match (lead, new) {
-            (Some(lead), recorded) => LeadInput::Known {
-                lead: Box::new(lead),
-                recorded,
-            },
-            (None, Some(new)) => LeadInput::New {
-                lead_id: uuid::Uuid::new_v4().to_string(),
-                lead_key,
-                lead: new,
-            },
-            (None, None) => return Err(ApiError::not_found("leadKey: no such lead")),
-        };
-        let board = api.store.boards().get_board(site.as_str()).await?;
-        let targets = if update.hashes.is_some() || update.contact.is_some() {
-            Some(targets(api, site.as_str()).await?)
-        } else {
-            None
-        };
-        let ctx = LeadContext {
-            site_id: &site_row.site_id,
-            currency: &site_row.currency,
-            board: &board,
-            country: site_row.country.as_deref(),
-            targets: targets
-                .as_ref()
-                .map_or_else(LeadTargets::default, |t| LeadTargets {
-                    pixel: t.pixel,
-                    send_lead_event: t.send_lead_event,
-                    destinations: &t.destinations,
-                }),
-            now,
-        };
-        let Some(mut plan) = decide(&ctx, input, update) else {
-            return unchanged(api, site.as_str(), lead_key, current.as_ref(), change).await;
-        };
-        let known = plan.known_refs();
-        if !known.is_empty() {
-            let existing = api
-                .store
-                .conversions()
-                .get_conversions(site.as_str(), &known)
-                .await?;
-            once_per_lead(&mut plan, &existing);
-        } else {
-            once_per_lead(&mut plan, &[]);
-        }
-        match api.store.leads().write_lead_change(&plan).await? {
-            LeadWritten::Written => {
-                let queued: Vec<&str> = plan
-                    .conversions
-                    .iter()
-                    .map(|c| c.event_name.as_str())
-                    .collect();
-                enqueue_conversions(api, site.as_str(), &plan).await;
-                let mut body = answer(
-                    site.as_str(),
-                    lead_key,
-                    Some(&plan.lead),
-                    true,
-                    &queued,
-                    change,
-                );
-                if !plan.routed.is_empty() {
-                    let mut routed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-                    for r in &plan.routed {
-                        routed
-                            .entry(&r.slug)
-                            .or_default()
-                            .push(r.event_name.as_str());
-                    }
-                    body["routed"] = json!(routed);
+    let recorded = record(
+        &api.store,
+        api.clock.as_ref(),
+        site,
+        lead_key,
+        &change.update,
+        new,
+    )
+    .await
+    .map_err(|e| match e {
+        RecordError::NoSite => ApiError::no_site(),
+        RecordError::NoLead => ApiError::not_found("leadKey: no such lead"),
+        RecordError::Busy => busy(),
+        RecordError::Store(e) => e.into(),
+    })?;
+    let site = site.as_str();
+    match recorded {
+        Recorded::Written(plan) => {
+            let queued: Vec<&str> = plan
+                .conversions
+                .iter()
+                .map(|c| c.event_name.as_str())
+                .collect();
+            let mut body = answer(site, lead_key, Some(&plan.lead), true, &queued, change);
+            if !plan.routed.is_empty() {
+                let mut routed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+                for r in &plan.routed {
+                    routed
+                        .entry(&r.slug)
+                        .or_default()
+                        .push(r.event_name.as_str());
                 }
-                return json(if plan.creates() { 201 } else { 200 }, &body);
+                body["routed"] = json!(routed);
             }
-            LeadWritten::ChangeSeen => {
-                let lead = api.store.leads().get_lead(site.as_str(), lead_key).await?;
-                let mut body = answer(site.as_str(), lead_key, lead.as_ref(), false, &[], change);
+            json(if plan.creates() { 201 } else { 200 }, &body)
+        }
+        Recorded::Duplicate(lead) => {
+            let mut body = answer(site, lead_key, lead.as_ref(), false, &[], change);
+            body["duplicate"] = json!(true);
+            json(200, &body)
+        }
+        Recorded::Unchanged { lead, seen } => {
+            let mut body = answer(site, lead_key, lead.as_ref(), false, &[], change);
+            if seen {
                 body["duplicate"] = json!(true);
-                return json(200, &body);
             }
-            LeadWritten::Raced => continue,
+            json(200, &body)
         }
     }
-    Err(busy())
-}
-
-/// Puts the new rows' messages (the pixel's and the destinations') on the
-/// send queue.
-async fn enqueue_conversions(api: &Api, site: &str, plan: &LeadWrite) {
-    let messages: Vec<SendMessage> = plan
-        .conversions
-        .iter()
-        .map(|c| &c.sk)
-        .chain(plan.routed.iter().map(|r| &r.sk))
-        .map(|sk| SendMessage {
-            site_id: site.to_owned(),
-            key: sk.clone(),
-        })
-        .collect();
-    enqueue(api, &messages).await;
 }
 
 fn answer(

@@ -1,17 +1,15 @@
-//! The API's side of the outbox, shared by the routes that queue
-//! conversions (a lead's changes, a storefront's events): where the site's
-//! events go now (its pixel, its destinations), and putting the rows'
-//! messages on the send queue once they are written.
+//! Where a site's events go now (its pixel, its destinations), and putting
+//! the rows' messages on the send queue once they are written. Shared by
+//! everything that queues conversions: lead changes (the API's and the Lead
+//! Ads worker's) and a storefront's events.
 
 use adtrail_domain::destinations::{Destination, SENDING_PLATFORMS};
 use adtrail_domain::pixels::{PixelReady, pixel_ready};
 use adtrail_store::queue::SendMessage;
-
-use crate::Api;
-use crate::error::ApiError;
+use adtrail_store::{Store, StoreError};
 
 /// Where a site's events go now.
-pub(crate) struct Targets {
+pub struct Targets {
     /// Whether the pixel can take events now (the domain's one rule; the
     /// sender asks it again before sending).
     pub pixel: Option<PixelReady>,
@@ -22,10 +20,13 @@ pub(crate) struct Targets {
     pub destinations: Vec<Destination>,
 }
 
-pub(crate) async fn targets(api: &Api, site: &str) -> Result<Targets, ApiError> {
-    let (pixel, send_lead_event) = pixel_ready_now(api, site).await?;
-    let destinations = api
-        .store
+/// Reads the site's pixel, its connection and its destinations.
+///
+/// # Errors
+/// [`StoreError`] when a read fails.
+pub async fn targets(store: &Store, site: &str) -> Result<Targets, StoreError> {
+    let (pixel, send_lead_event) = pixel_ready_now(store, site).await?;
+    let destinations = store
         .destinations()
         .list_destinations(site)
         .await?
@@ -40,12 +41,14 @@ pub(crate) async fn targets(api: &Api, site: &str) -> Result<Targets, ApiError> 
 }
 
 /// Whether the site's pixel can send now, and its `sendLeadEvent`.
-async fn pixel_ready_now(api: &Api, site: &str) -> Result<(Option<PixelReady>, bool), ApiError> {
-    let pixel = api.store.pixels().get_pixel(site).await?;
+async fn pixel_ready_now(
+    store: &Store,
+    site: &str,
+) -> Result<(Option<PixelReady>, bool), StoreError> {
+    let pixel = store.pixels().get_pixel(site).await?;
     let send_lead_event = pixel.as_ref().is_none_or(|p| p.send_lead_event);
     let connection = match pixel.as_ref().and_then(|p| p.connection_owner()) {
-        Some(owner) => api
-            .store
+        Some(owner) => store
             .connections()
             .get_connection(owner)
             .await?
@@ -60,11 +63,11 @@ async fn pixel_ready_now(api: &Api, site: &str) -> Result<(Option<PixelReady>, b
 
 /// Puts send messages on the send queue. A failure here loses nothing:
 /// the rows are pending, and the sweeper sends them.
-pub(crate) async fn enqueue(api: &Api, messages: &[SendMessage]) {
+pub async fn enqueue(store: &Store, messages: &[SendMessage]) {
     if messages.is_empty() {
         return;
     }
-    match api.store.queues().enqueue_sends(messages).await {
+    match store.queues().enqueue_sends(messages).await {
         Ok(0) => {}
         Ok(refused) => tracing::warn!(refused, "SQS refused sends; the sweeper will send them"),
         Err(error) => {

@@ -1,0 +1,148 @@
+//! One lead change, decided and written: again from fresh reads when it
+//! raced another change of the same lead, at most [`MAX_TRIES`] times.
+
+use adtrail_domain::SiteId;
+use adtrail_domain::leads::{
+    Lead, LeadContext, LeadInput, LeadTargets, LeadUpdate, LeadWrite, NewLead, decide,
+    once_per_lead,
+};
+use adtrail_domain::time::Clock;
+use adtrail_store::outbox::LeadWritten;
+use adtrail_store::queue::SendMessage;
+use adtrail_store::{Store, StoreError};
+
+use crate::outbox::{Targets, enqueue, targets};
+
+/// Tries of a change that raced another change of the same lead.
+pub const MAX_TRIES: usize = 4;
+
+/// What recording a change did.
+#[derive(Debug)]
+pub enum Recorded {
+    /// Written: the lead after the change and the rows it queued (their
+    /// messages are on the send queue, or the sweeper sends them).
+    Written(Box<LeadWrite>),
+    /// Written before, by this very change (a retry, a second delivery):
+    /// the lead as it is now.
+    Duplicate(Option<Lead>),
+    /// The change changes nothing (an old move, the column the lead is
+    /// in): the lead as it is, and whether this change was seen before.
+    Unchanged { lead: Option<Lead>, seen: bool },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("no such site")]
+    NoSite,
+    /// A change to a lead that was never recorded.
+    #[error("no such lead")]
+    NoLead,
+    /// Every try raced another change of the same lead.
+    #[error("the lead kept changing while the change was saved")]
+    Busy,
+    #[error("the store failed")]
+    Store(#[from] StoreError),
+}
+
+/// Decides and writes one change of `lead_key` (`new`: the lead it records
+/// when there is none yet), then enqueues the rows it queued.
+///
+/// # Errors
+/// [`RecordError`]; nothing is written when it fails, except a write the
+/// store made before failing to answer, which a retry sees as
+/// [`Recorded::Duplicate`].
+pub async fn record(
+    store: &Store,
+    clock: &dyn Clock,
+    site: &SiteId,
+    lead_key: &str,
+    update: &LeadUpdate,
+    new: Option<&NewLead>,
+) -> Result<Recorded, RecordError> {
+    let Some(site_row) = store.sites().get_site(site.as_str()).await? else {
+        return Err(RecordError::NoSite);
+    };
+    let wants_targets = update.hashes.is_some() || update.contact.is_some();
+    for _ in 0..MAX_TRIES {
+        let lead = store.leads().get_lead(site.as_str(), lead_key).await?;
+        let current = lead.clone();
+        let input = match (lead, new) {
+            (Some(lead), recorded) => LeadInput::Known {
+                lead: Box::new(lead),
+                recorded,
+            },
+            (None, Some(new)) => LeadInput::New {
+                lead_id: uuid::Uuid::new_v4().to_string(),
+                lead_key,
+                lead: new,
+            },
+            (None, None) => return Err(RecordError::NoLead),
+        };
+        let board = store.boards().get_board(site.as_str()).await?;
+        let targets: Option<Targets> = if wants_targets {
+            Some(targets(store, site.as_str()).await?)
+        } else {
+            None
+        };
+        let ctx = LeadContext {
+            site_id: &site_row.site_id,
+            currency: &site_row.currency,
+            board: &board,
+            country: site_row.country.as_deref(),
+            targets: targets
+                .as_ref()
+                .map_or_else(LeadTargets::default, |t| LeadTargets {
+                    pixel: t.pixel,
+                    send_lead_event: t.send_lead_event,
+                    destinations: &t.destinations,
+                }),
+            now: clock.now_ms(),
+        };
+        let Some(mut plan) = decide(&ctx, input, update) else {
+            let seen = store
+                .leads()
+                .change_seen(site.as_str(), &update.change_id)
+                .await?;
+            return Ok(Recorded::Unchanged {
+                lead: current,
+                seen,
+            });
+        };
+        let known = plan.known_refs();
+        let existing = if known.is_empty() {
+            vec![]
+        } else {
+            store
+                .conversions()
+                .get_conversions(site.as_str(), &known)
+                .await?
+        };
+        once_per_lead(&mut plan, &existing);
+        match store.leads().write_lead_change(&plan).await? {
+            LeadWritten::Written => {
+                enqueue(store, &messages(site.as_str(), &plan)).await;
+                return Ok(Recorded::Written(Box::new(plan)));
+            }
+            LeadWritten::ChangeSeen => {
+                let lead = store.leads().get_lead(site.as_str(), lead_key).await?;
+                return Ok(Recorded::Duplicate(lead));
+            }
+            LeadWritten::Raced => continue,
+        }
+    }
+    Err(RecordError::Busy)
+}
+
+/// The send messages of the rows a change wrote: the pixel's and the
+/// destinations'.
+fn messages(site: &str, plan: &LeadWrite) -> Vec<SendMessage> {
+    plan.conversions
+        .iter()
+        .map(|c| &c.sk)
+        .chain(plan.routed.iter().map(|r| &r.sk))
+        .map(|sk| SendMessage {
+            site_id: site.to_owned(),
+            key: sk.clone(),
+        })
+        .collect()
+}
