@@ -45,7 +45,7 @@ lint:
 ## Figures: requests per 1,000 ad-day rows, peak memory, init time, binary sizes.
 bench: venv
 	-$(MAKE) --no-print-directory build-lambdas
-	cargo build --release --quiet --bin adtrail-api --bin adtrail-dispatcher --bin adtrail-sync-worker --bin adtrail-sweeper --bin adtrail-capi-sender
+	cargo build --release --quiet --bin adtrail-api --bin adtrail-dispatcher --bin adtrail-sync-worker --bin adtrail-sweeper --bin adtrail-capi-sender --bin adtrail-leadgen-worker
 	cargo run --release --quiet -p adtrail-local --bin adtrail-bench
 
 ## The Conversions API fault run at full size: 10,000 conversions, 30% of
@@ -58,7 +58,7 @@ build-lambdas: venv
 	$(VENV)/bin/pip install --quiet cargo-lambda
 	rustup target add aarch64-unknown-linux-gnu
 	PATH=$(abspath $(VENV))/bin:$$PATH cargo lambda build --release --arm64 \
-		--bin adtrail-api --bin adtrail-dispatcher --bin adtrail-sync-worker --bin adtrail-sweeper --bin adtrail-capi-sender
+		--bin adtrail-api --bin adtrail-dispatcher --bin adtrail-sync-worker --bin adtrail-sweeper --bin adtrail-capi-sender --bin adtrail-leadgen-worker
 
 fmt:
 	cargo fmt --all

@@ -32,7 +32,7 @@ rm -rf "$ADTRAIL_IAM_LOG_DIR"
 trap 'kill $moto 2>/dev/null || true; rm -rf "$ADTRAIL_IAM_LOG_DIR"' EXIT
 # The functions' real mains, which the runtime test starts behind a
 # stand-in Runtime API.
-cargo build -q -p adtrail-api -p adtrail-dispatcher -p adtrail-sync-worker -p adtrail-capi-sender --bins
+cargo build -q -p adtrail-api -p adtrail-dispatcher -p adtrail-sync-worker -p adtrail-capi-sender -p adtrail-leadgen-worker --bins
 # With arguments, they are cargo test's (e.g. `-p adtrail-tests --test e2e capi::`).
 if [ "${1:-}" = "--contract-only" ]; then
   shift

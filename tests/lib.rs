@@ -3,6 +3,7 @@
 //! runner on a virtual clock, and an HTTP client that calls the API as a
 //! host's server would, with a bearer token verified like API Gateway does.
 
+pub mod bus;
 pub mod runtime;
 
 use std::sync::Arc;

@@ -51,52 +51,8 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
     adtrail_store::logging::init_with_writer(logs.clone());
 
     let h = Harness::start().await;
-    // Tap the bus: a rule sends every adtrail event to a queue we read.
-    let store = h.store();
-    let tap = store
-        .sqs
-        .create_queue()
-        .queue_name(format!("{}-tap", store.names.bus))
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
-    let tap_arn = store
-        .sqs
-        .get_queue_attributes()
-        .queue_url(&tap)
-        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap()[&aws_sdk_sqs::types::QueueAttributeName::QueueArn]
-        .clone();
-    store
-        .events
-        .put_rule()
-        .name("tap")
-        .event_bus_name(&store.names.bus)
-        .event_pattern(r#"{"source":["adtrail"]}"#)
-        .send()
-        .await
-        .unwrap();
-    store
-        .events
-        .put_targets()
-        .rule("tap")
-        .event_bus_name(&store.names.bus)
-        .targets(
-            aws_sdk_eventbridge::types::Target::builder()
-                .id("q")
-                .arn(tap_arn)
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .unwrap();
+    // Tap the bus, as a host subscribes to it.
+    let tap = h.tap_bus().await;
 
     let mut answers: Vec<Value> = vec![];
     let refused = "EAAB-invalid-refused-token-42";
@@ -234,40 +190,9 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         );
     }
 
-    let mut events = vec![];
-    loop {
-        let out = store
-            .sqs
-            .receive_message()
-            .queue_url(&tap)
-            .max_number_of_messages(10)
-            .send()
-            .await
-            .unwrap();
-        let batch = out.messages.unwrap_or_default();
-        if batch.is_empty() {
-            break;
-        }
-        for m in batch {
-            events.push(m.body.unwrap_or_default());
-            store
-                .sqs
-                .delete_message()
-                .queue_url(&tap)
-                .receipt_handle(m.receipt_handle.unwrap())
-                .send()
-                .await
-                .unwrap();
-        }
-    }
-    let kinds: Vec<String> = events
-        .iter()
-        .filter_map(|e| {
-            serde_json::from_str::<Value>(e).ok()?["detail-type"]
-                .as_str()
-                .map(str::to_owned)
-        })
-        .collect();
+    let tapped = tap.take(&h).await;
+    let events: Vec<String> = tapped.iter().map(|e| e.raw.clone()).collect();
+    let kinds: Vec<String> = tapped.iter().map(|e| e.detail_type.clone()).collect();
     assert!(kinds.iter().any(|k| k == "AccountSyncFailed"), "{kinds:?}");
     assert!(
         kinds.iter().any(|k| k == "ConnectionTokenInvalid"),

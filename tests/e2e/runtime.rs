@@ -121,6 +121,7 @@ async fn the_real_mains_at_trace_log_no_secret() {
     let dispatcher = Function::start(binary("adtrail-dispatcher"), &env).await;
     let worker = Function::start(binary("adtrail-sync-worker"), &env).await;
     let sender = Function::start(binary("adtrail-capi-sender"), &env).await;
+    let leadgen = Function::start(binary("adtrail-leadgen-worker"), &env).await;
     // TikTok and Snap (its token in the query) take the events; Pinterest
     // refuses its token: both paths are searched for secrets.
     h.platforms().grant_token("tiktok-runtime-secret");
@@ -282,6 +283,53 @@ async fn the_real_mains_at_trace_log_no_secret() {
     // delivery signed with the app secret.
     let (webhook_answers, signature) = call_metas_webhook(&api).await;
     answers.extend(webhook_answers);
+    // A form lead on Loja X's linked Page, its answers personal: the fake
+    // announces it, the worker reads it with the Page's token.
+    let linked = api
+        .invoke(api_event(
+            &h,
+            "PUT",
+            "/v1/sites/loja-x/pages/100200300",
+            Some(json!({"ownerKey": "agency"})),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(linked["statusCode"].as_i64(), Some(201), "{linked}");
+    answers.push(linked);
+    let form_answers = [
+        "Joana Reservada",
+        "joana.reservada@example.com",
+        "+5511977776666",
+    ];
+    let submitted = h
+        .fake()
+        .submit_lead(adtrail_fake_meta::Submission {
+            page_id: "100200300".into(),
+            form_id: adtrail_fake_meta::SAMPLE_FORMS[0].0.into(),
+            ad_id: None,
+            answers: [
+                ("full_name".to_owned(), vec![form_answers[0].to_owned()]),
+                ("email".to_owned(), vec![form_answers[1].to_owned()]),
+                ("phone_number".to_owned(), vec![form_answers[2].to_owned()]),
+            ]
+            .into(),
+            delivery: adtrail_fake_meta::Delivery::Once,
+        })
+        .await
+        .unwrap();
+    let leadgen_queue = h.store().names.leadgen_queue_url.clone().unwrap();
+    while let Some(event) = sqs_event(&h, &leadgen_queue).await {
+        answers.push(leadgen.invoke(event).await.expect("leadgen"));
+    }
+    assert!(
+        h.store()
+            .leads()
+            .get_lead("loja-x", &format!("meta-lead:{}", submitted.leadgen_id))
+            .await
+            .unwrap()
+            .is_some(),
+        "the form lead is on the board"
+    );
 
     // The schedule fires the dispatcher; the worker runs what it queued.
     let schedule: Value =
@@ -323,7 +371,7 @@ async fn the_real_mains_at_trace_log_no_secret() {
 
     let jwt = h.app.host_token();
     let mut written = String::new();
-    for f in [api, dispatcher, worker, sender] {
+    for f in [api, dispatcher, worker, sender, leadgen] {
         written.push_str(&f.stop().await);
         written.push('\n');
     }
@@ -336,6 +384,10 @@ async fn the_real_mains_at_trace_log_no_secret() {
     assert!(
         written.contains("send batch done"),
         "the sender's log is searched"
+    );
+    assert!(
+        written.contains("leadgen batch"),
+        "the leadgen worker's log is searched"
     );
     let answers = serde_json::to_string(&answers).unwrap();
     let secrets = [
@@ -362,6 +414,11 @@ async fn the_real_mains_at_trace_log_no_secret() {
         plain
             .iter()
             .map(|p| ("a plain contact value", (*p).to_owned())),
+    )
+    .chain(
+        form_answers
+            .iter()
+            .map(|a| ("a form lead's answer", (*a).to_owned())),
     )
     .chain(
         contact_hashes

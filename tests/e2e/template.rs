@@ -204,6 +204,7 @@ fn every_function_is_arm64_on_al2023_built_with_cargo_lambda() {
             "adtrail-api",
             "adtrail-capi-sender",
             "adtrail-dispatcher",
+            "adtrail-leadgen-worker",
             "adtrail-sweeper",
             "adtrail-sync-worker"
         ]
@@ -252,6 +253,15 @@ fn every_event_fixture_deserialises_into_its_handlers_event_type() {
                     r.body.as_deref().unwrap(),
                 )
                 .unwrap();
+            }
+        } else if name.starts_with("leadgen-worker-") {
+            let event: aws_lambda_events::sqs::SqsEvent =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            for r in event.records {
+                serde_json::from_str::<adtrail_store::queue::LeadgenMessage>(
+                    r.body.as_deref().unwrap(),
+                )
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
             }
         } else {
             panic!("{name}: a fixture for no known function");

@@ -39,6 +39,13 @@ pub(crate) struct Inner {
     pub(crate) rng: u64,
     /// Pages whose `leadgen` field the app is subscribed to.
     pub(crate) subscribed_pages: HashSet<String>,
+    /// Form leads submitted, by `leadgen_id`.
+    pub(crate) form_leads: BTreeMap<String, crate::leads::StoredLead>,
+    pub(crate) next_lead: u64,
+    /// The stack's webhook, where submitted leads are announced.
+    pub(crate) webhook_url: Option<String>,
+    /// Webhook bodies held back to deliver late.
+    pub(crate) held_deliveries: Vec<String>,
 }
 
 pub(crate) struct Shared {
@@ -107,7 +114,7 @@ impl Inner {
 /// A running fake Graph API.
 #[derive(Clone)]
 pub struct FakeMeta {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     addr: SocketAddr,
 }
 
@@ -182,12 +189,16 @@ impl FakeMeta {
     pub fn kill_token(&self, token: &str) {
         self.lock().dead_tokens.insert(token.to_owned());
     }
+    /// Takes `token` again, as Meta takes a Page token its user renewed.
+    pub fn revive_token(&self, token: &str) {
+        self.lock().dead_tokens.remove(token);
+    }
     /// Whether the app is subscribed to `page`'s `leadgen` field.
     pub fn page_subscribed(&self, page: &str) -> bool {
         self.lock().subscribed_pages.contains(page)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.shared.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -200,6 +211,9 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let path = uri.path().to_owned();
+    if method == Method::POST && path == "/_fake/leads" {
+        return crate::leads::submit(&shared, &body).await;
+    }
     let query: BTreeMap<String, String> =
         url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
             .into_owned()
@@ -379,6 +393,10 @@ fn route(
         answer
     } else if method != Method::GET {
         bad_param("Unsupported post request")
+    } else if let Some(answer) =
+        crate::leads::read_lead(shared, rest, query.get("fields").map(String::as_str), token)
+    {
+        answer
     } else {
         graph_get(shared, rest, query, &knobs, token)
     };

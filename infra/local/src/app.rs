@@ -87,6 +87,10 @@ pub async fn start(
         keys: DevKeys::local(),
     });
     let (bound, _task) = serve(local.clone(), api_addr).await?;
+    if let Some(fake) = &fake {
+        // The fake announces its form leads to the stack's webhook.
+        fake.set_webhook_url(&format!("http://{bound}/v1/webhooks/meta"));
+    }
     Ok(App {
         local,
         api_url: format!("http://{bound}"),

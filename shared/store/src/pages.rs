@@ -42,6 +42,16 @@ impl Pages<'_> {
         Ok(found)
     }
 
+    /// One of the owner's listed Pages, with its sealed token.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn get_page(&self, owner: &str, page: &str) -> Result<Option<OwnerPage>, StoreError> {
+        let item = self.read_item(page_pk(owner), page).await?;
+        item.map(|i| decode::<PageItem>(&i, "page").map(OwnerPage::from))
+            .transpose()
+    }
+
     /// Stores `listed` as the owner's Pages: each written whole, and the
     /// Pages stored before that `listed` lacks deleted.
     ///

@@ -198,6 +198,9 @@ impl Runner {
             "CapiSenderFunction" => {
                 adtrail_capi_sender::handle(&self.sender, LambdaEvent::new(event, ctx)).await
             }
+            "LeadgenWorkerFunction" => {
+                adtrail_leadgen_worker::handle(&self.leadgen, LambdaEvent::new(event, ctx)).await
+            }
             other => {
                 tracing::warn!(function = other, "no local consumer for this function");
                 Ok(SqsBatchResponse::default())

@@ -18,6 +18,7 @@ use adtrail_api::Api;
 use adtrail_capi_sender::{Sender, Visibility};
 use adtrail_dispatcher::{DispatchReport, Dispatcher};
 use adtrail_domain::time::{Clock, SystemClock, VirtualClock};
+use adtrail_leadgen_worker::LeadgenWorker;
 use adtrail_meta::GraphClient;
 use adtrail_sweeper::{SweepReport, Sweeper};
 use adtrail_sync_worker::Worker;
@@ -121,6 +122,7 @@ pub struct Runner {
     pub worker: Worker,
     pub sweeper: Sweeper,
     pub sender: Sender,
+    pub leadgen: LeadgenWorker,
     /// The delays the sender asked for, by receipt handle.
     delays: Arc<Mutex<HashMap<String, i64>>>,
     held: Mutex<Vec<Held>>,
@@ -167,6 +169,11 @@ impl Runner {
                 store: stack.store_for("DispatcherFunction"),
                 clock: shared.clone(),
             },
+            leadgen: LeadgenWorker {
+                store: stack.store_for("LeadgenWorkerFunction"),
+                graph: graph.clone(),
+                clock: shared.clone(),
+            },
             worker: Worker {
                 store: stack.store_for("SyncWorkerFunction"),
                 graph,
@@ -189,6 +196,7 @@ impl Runner {
         match function {
             "SyncWorkerFunction" => &self.worker.store,
             "CapiSenderFunction" => &self.sender.store,
+            "LeadgenWorkerFunction" => &self.leadgen.store,
             _ => &self.stack.store,
         }
     }

@@ -168,6 +168,7 @@ fn count(v: &Value, key: &str) -> Result<i64, GraphError> {
 mod accounts;
 mod capi;
 mod insights;
+mod leads;
 mod pages;
 mod thumbnails;
 

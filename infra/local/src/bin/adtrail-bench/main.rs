@@ -121,6 +121,7 @@ async fn main() -> Result<(), Error> {
         "adtrail-sync-worker",
         "adtrail-sweeper",
         "adtrail-capi-sender",
+        "adtrail-leadgen-worker",
     ] {
         let path = target.join("lambda").join(bin).join("bootstrap");
         match std::fs::metadata(&path) {

@@ -1,0 +1,210 @@
+//! The `leadgen-worker` Lambda: drains the leadgen queue, one message per
+//! form lead Meta announced (by webhook, and later by the forward door and
+//! the reconciliation). For each: the site the Page feeds (a Page no site
+//! links is dropped: Meta announces every lead of a subscribed Page), the
+//! Page's token (sealed at connect, opened with KMS for purpose
+//! `meta-page-token`), the lead read from Meta without its answers, the
+//! lead recorded on the site's board through the shared lead-change use
+//! case, and `FormLeadArrived` on the bus.
+//!
+//! Nothing twice: the lead's key and its change id are made from the
+//! `leadgen_id`, so whatever arrives again (Meta retries for 36 hours; the
+//! doors overlap) finds its change written and records nothing. Nothing
+//! lost: a failure (Meta, KMS, DynamoDB, the bus) keeps the message, which
+//! comes back after the queue's visibility timeout and, after ten receives,
+//! waits in the dead-letter queue. A message SQS gives again (its receive
+//! count above one) puts the event again when its lead was already
+//! written, since the first try may have written the lead and died before
+//! the bus; a second delivery of Meta's puts nothing.
+
+use adtrail_changes::{RecordError, Recorded, record};
+use adtrail_domain::SiteId;
+use adtrail_domain::leadads::{Decision, FORM_LEAD_ARRIVED, FormLead, form_lead_arrived};
+use adtrail_domain::leads::{LeadUpdate, NewLead};
+use adtrail_domain::time::SharedClock;
+use adtrail_meta::{GraphClient, GraphError};
+use adtrail_store::queue::LeadgenMessage;
+use adtrail_store::{Store, StoreError};
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use lambda_runtime::LambdaEvent;
+use serde::Serialize;
+
+/// What every batch needs, built once per process.
+#[derive(Debug, Clone)]
+pub struct LeadgenWorker {
+    pub store: Store,
+    pub graph: GraphClient,
+    pub clock: SharedClock,
+}
+
+/// Why a message is kept for another try.
+#[derive(Debug, thiserror::Error)]
+pub enum LeadgenError {
+    #[error("the message is not a leadgen message")]
+    BadMessage(#[source] serde_json::Error),
+    #[error("the Page's link names no valid site")]
+    BadSite,
+    /// The owner's listing no longer holds the Page's token: a reconnect
+    /// brings it back, and the message waits for it.
+    #[error("no token is kept for the Page")]
+    NoPageToken,
+    #[error("Meta refused the lead read")]
+    Graph(#[from] GraphError),
+    #[error("the store failed")]
+    Store(#[from] StoreError),
+    #[error("recording the lead failed")]
+    Record(#[from] RecordError),
+}
+
+/// What became of one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// Recorded on the board, announced on the bus.
+    Recorded,
+    /// Recorded before; announced again only when SQS gave the message
+    /// again.
+    Duplicate,
+    /// The Page feeds no site.
+    NotLinked,
+}
+
+/// What a batch did, for the one line it logs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeadgenReport {
+    pub recorded: usize,
+    pub duplicates: usize,
+    pub not_linked: usize,
+    pub kept: usize,
+}
+
+/// Serves one batch of the leadgen queue, one message after another (a
+/// webhook's leads are few; Meta's rate limit is per Page).
+///
+/// # Errors
+/// Never as a whole: each failed message is a batch item failure.
+pub async fn handle(
+    worker: &LeadgenWorker,
+    event: LambdaEvent<SqsEvent>,
+) -> Result<SqsBatchResponse, lambda_runtime::Error> {
+    let mut response = SqsBatchResponse::default();
+    let mut report = LeadgenReport::default();
+    for record in &event.payload.records {
+        let id = record.message_id.clone().unwrap_or_default();
+        match worker.take(record).await {
+            Ok(Taken::Recorded) => report.recorded += 1,
+            Ok(Taken::Duplicate) => report.duplicates += 1,
+            Ok(Taken::NotLinked) => report.not_linked += 1,
+            Err(error) => {
+                tracing::warn!(message_id = %id, error = %error,
+                    cause = ?std::error::Error::source(&error).map(ToString::to_string),
+                    "form lead kept for another try");
+                report.kept += 1;
+                response.add_failure(id);
+            }
+        }
+    }
+    tracing::info!(
+        recorded = report.recorded,
+        duplicates = report.duplicates,
+        not_linked = report.not_linked,
+        kept = report.kept,
+        "leadgen batch"
+    );
+    Ok(response)
+}
+
+/// Whether SQS has given this message before.
+fn redelivered(record: &SqsMessage) -> bool {
+    record
+        .attributes
+        .get("ApproximateReceiveCount")
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n > 1)
+}
+
+impl LeadgenWorker {
+    /// One message: the link, the token, the lead, the record, the event.
+    ///
+    /// # Errors
+    /// [`LeadgenError`]: the message is kept for another try.
+    pub async fn take(&self, sqs: &SqsMessage) -> Result<Taken, LeadgenError> {
+        let message: LeadgenMessage = serde_json::from_str(sqs.body.as_deref().unwrap_or(""))
+            .map_err(LeadgenError::BadMessage)?;
+        let pages = self.store.pages();
+        let Some(link) = pages.page_link(&message.page_id).await? else {
+            tracing::info!(page_id = %message.page_id, "form lead of a Page no site links: dropped");
+            return Ok(Taken::NotLinked);
+        };
+        let site = SiteId::parse("siteId", &link.site_id).map_err(|_| LeadgenError::BadSite)?;
+        let page = pages
+            .get_page(&link.owner_key, &link.page_id)
+            .await?
+            .filter(|p| !p.sealed_token.is_empty())
+            .ok_or(LeadgenError::NoPageToken)?;
+        let token = self
+            .store
+            .sealer()
+            .unseal_page(&link.owner_key, &page.page_id, &page.sealed_token)
+            .await?;
+        let lead = self.graph.form_lead(&token, &message.leadgen_id).await?;
+        let now = self.clock.now_ms();
+        let update = LeadUpdate {
+            change_id: lead.change_id(),
+            occurred_at: lead.occurred_at(now),
+            stage: None,
+            revenue_cents: None,
+            column: None,
+            hashes: None,
+            contact: None,
+        };
+        let new = NewLead {
+            origin: lead.origin().to_owned(),
+            ad_id: lead.paid_ad().map(str::to_owned),
+            label: None,
+        };
+        let key = lead.lead_key();
+        let recorded = record(
+            &self.store,
+            self.clock.as_ref(),
+            &site,
+            &key,
+            &update,
+            Some(&new),
+        )
+        .await?;
+        let decision = Decision::Entry { column: None };
+        match recorded {
+            Recorded::Written(plan) => {
+                self.announce(&link.page_id, &site, &lead, &plan.lead.lead_id, &decision)
+                    .await?;
+                Ok(Taken::Recorded)
+            }
+            Recorded::Duplicate(known) | Recorded::Unchanged { lead: known, .. } => {
+                if redelivered(sqs)
+                    && let Some(known) = known
+                {
+                    let decision = Decision::Entry {
+                        column: known.column.clone(),
+                    };
+                    self.announce(&link.page_id, &site, &lead, &known.lead_id, &decision)
+                        .await?;
+                }
+                Ok(Taken::Duplicate)
+            }
+        }
+    }
+
+    /// `FormLeadArrived`, ids and the decision only.
+    async fn announce(
+        &self,
+        page: &str,
+        site: &SiteId,
+        lead: &FormLead,
+        lead_id: &str,
+        decision: &Decision,
+    ) -> Result<(), StoreError> {
+        let detail = form_lead_arrived(site.as_str(), page, lead, lead_id, decision);
+        self.store.bus().put_event(FORM_LEAD_ARRIVED, &detail).await
+    }
+}

@@ -1,0 +1,190 @@
+//! A form lead from Meta's form to the host's board: the fake submits it
+//! and delivers Meta's signed webhook (twice, late, or to a Page no site
+//! links), the leadgen worker reads it with the Page's token (never its
+//! answers), records it once per `leadgen_id`, and tells the bus; a Page
+//! token Meta refuses keeps the lead on the queue until it works again.
+use adtrail_domain::leads::Lead;
+use adtrail_domain::time::MINUTE_MS;
+use adtrail_fake_meta::{Delivery, Submission, Submitted, page_token, sample_accounts};
+use adtrail_tests::*;
+use serde_json::json;
+
+const LOJA_PAGE: &str = "100200300";
+const LOJA_FORM: &str = "700800900100";
+
+/// Loja X linked to its Page, the bus tapped.
+async fn linked() -> (Harness, adtrail_tests::bus::BusTap) {
+    let h = Harness::start().await;
+    let tap = h.tap_bus().await;
+    h.put_site("loja-x", "BRL").await;
+    h.put_site("pet-mania", "USD").await;
+    h.connect(TOKEN).await;
+    h.expect(
+        201,
+        "PUT",
+        &format!("/v1/sites/loja-x/pages/{LOJA_PAGE}"),
+        Some(json!({"ownerKey": "agency"})),
+    )
+    .await;
+    (h, tap)
+}
+
+/// The lead a form lead recorded on `site`, if any.
+async fn form_lead(h: &Harness, site: &str, leadgen_id: &str) -> Option<Lead> {
+    h.store()
+        .leads()
+        .get_lead(site, &format!("meta-lead:{leadgen_id}"))
+        .await
+        .unwrap()
+}
+
+/// Submits a lead on Loja X's form, delivered as asked.
+async fn submit(h: &Harness, ad: Option<&str>, delivery: Delivery) -> Submitted {
+    h.fake()
+        .submit_lead(submission(ad, delivery))
+        .await
+        .unwrap()
+}
+
+/// Runs the queues until idle: the messages delivered and failed.
+async fn drained(h: &Harness) -> (usize, usize) {
+    let report = h.runner().drain().await.unwrap();
+    (report.delivered, report.failed)
+}
+
+fn submission(ad: Option<&str>, delivery: Delivery) -> Submission {
+    Submission {
+        page_id: LOJA_PAGE.into(),
+        form_id: LOJA_FORM.into(),
+        ad_id: ad.map(str::to_owned),
+        answers: [
+            ("full_name".to_owned(), vec!["Maria Sigilosa".to_owned()]),
+            (
+                "email".to_owned(),
+                vec!["maria.sigilosa@example.com".to_owned()],
+            ),
+        ]
+        .into(),
+        delivery,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_lead_reaches_the_board_once_and_the_bus_without_its_answers() {
+    let (h, tap) = linked().await;
+    let ad = sample_accounts()[0].ads[0].clone();
+    let paid = submit(&h, Some(&ad.id), Delivery::Twice).await;
+    assert_eq!(paid.delivered, 2, "the stack took both deliveries");
+    let organic = submit(&h, None, Delivery::Once).await;
+    assert_eq!(drained(&h).await, (3, 0), "delivered, failed");
+
+    let lead = form_lead(&h, "loja-x", &paid.leadgen_id)
+        .await
+        .expect("the paid lead is on the board");
+    assert_eq!(
+        (lead.origin.as_str(), lead.ad_id.as_deref()),
+        ("lead_form", Some(ad.id.as_str()))
+    );
+    assert_eq!(lead.created_at, T0 - T0 % 1_000, "Meta's created_time");
+    let organic_lead = form_lead(&h, "loja-x", &organic.leadgen_id)
+        .await
+        .expect("the organic lead too");
+    assert_eq!(
+        (organic_lead.origin.as_str(), organic_lead.ad_id),
+        ("lead_form_organic", None)
+    );
+
+    // One event per lead, although the paid one came twice.
+    let events = tap.take(&h).await;
+    let arrived: Vec<_> = events
+        .iter()
+        .filter(|e| e.detail_type == "FormLeadArrived")
+        .collect();
+    assert_eq!(arrived.len(), 2, "{events:?}");
+    let first = arrived
+        .iter()
+        .find(|e| e.detail["leadgenId"] == json!(paid.leadgen_id))
+        .expect("the paid lead's event");
+    assert_eq!(first.detail["siteId"], json!("loja-x"));
+    assert_eq!(first.detail["pageId"], json!(LOJA_PAGE));
+    assert_eq!(first.detail["formId"], json!(LOJA_FORM));
+    assert_eq!(first.detail["leadId"], json!(lead.lead_id));
+    assert_eq!(first.detail["decision"]["kind"], json!("entry"));
+    assert_eq!(first.detail["origin"]["kind"], json!("lead_form"));
+    assert_eq!(first.detail["origin"]["adName"], json!(ad.name));
+    assert_eq!(first.detail["origin"]["campaignId"], json!(ad.campaign_id));
+    for e in &events {
+        assert!(
+            !e.raw.contains("Sigilosa") && !e.raw.contains("sigilosa@"),
+            "no answer on the bus: {}",
+            e.raw
+        );
+    }
+    // Read with the Page's own token, and never the answers.
+    let reads: Vec<_> = h
+        .fake()
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with(&format!("/{}", paid.leadgen_id)))
+        .collect();
+    assert!(!reads.is_empty());
+    for r in reads {
+        assert_eq!(
+            r.authorization.as_deref(),
+            Some(format!("Bearer {}", page_token(LOJA_PAGE)).as_str())
+        );
+        let q = url_decode(&r.query);
+        assert!(!q["fields"].contains("field_data"), "{}", q["fields"]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_unlinked_and_refused_deliveries() {
+    let (h, tap) = linked().await;
+    // Pet Mania's Page feeds no site: its lead is dropped, not kept.
+    let stray = h
+        .fake()
+        .submit_lead(Submission {
+            page_id: "900800700".into(),
+            form_id: "700800900200".into(),
+            ..submission(None, Delivery::Once)
+        })
+        .await
+        .unwrap();
+    assert_eq!(stray.delivered, 1, "Meta gets its 200 all the same");
+    // A lead whose webhook comes an hour late keeps Meta's time.
+    let late = submit(&h, None, Delivery::Late).await;
+    assert_eq!(drained(&h).await, (1, 0), "delivered, failed");
+    h.runner().advance(60 * MINUTE_MS).await.unwrap();
+    assert_eq!(h.fake().deliver_late().await, 1);
+    h.runner().drain().await.unwrap();
+    let lead = form_lead(&h, "loja-x", &late.leadgen_id)
+        .await
+        .expect("the late lead");
+    assert_eq!(lead.created_at, T0 - T0 % 1_000, "when it was submitted");
+
+    // Meta refuses the Page's token: the lead stays on the queue, and
+    // arrives once the token works again.
+    h.fake().kill_token(&page_token(LOJA_PAGE));
+    let refused = submit(&h, None, Delivery::Once).await;
+    assert_eq!(drained(&h).await, (0, 1), "delivered, failed");
+    assert!(form_lead(&h, "loja-x", &refused.leadgen_id).await.is_none());
+    h.fake().revive_token(&page_token(LOJA_PAGE));
+    h.runner().advance(6 * MINUTE_MS + 1).await.unwrap();
+    assert_eq!(drained(&h).await, (1, 0), "delivered, failed");
+    assert!(form_lead(&h, "loja-x", &refused.leadgen_id).await.is_some());
+
+    let arrived: Vec<String> = tap
+        .take(&h)
+        .await
+        .into_iter()
+        .filter(|e| e.detail_type == "FormLeadArrived")
+        .map(|e| e.detail["leadgenId"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(arrived, [late.leadgen_id, refused.leadgen_id]);
+    assert!(
+        form_lead(&h, "pet-mania", &stray.leadgen_id)
+            .await
+            .is_none()
+    );
+}
