@@ -17,6 +17,11 @@ pub const HOST: &str = "adtrail:host";
 pub const CONFIGURE: &str = "adtrail:configure";
 pub const READ: &str = "adtrail:read";
 
+/// The `purpose` of a token that forwards one Lead Ads lead.
+pub const LEADGEN_PURPOSE: &str = "meta_leadgen";
+/// The longest a forwarding token may live (`exp - iat`), in seconds.
+pub const LEADGEN_TOKEN_MAX_LIFETIME_S: i64 = 600;
+
 /// The caller, from the verified claims.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
@@ -24,6 +29,43 @@ pub struct Caller {
     pub scopes: BTreeSet<String>,
     /// The dashboard's grant: the sites it may act on.
     pub sites: BTreeSet<String>,
+    /// A forwarding token's one lead: it opens `POST /v1/meta/leadgen`
+    /// for that Page and lead, and nothing else.
+    pub forwards: Option<Forwarded>,
+}
+
+/// What a `purpose: meta_leadgen` token names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forwarded {
+    pub page_id: String,
+    pub leadgen_id: String,
+}
+
+/// A forwarding token's claims: `page_id`, `leadgen_id`, and a lifetime
+/// (`exp - iat`) of at most ten minutes. No scope: it can never be used as
+/// a host's or a dashboard's token.
+fn forwarded(claims: &HashMap<String, String>) -> Result<Forwarded, ApiError> {
+    let refuse = |why: &str| {
+        ApiError::new(
+            ErrorCode::Unauthenticated,
+            format!("a meta_leadgen token {why}"),
+        )
+    };
+    let number = |name: &str| claims.get(name).and_then(|v| v.trim().parse::<i64>().ok());
+    match (number("iat"), number("exp")) {
+        (Some(iat), Some(exp)) if exp > iat && exp - iat <= LEADGEN_TOKEN_MAX_LIFETIME_S => {}
+        _ => return Err(refuse("must carry iat and exp at most 600 seconds apart")),
+    }
+    if claims.contains_key("scope") {
+        return Err(refuse("carries no scope"));
+    }
+    match (claims.get("page_id"), claims.get("leadgen_id")) {
+        (Some(page_id), Some(leadgen_id)) => Ok(Forwarded {
+            page_id: page_id.clone(),
+            leadgen_id: leadgen_id.clone(),
+        }),
+        _ => Err(refuse("names its page_id and leadgen_id")),
+    }
 }
 
 /// A claim that may be a space-separated string or `"[a b]"`.
@@ -57,6 +99,23 @@ impl Caller {
             ));
         };
         let sub = claims.get("sub").cloned().unwrap_or_default();
+        match claims.get("purpose").map(String::as_str) {
+            None => {}
+            Some(LEADGEN_PURPOSE) => {
+                return Ok(Self {
+                    sub,
+                    scopes: BTreeSet::new(),
+                    sites: BTreeSet::new(),
+                    forwards: Some(forwarded(&claims)?),
+                });
+            }
+            Some(_) => {
+                return Err(ApiError::new(
+                    ErrorCode::Unauthenticated,
+                    "the token's purpose opens no route",
+                ));
+            }
+        }
         let scopes = claims.get("scope").map(|s| words(s)).unwrap_or_default();
         let sites = claims.get("sites").map(|s| words(s)).unwrap_or_default();
         if sub.is_empty() || scopes.is_empty() {
@@ -65,7 +124,12 @@ impl Caller {
                 "the token carries no subject or scope",
             ));
         }
-        Ok(Self { sub, scopes, sites })
+        Ok(Self {
+            sub,
+            scopes,
+            sites,
+            forwards: None,
+        })
     }
 
     pub fn is_host(&self) -> bool {
@@ -233,6 +297,7 @@ mod tests {
             sub: "u1".into(),
             scopes: [CONFIGURE.to_owned()].into(),
             sites: ["s1".to_owned()].into(),
+            forwards: None,
         };
         assert_eq!(c.owner("me", true).unwrap(), "dashboard:u1");
         assert_eq!(c.owner("dashboard:u1", true).unwrap(), "dashboard:u1");
@@ -241,5 +306,47 @@ mod tests {
         assert!(c.may_configure("s1").is_ok());
         assert!(c.may_configure("s2").is_err());
         assert!(c.require_host().is_err());
+    }
+
+    #[test]
+    fn a_forwarding_token_lives_ten_minutes_at_most_and_has_no_scope() {
+        let claims = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let ok = claims(&[
+            ("iat", "1000"),
+            ("exp", "1120"),
+            ("page_id", "1"),
+            ("leadgen_id", "2"),
+        ]);
+        assert_eq!(
+            forwarded(&ok).unwrap(),
+            Forwarded {
+                page_id: "1".into(),
+                leadgen_id: "2".into()
+            }
+        );
+        let long = claims(&[
+            ("iat", "1000"),
+            ("exp", "1601"),
+            ("page_id", "1"),
+            ("leadgen_id", "2"),
+        ]);
+        assert!(forwarded(&long).is_err());
+        let no_iat = claims(&[("exp", "1120"), ("page_id", "1"), ("leadgen_id", "2")]);
+        assert!(forwarded(&no_iat).is_err());
+        let scoped = claims(&[
+            ("iat", "1000"),
+            ("exp", "1120"),
+            ("page_id", "1"),
+            ("leadgen_id", "2"),
+            ("scope", HOST),
+        ]);
+        assert!(forwarded(&scoped).is_err());
+        let unnamed = claims(&[("iat", "1000"), ("exp", "1120"), ("page_id", "1")]);
+        assert!(forwarded(&unnamed).is_err());
     }
 }

@@ -47,6 +47,16 @@ fn hashed(v: &Value) -> bool {
     }
 }
 
+/// A lead id as Meta takes it: a number or a string of 15 to 17 digits.
+fn lead_id(v: &Value) -> bool {
+    let text = match v {
+        Value::Number(n) if n.is_u64() => n.to_string(),
+        Value::String(s) => s.clone(),
+        _ => return false,
+    };
+    (15..=17).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// Checks one event; `Err` is Meta's message.
 fn check_event(
     e: &Value,
@@ -108,6 +118,8 @@ fn check_event(
                 if value
                     .as_str()
                     .is_some_and(|v| !v.is_empty() && !is_digest(&Value::from(v))) => {}
+            // A Lead Ads lead's id: Meta's int64, 15 to 17 digits, plain.
+            "lead_id" if lead_id(value) => {}
             _ => return Err("Invalid parameter: user_data holds a malformed hash"),
         }
     }
@@ -126,6 +138,25 @@ fn check_event(
         return Err("Invalid parameter: event_source_url is required for website events");
     }
     let custom = e.get("custom_data").cloned();
+    // Conversion Leads (a lead id in `user_data`): Meta's payload
+    // specification requires these three with it.
+    if user.contains_key("lead_id") {
+        let c = custom.as_ref();
+        let crm = c
+            .and_then(|c| c.get("event_source"))
+            .and_then(Value::as_str)
+            == Some("crm");
+        let named = c
+            .and_then(|c| c.get("lead_event_source"))
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty());
+        if source != "system_generated" || !crm || !named {
+            return Err(
+                "Invalid parameter: a Conversion Leads event needs action_source \
+                 system_generated, custom_data.event_source crm and lead_event_source",
+            );
+        }
+    }
     if name == "Purchase" {
         let c = custom
             .as_ref()
@@ -213,5 +244,37 @@ mod tests {
         let many = json!({"data": vec![event(now / 1000); 1001]}).to_string();
         assert!(check_request("1", many.as_bytes(), now, &[]).is_err());
         assert!(check_request("1", ok.as_bytes(), now, &["e1".into()]).is_err());
+    }
+
+    #[test]
+    fn conversion_leads_events_carry_their_three_fields() {
+        let now = 1_800_000_000_000;
+        let lead = |source: &str, custom: Value| {
+            json!({"data": [{"event_name": "QualifiedLead", "event_time": now / 1000,
+                "event_id": "e2", "action_source": source,
+                "user_data": {"lead_id": 444_444_444_444_444_u64}, "custom_data": custom}]})
+            .to_string()
+        };
+        let full = json!({"event_source": "crm", "lead_event_source": "adtrail"});
+        assert!(
+            check_request(
+                "1",
+                lead("system_generated", full.clone()).as_bytes(),
+                now,
+                &[]
+            )
+            .is_ok()
+        );
+        assert!(check_request("1", lead("chat", full).as_bytes(), now, &[]).is_err());
+        let unnamed = json!({"event_source": "crm"});
+        assert!(
+            check_request("1", lead("system_generated", unnamed).as_bytes(), now, &[]).is_err()
+        );
+        let short = lead(
+            "system_generated",
+            json!({"event_source": "crm", "lead_event_source": "x"}),
+        )
+        .replace("444444444444444", "4444");
+        assert!(check_request("1", short.as_bytes(), now, &[]).is_err());
     }
 }

@@ -2,6 +2,7 @@
 //! raced another change of the same lead, at most [`MAX_TRIES`] times.
 
 use adtrail_domain::SiteId;
+use adtrail_domain::leadads::meta_lead_id;
 use adtrail_domain::leads::{
     Lead, LeadContext, LeadInput, LeadTargets, LeadUpdate, LeadWrite, NewLead, decide,
     once_per_lead,
@@ -62,7 +63,10 @@ pub async fn record(
     let Some(site_row) = store.sites().get_site(site.as_str()).await? else {
         return Err(RecordError::NoSite);
     };
-    let wants_targets = update.hashes.is_some() || update.contact.is_some();
+    // Events need somewhere to go and someone to match: contact data, or
+    // a Lead Ads lead's own id (Meta's Conversion Leads).
+    let wants_targets =
+        update.hashes.is_some() || update.contact.is_some() || meta_lead_id(lead_key).is_some();
     for _ in 0..MAX_TRIES {
         let lead = store.leads().get_lead(site.as_str(), lead_key).await?;
         let current = lead.clone();

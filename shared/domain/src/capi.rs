@@ -12,6 +12,7 @@ use crate::contact::{ContactHashes, sha256_hex};
 use crate::error_codes::{LastErrorCode, last_error};
 use crate::events::ActionSource;
 use crate::identifiers::Platform;
+use crate::leadads::meta_lead_id;
 use crate::leads::Applied;
 use crate::time::{DAY_MS, MINUTE_MS};
 
@@ -377,7 +378,7 @@ pub fn doomed(c: &Conversion, attempts: i64, unsure: bool, now: i64) -> Option<S
             LastErrorCode::Unexpected,
             "the last attempt was lost on the way",
         ))
-    } else if c.hashes.is_none() {
+    } else if c.hashes.is_none() && meta_lead_id(&c.lead_key).is_none() {
         Some(last_error(
             LastErrorCode::Unexpected,
             "the conversion has no contact data",

@@ -11,7 +11,7 @@ use serde_json::Value;
 mod form_lead;
 pub use form_lead::{
     Decision, FORM_LEAD_ARRIVED, FormLead, ORIGIN_ORGANIC, ORIGIN_PAID, form_lead_arrived,
-    parse_created_time,
+    meta_lead_id, parse_created_time,
 };
 
 /// The most leads one webhook delivery is read for: Meta batches changes,

@@ -154,6 +154,10 @@ pub struct UserData {
     pub fbp: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ctwa_clid: Option<String>,
+    /// A Lead Ads lead's id (Conversion Leads), never hashed: Meta's
+    /// int64.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lead_id: Option<u64>,
 }
 
 /// An event's value (in currency units) and order.
@@ -165,4 +169,10 @@ pub struct CustomData {
     pub currency: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order_id: Option<String>,
+    /// `crm` for Conversion Leads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_source: Option<&'static str>,
+    /// The CRM's name, for Conversion Leads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lead_event_source: Option<&'static str>,
 }

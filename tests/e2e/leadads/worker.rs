@@ -7,9 +7,10 @@ use adtrail_domain::leads::Lead;
 use adtrail_domain::time::MINUTE_MS;
 use adtrail_fake_meta::{Delivery, Submission, Submitted, page_token, sample_accounts};
 use adtrail_tests::*;
+
+use super::{LOJA_PAGE, link_loja_page};
 use serde_json::json;
 
-const LOJA_PAGE: &str = "100200300";
 const LOJA_FORM: &str = "700800900100";
 
 /// Loja X linked to its Page, the bus tapped.
@@ -19,13 +20,7 @@ async fn linked() -> (Harness, adtrail_tests::bus::BusTap) {
     h.put_site("loja-x", "BRL").await;
     h.put_site("pet-mania", "USD").await;
     h.connect(TOKEN).await;
-    h.expect(
-        201,
-        "PUT",
-        &format!("/v1/sites/loja-x/pages/{LOJA_PAGE}"),
-        Some(json!({"ownerKey": "agency"})),
-    )
-    .await;
+    link_loja_page(&h).await;
     (h, tap)
 }
 
@@ -187,4 +182,58 @@ async fn late_unlinked_and_refused_deliveries() {
             .await
             .is_none()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_leads_later_events_go_to_meta_as_conversion_leads() {
+    let h = Harness::start().await;
+    adtrail_tests::capi::loja_with_pixel(&h).await;
+    link_loja_page(&h).await;
+    let lead = submit(&h, None, Delivery::Once).await;
+    h.runner().drain().await.unwrap();
+    assert!(
+        h.fake().accepted_events().is_empty(),
+        "no Lead: Meta made the lead itself"
+    );
+    // The host qualifies and sells, with no contact data at all.
+    let key = format!("meta-lead:{}", lead.leadgen_id);
+    let (s, b) = adtrail_tests::capi::move_to(
+        &h,
+        &key,
+        "q1",
+        json!({"column": "qualificado", "stage": "won", "revenueCents": 45_990}),
+    )
+    .await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["queued"], json!(["QualifiedLead", "Purchase"]), "{b}");
+    h.runner().drain().await.unwrap();
+    let sent = h.fake().accepted_events();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    for e in &sent {
+        assert_eq!(e.action_source, "system_generated");
+        assert_eq!(
+            e.user_data["lead_id"],
+            json!(lead.leadgen_id.parse::<u64>().unwrap()),
+            "matched on the lead id, unhashed"
+        );
+        let custom = e.custom_data.as_ref().unwrap();
+        assert_eq!(custom["event_source"], json!("crm"));
+        assert_eq!(custom["lead_event_source"], json!("adtrail"));
+    }
+    let purchase = sent.iter().find(|e| e.event_name == "Purchase").unwrap();
+    assert_eq!(
+        purchase.custom_data.as_ref().unwrap()["value"],
+        json!(459.9)
+    );
+    // The same move again sends nothing twice.
+    let (_, again) = adtrail_tests::capi::move_to(
+        &h,
+        &key,
+        "q1",
+        json!({"column": "qualificado", "stage": "won", "revenueCents": 45_990}),
+    )
+    .await;
+    assert_eq!(again["duplicate"], json!(true));
+    h.runner().drain().await.unwrap();
+    assert_eq!(h.fake().accepted_events().len(), 2);
 }

@@ -6,6 +6,7 @@ mod connections;
 mod conversions;
 mod destinations;
 mod events;
+mod forward;
 mod leads;
 mod leads_report;
 mod links;
@@ -62,6 +63,7 @@ enum Op {
     ListPages,
     LinkPage,
     UnlinkPage,
+    ForwardLeadgen,
 }
 
 /// One route: its method, its path (`{…}` standing for one id), and what it
@@ -98,7 +100,7 @@ const fn open(method: &'static str, path: &'static str, op: Op) -> Route {
 /// Every route. The one table: dispatch finds routes here, the `405`
 /// answers and the logs' route names read it, and the template tests check
 /// it against the template's routes and the OpenAPI document.
-pub const ROUTES: [Route; 35] = [
+pub const ROUTES: [Route; 36] = [
     r("PUT", "/v1/sites/{siteId}", Op::PutSite),
     r("PUT", "/v1/meta/connections/{ownerKey}", Op::PutConnection),
     r("GET", "/v1/meta/connections/{ownerKey}", Op::GetConnection),
@@ -192,6 +194,7 @@ pub const ROUTES: [Route; 35] = [
     r("GET", "/v1/meta/status", Op::Status),
     r("GET", "/v1/reports/daily", Op::DailyReport),
     r("GET", "/v1/reports/leads", Op::LeadsReport),
+    r("POST", "/v1/meta/leadgen", Op::ForwardLeadgen),
     open("GET", "/v1/webhooks/meta", Op::WebhookVerify),
     open("POST", "/v1/webhooks/meta", Op::Webhook),
 ];
@@ -266,6 +269,12 @@ async fn dispatch(
     ids: &[&str],
 ) -> Result<Response<Body>, ApiError> {
     let id = |i: usize| ids.get(i).copied().unwrap_or_default();
+    // A token made to forward one lead opens that route alone.
+    if caller.forwards.is_some() && op != Op::ForwardLeadgen {
+        return Err(ApiError::forbidden(
+            "a meta_leadgen token opens only POST /v1/meta/leadgen",
+        ));
+    }
     match op {
         Op::PutSite => sites::put_site(api, caller, req, id(0)).await,
         Op::PutConnection => connections::put_connection(api, caller, req, id(0)).await,
@@ -304,6 +313,7 @@ async fn dispatch(
         Op::Status => reads::status(api, caller, req).await,
         Op::DailyReport => reports::daily(api, caller, req).await,
         Op::LeadsReport => leads_report::leads(api, caller, req).await,
+        Op::ForwardLeadgen => forward::forward_leadgen(api, caller, req).await,
         Op::WebhookVerify | Op::Webhook => public_op(api, req, op).await,
     }
 }

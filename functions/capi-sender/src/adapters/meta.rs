@@ -9,6 +9,7 @@ use adtrail_domain::capi::{
 };
 use adtrail_domain::destinations::{Account, Credentials};
 use adtrail_domain::events::ActionSource;
+use adtrail_domain::leadads::meta_lead_id;
 use adtrail_domain::money::Currency;
 use adtrail_meta::{CustomData, GraphClient, ServerEvent, UserData};
 use futures::future::BoxFuture;
@@ -63,10 +64,16 @@ fn meta_action_source(source: Option<&str>) -> &'static str {
     }
 }
 
-/// A row as Meta's wire format has it.
+/// The name Conversion Leads events give the CRM they come from.
+const LEAD_EVENT_SOURCE: &str = "adtrail";
+
+/// A row as Meta's wire format has it. A Lead Ads lead's event goes as
+/// Meta's Conversion Leads integration asks: matched on `lead_id`,
+/// `action_source: system_generated`, `custom_data.event_source: crm`.
 pub(crate) fn server_event(c: &Conversion, target: &Target) -> ServerEvent {
     let country = target.country_hash.clone();
     let hashes = c.hashes.clone().unwrap_or_default();
+    let lead_id = meta_lead_id(&c.lead_key).and_then(|id| id.parse::<u64>().ok());
     let value = match (c.value_cents, &c.currency) {
         (Some(cents), Some(currency)) => {
             let exponent = Currency::parse(currency).map_or(2, |c| c.exponent());
@@ -76,17 +83,24 @@ pub(crate) fn server_event(c: &Conversion, target: &Target) -> ServerEvent {
         }
         _ => None,
     };
-    let custom_data = (value.is_some() || c.order_id.is_some()).then(|| CustomData {
-        value: value.as_ref().map(|v| v.0),
-        currency: value.map(|v| v.1),
-        order_id: c.order_id.clone(),
-    });
+    let custom_data =
+        (value.is_some() || c.order_id.is_some() || lead_id.is_some()).then(|| CustomData {
+            value: value.as_ref().map(|v| v.0),
+            currency: value.map(|v| v.1),
+            order_id: c.order_id.clone(),
+            event_source: lead_id.map(|_| "crm"),
+            lead_event_source: lead_id.map(|_| LEAD_EVENT_SOURCE),
+        });
     let signal = |name: &str| hashes.signals.get(name).cloned();
     ServerEvent {
         event_name: c.event_name.as_str().to_owned(),
         event_time: c.event_time.div_euclid(1_000),
         event_id: c.event_id.clone(),
-        action_source: meta_action_source(c.action_source.as_deref()),
+        action_source: if lead_id.is_some() {
+            "system_generated"
+        } else {
+            meta_action_source(c.action_source.as_deref())
+        },
         event_source_url: c.source_url.clone(),
         user_data: UserData {
             client_ip_address: signal("ip"),
@@ -100,6 +114,7 @@ pub(crate) fn server_event(c: &Conversion, target: &Target) -> ServerEvent {
             last_name: hashes.last_name,
             external_id: hashes.external_id.into_iter().collect(),
             country: country.into_iter().collect(),
+            lead_id,
         },
         custom_data,
     }

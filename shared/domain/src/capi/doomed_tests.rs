@@ -46,6 +46,12 @@ fn doomed_rows_are_too_old_out_of_attempts_or_without_contact_data() {
     assert_eq!(doomed(&fresh, MAX_ATTEMPTS + 1, true, now), None);
     let old = doomed_row(now - MAX_EVENT_AGE_MS - 1, true);
     assert!(doomed(&old, 1, true, now).is_some());
+    // A Lead Ads lead's row is matched on its lead id: no contact needed.
+    let form = Conversion {
+        lead_key: "meta-lead:444444444444444".into(),
+        ..doomed_row(now, false)
+    };
+    assert_eq!(doomed(&form, 1, false, now), None);
 }
 
 #[test]

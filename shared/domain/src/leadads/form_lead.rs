@@ -68,6 +68,14 @@ impl FormLead {
     }
 }
 
+/// The `leadgen_id` a form lead's key carries ([`FormLead::lead_key`]):
+/// its events go to Meta as Conversion Leads, matched on it.
+pub fn meta_lead_id(lead_key: &str) -> Option<&str> {
+    lead_key
+        .strip_prefix("meta-lead:")
+        .filter(|id| !id.is_empty() && id.len() <= 32 && id.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Meta's `created_time` (`2015-02-28T08:49:14+0000`, an offset without a
 /// colon; RFC 3339 taken too) as epoch milliseconds.
 pub fn parse_created_time(text: &str) -> Option<i64> {
@@ -182,6 +190,10 @@ mod tests {
         check_opaque("leadKey", &l.lead_key()).unwrap();
         check_opaque("changeId", &l.change_id()).unwrap();
         assert_eq!(l.lead_key(), lead(None, true).lead_key());
+        assert_eq!(meta_lead_id(&l.lead_key()), Some("444444444444444"));
+        for key in ["zu", "meta-lead:", "meta-lead:12a", "xmeta-lead:1"] {
+            assert_eq!(meta_lead_id(key), None, "{key}");
+        }
         assert_eq!(l.occurred_at(l.created_at + 1), l.created_at);
         assert_eq!(l.occurred_at(l.created_at - 5), l.created_at - 5);
     }

@@ -17,6 +17,7 @@ use crate::capi::{Conversion, ConversionStatus, EventName, conversion_ref, event
 use crate::contact::ContactHashes;
 use crate::destinations::Destination;
 use crate::events::{Contact, EventRow};
+use crate::leadads::meta_lead_id;
 use crate::metrics::Counters;
 use crate::pixels::PixelReady;
 use crate::time::utc_day;
@@ -192,16 +193,20 @@ pub fn decide(
     };
     changed |= move_lead(&mut lead, &applied, update.revenue_cents, ctx.now);
     let contact = update.contact();
+    // A Lead Ads lead is matched at Meta on its lead id (Conversion Leads):
+    // its later events need no contact data, and its first, `Lead`, is
+    // Meta's own.
+    let form_lead = meta_lead_id(&lead.lead_key).is_some();
     let events = events_for(
         &applied,
-        is_new,
+        is_new && !form_lead,
         ctx.targets.send_lead_event,
-        contact.has_identity(),
+        contact.has_identity() || form_lead,
         &ctx.board.map,
     );
     let pixel_hashes = update.pixel_hashes(ctx.country);
     let conversions: Vec<NewConversion> = match ctx.targets.pixel {
-        Some(_) if !pixel_hashes.is_empty() => events
+        Some(_) if !pixel_hashes.is_empty() || form_lead => events
             .iter()
             .map(|event| {
                 new_conversion(
