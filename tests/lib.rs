@@ -72,6 +72,31 @@ impl Harness {
         self.runner().now()
     }
 
+    /// Every item of the stack's table, as text: what a secret must never
+    /// be found in.
+    pub async fn table_text(&self) -> String {
+        let store = self.store();
+        let mut text = String::new();
+        let mut start = None;
+        loop {
+            let out = store
+                .ddb
+                .scan()
+                .table_name(&store.names.table)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .expect("scan the table");
+            for item in out.items() {
+                text.push_str(&format!("{item:?}\n"));
+            }
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() {
+                return text;
+            }
+        }
+    }
+
     /// Calls the API with the host's token: the status and the JSON body.
     pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
         let token = self.app.host_token();

@@ -65,7 +65,7 @@ fn every_function_logs_to_a_group_with_the_stacks_retention() {
             _ => {}
         }
     }
-    assert_eq!(groups.len(), 5, "five functions");
+    assert_eq!(groups.len(), 6, "six functions");
     for g in &groups {
         assert_eq!(
             r.get(Value::from(g.as_str()))

@@ -13,6 +13,9 @@ use adtrail_domain::spend::SpendFigures;
 use adtrail_store::connections::{Connection, ListedAccount, ListedPixel};
 use serde::Serialize;
 
+mod forms;
+pub(crate) use forms::{DayCount, Recent, form_view, rules_view, simulation_view};
+
 /// An ad account as a connection lists it.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -19,7 +19,10 @@
 
 use adtrail_changes::{RecordError, Recorded, record};
 use adtrail_domain::SiteId;
-use adtrail_domain::leadads::{Decision, FORM_LEAD_ARRIVED, FormLead, form_lead_arrived};
+use adtrail_domain::leadads::{
+    FORM_LEAD_ARRIVED, FormDecision, FormLead, FormLeadRecord, FormRules, Question, choices,
+    decide_form_lead, form_lead_arrived,
+};
 use adtrail_domain::leads::{LeadUpdate, NewLead};
 use adtrail_domain::time::SharedClock;
 use adtrail_meta::{GraphClient, GraphError};
@@ -59,7 +62,8 @@ pub enum LeadgenError {
 /// What became of one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Taken {
-    /// Recorded on the board, announced on the bus.
+    /// Decided by the form's rules, recorded (on the board unless
+    /// discarded), announced on the bus.
     Recorded,
     /// Recorded before; announced again only when SQS gave the message
     /// again.
@@ -124,7 +128,8 @@ fn redelivered(record: &SqsMessage) -> bool {
 }
 
 impl LeadgenWorker {
-    /// One message: the link, the token, the lead, the record, the event.
+    /// One message: the link, the token, the lead, the rules' decision, the
+    /// record, the event.
     ///
     /// # Errors
     /// [`LeadgenError`]: the message is kept for another try.
@@ -147,14 +152,106 @@ impl LeadgenWorker {
             .sealer()
             .unseal_page(&link.owner_key, &page.page_id, &page.sealed_token)
             .await?;
-        let lead = self.graph.form_lead(&token, &message.leadgen_id).await?;
+        let mut lead = self.graph.form_lead(&token, &message.leadgen_id).await?;
+        let form_id = lead
+            .form_id
+            .clone()
+            .or(message.form_id)
+            .unwrap_or_else(|| "unknown".into());
+        let (questions, rules) = self.form(&site, &link.page_id, &form_id, &token).await?;
+        // The answers are read only here, for the options chosen.
+        let chosen = choices(&questions, &std::mem::take(&mut lead.answers).0);
         let now = self.clock.now_ms();
+        let record = FormLeadRecord {
+            site_id: site.as_str().to_owned(),
+            page_id: link.page_id.clone(),
+            form_id,
+            leadgen_id: lead.leadgen_id.clone(),
+            created_at: lead.created_at,
+            decision: decide_form_lead(&rules, &chosen),
+            choices: chosen,
+            origin: lead.origin().to_owned(),
+            ad_id: lead.ad_id.clone(),
+            adset_id: lead.adset_id.clone(),
+            campaign_id: lead.campaign_id.clone(),
+            received_at: now,
+        };
+        // The first delivery's decision stands.
+        let earlier = self.store.forms().record_form_lead(&record).await?;
+        let fresh = earlier.is_none();
+        let decision = earlier.map_or(record.decision, |e| e.decision);
+        let (lead_id, written) = match &decision {
+            FormDecision::Column { column, .. } => {
+                let (id, written) = self.to_board(&site, &lead, column.clone(), now).await?;
+                (Some(id), written)
+            }
+            FormDecision::Discard { .. } => (None, false),
+        };
+        if fresh || written || redelivered(sqs) {
+            let detail = form_lead_arrived(
+                site.as_str(),
+                &link.page_id,
+                &lead,
+                lead_id.as_deref(),
+                &decision,
+            );
+            self.store
+                .bus()
+                .put_event(FORM_LEAD_ARRIVED, &detail)
+                .await?;
+        }
+        Ok(if fresh || written {
+            Taken::Recorded
+        } else {
+            Taken::Duplicate
+        })
+    }
+
+    /// The form's questions and the site's rules for it. A form adtrail
+    /// has not seen (made after the Page was linked) is read from Meta
+    /// with the Page's forms.
+    async fn form(
+        &self,
+        site: &SiteId,
+        page: &str,
+        form_id: &str,
+        token: &str,
+    ) -> Result<(Vec<Question>, FormRules), LeadgenError> {
+        let forms = self.store.forms();
+        if let Some((form, rules)) = forms.form(site.as_str(), form_id).await? {
+            return Ok((form.questions, rules.map(|r| r.0).unwrap_or_default()));
+        }
+        let mut listed = self.graph.leadgen_forms(token, page).await?;
+        let now = self.clock.now_ms();
+        for f in &mut listed {
+            f.synced_at = now;
+        }
+        forms
+            .replace_page_forms(site.as_str(), page, &listed)
+            .await?;
+        let questions = listed
+            .into_iter()
+            .find(|f| f.form_id == form_id)
+            .map(|f| f.questions)
+            .unwrap_or_default();
+        Ok((questions, FormRules::default()))
+    }
+
+    /// Records the lead on the board in `column` (once per `leadgen_id`):
+    /// its id, and whether this call wrote it.
+    async fn to_board(
+        &self,
+        site: &SiteId,
+        lead: &FormLead,
+        column: Option<String>,
+        now: i64,
+    ) -> Result<(String, bool), LeadgenError> {
         let update = LeadUpdate {
             change_id: lead.change_id(),
             occurred_at: lead.occurred_at(now),
             stage: None,
             revenue_cents: None,
-            column: None,
+            column,
             hashes: None,
             contact: None,
         };
@@ -164,47 +261,24 @@ impl LeadgenWorker {
             label: None,
         };
         let key = lead.lead_key();
-        let recorded = record(
+        match record(
             &self.store,
             self.clock.as_ref(),
-            &site,
+            site,
             &key,
             &update,
             Some(&new),
         )
-        .await?;
-        let decision = Decision::Entry { column: None };
-        match recorded {
-            Recorded::Written(plan) => {
-                self.announce(&link.page_id, &site, &lead, &plan.lead.lead_id, &decision)
-                    .await?;
-                Ok(Taken::Recorded)
-            }
-            Recorded::Duplicate(known) | Recorded::Unchanged { lead: known, .. } => {
-                if redelivered(sqs)
-                    && let Some(known) = known
-                {
-                    let decision = Decision::Entry {
-                        column: known.column.clone(),
-                    };
-                    self.announce(&link.page_id, &site, &lead, &known.lead_id, &decision)
-                        .await?;
-                }
-                Ok(Taken::Duplicate)
+        .await?
+        {
+            Recorded::Written(plan) => Ok((plan.lead.lead_id.clone(), true)),
+            Recorded::Duplicate(Some(known))
+            | Recorded::Unchanged {
+                lead: Some(known), ..
+            } => Ok((known.lead_id, false)),
+            Recorded::Duplicate(None) | Recorded::Unchanged { lead: None, .. } => {
+                Err(LeadgenError::Record(RecordError::NoLead))
             }
         }
-    }
-
-    /// `FormLeadArrived`, ids and the decision only.
-    async fn announce(
-        &self,
-        page: &str,
-        site: &SiteId,
-        lead: &FormLead,
-        lead_id: &str,
-        decision: &Decision,
-    ) -> Result<(), StoreError> {
-        let detail = form_lead_arrived(site.as_str(), page, lead, lead_id, decision);
-        self.store.bus().put_event(FORM_LEAD_ARRIVED, &detail).await
     }
 }

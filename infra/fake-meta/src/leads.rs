@@ -27,6 +27,70 @@ pub const SAMPLE_FORMS: [(&str, &str, &str); 2] = [
     ("700800900200", "900800700", "Pet Mania · Banho e tosa"),
 ];
 
+/// A sample form's questions, as `questions{key,label,type,options}`:
+/// name, e-mail and phone, and multiple-choice questions with options.
+pub fn sample_questions(form: &str) -> Value {
+    let contact = [
+        json!({"key": "full_name", "label": "Nome completo", "type": "FULL_NAME"}),
+        json!({"key": "email", "label": "E-mail", "type": "EMAIL"}),
+        json!({"key": "phone_number", "label": "Telefone", "type": "PHONE"}),
+    ];
+    let custom = if form == SAMPLE_FORMS[0].0 {
+        vec![
+            json!({"key": "interesse", "label": "O que você procura?", "type": "CUSTOM",
+                "options": [{"key": "comprar", "value": "Quero comprar"},
+                            {"key": "orcamento", "value": "Só um orçamento"},
+                            {"key": "curioso", "value": "Só estou olhando"}]}),
+            json!({"key": "prazo", "label": "Para quando?", "type": "CUSTOM",
+                "options": [{"key": "agora", "value": "Este mês"},
+                            {"key": "depois", "value": "Mais tarde"}]}),
+        ]
+    } else {
+        vec![
+            json!({"key": "servico", "label": "Serviço", "type": "CUSTOM",
+            "options": [{"key": "banho", "value": "Banho"}, {"key": "tosa", "value": "Tosa"}]}),
+        ]
+    };
+    Value::Array(contact.into_iter().chain(custom).collect())
+}
+
+/// `GET /{page}/leadgen_forms` with the Page's own token, or `None` when
+/// the path is not a sample Page's forms.
+pub(crate) fn list_forms(rest: &str, fields: Option<&str>, token: &str) -> Option<Response> {
+    let page = rest.strip_suffix("/leadgen_forms")?;
+    if !crate::agency::SAMPLE_PAGES
+        .iter()
+        .any(|(id, _, _)| *id == page)
+    {
+        return None;
+    }
+    if let Some(refused) = crate::pages::page_token_refused(page, token) {
+        return Some(refused);
+    }
+    let asked = fields.unwrap_or("id");
+    let data: Vec<Value> = SAMPLE_FORMS
+        .iter()
+        .filter(|(_, p, _)| *p == page)
+        .map(|(id, _, name)| {
+            let mut form = json!({"id": id});
+            if asked.contains("name") {
+                form["name"] = json!(name);
+            }
+            if asked.contains("status") {
+                form["status"] = json!("ACTIVE");
+            }
+            if asked.contains("questions") {
+                form["questions"] = sample_questions(id);
+            }
+            form
+        })
+        .collect();
+    Some(
+        Json(json!({"data": data, "paging": {"cursors": {"before": "a", "after": "b"}}}))
+            .into_response(),
+    )
+}
+
 /// How the fake delivers a submitted lead's webhook.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]

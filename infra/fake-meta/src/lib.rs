@@ -32,6 +32,6 @@ pub use agency::{
 };
 pub use capi::AcceptedEvent;
 pub use knobs::{Knobs, RandomFaults, RecordedRequest, Throttle};
-pub use leads::{Delivery, SAMPLE_FORMS, Submission, Submitted, signature};
+pub use leads::{Delivery, SAMPLE_FORMS, Submission, Submitted, sample_questions, signature};
 pub use login::{FAKE_APP_ID, FAKE_APP_SECRET, FAKE_WEBHOOK_VERIFY_TOKEN};
 pub use server::FakeMeta;

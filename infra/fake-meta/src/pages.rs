@@ -11,6 +11,20 @@ use crate::agency::{SAMPLE_PAGES, page_token};
 use crate::server::Shared;
 use crate::wire::meta_error;
 
+/// Meta's answer to a Page's edge called without that Page's own token
+/// (a user token, another Page's): `(#210)`.
+pub(crate) fn page_token_refused(page: &str, token: &str) -> Option<Response> {
+    (token != page_token(page)).then(|| {
+        meta_error(
+            StatusCode::FORBIDDEN,
+            210,
+            None,
+            "(#210) A page access token is required to request this resource.",
+            false,
+        )
+    })
+}
+
 /// `POST` or `DELETE /{page}/subscribed_apps`, or `None` when the path is
 /// not a Page's subscription.
 pub(crate) fn subscribed_apps(
@@ -24,14 +38,8 @@ pub(crate) fn subscribed_apps(
     if !SAMPLE_PAGES.iter().any(|(id, _, _)| *id == page) {
         return None;
     }
-    if token != page_token(page) {
-        return Some(meta_error(
-            StatusCode::FORBIDDEN,
-            210,
-            None,
-            "(#210) A page access token is required to request this resource.",
-            false,
-        ));
+    if let Some(refused) = page_token_refused(page, token) {
+        return Some(refused);
     }
     let mut inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
     match *method {

@@ -397,6 +397,10 @@ fn route(
         crate::leads::read_lead(shared, rest, query.get("fields").map(String::as_str), token)
     {
         answer
+    } else if let Some(answer) =
+        crate::leads::list_forms(rest, query.get("fields").map(String::as_str), token)
+    {
+        answer
     } else {
         graph_get(shared, rest, query, &knobs, token)
     };

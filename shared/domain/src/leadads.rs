@@ -9,9 +9,15 @@
 use serde_json::Value;
 
 mod form_lead;
+mod forms;
 pub use form_lead::{
-    Decision, FORM_LEAD_ARRIVED, FormLead, ORIGIN_ORGANIC, ORIGIN_PAID, form_lead_arrived,
+    Answers, FORM_LEAD_ARRIVED, FormLead, ORIGIN_ORGANIC, ORIGIN_PAID, form_lead_arrived,
     meta_lead_id, parse_created_time,
+};
+pub use forms::{
+    Choices, FORM_LEAD_KEPT_MS, FormDecision, FormLeadRecord, FormRule, FormRules, LeadForm,
+    MAX_REASON, MAX_RULE_ANSWERS, MAX_RULES, Question, QuestionOption, RuleTarget, RulesTally,
+    check_rules, choices, decide_form_lead, tally,
 };
 
 /// The most leads one webhook delivery is read for: Meta batches changes,

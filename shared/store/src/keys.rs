@@ -158,6 +158,26 @@ pub const PAGE_LINK_SK: &str = "link";
 pub fn site_page_pk(site: &str) -> String {
     format!("sitepage#{site}")
 }
+/// A site's Lead Ads forms and their rules: `siteforms#<siteId>` /
+/// `form#<formId>` and `rules#<formId>`.
+pub fn site_forms_pk(site: &str) -> String {
+    format!("siteforms#{site}")
+}
+pub fn form_sk(form: &str) -> String {
+    format!("form#{form}")
+}
+pub fn rules_sk(form: &str) -> String {
+    format!("rules#{form}")
+}
+pub const FORM_SK_PREFIX: &str = "form#";
+/// A form's leads on a site, by time: `formleads#<siteId>#<formId>` /
+/// `<createdAt, 13 digits>#<leadgenId>`.
+pub fn form_leads_pk(site: &str, form: &str) -> String {
+    format!("formleads#{site}#{form}")
+}
+pub fn form_lead_sk(created_at: i64, leadgen_id: &str) -> String {
+    format!("{created_at:013}#{leadgen_id}")
+}
 pub fn dest_pk(site: &str) -> String {
     format!("dest#{site}")
 }

@@ -16,6 +16,7 @@ pub mod conversions;
 pub mod counter;
 pub mod destinations;
 pub mod error;
+pub mod forms;
 mod items;
 pub mod keys;
 pub mod leads;
@@ -149,6 +150,8 @@ handles! {
     Destinations => destinations;
     /// The Facebook Pages owners' tokens list (`pages.rs`).
     Pages => pages;
+    /// Lead Ads forms, their rules and their leads' decisions (`forms.rs`).
+    Forms => forms;
     /// Boards and event maps (`board.rs`).
     Boards => boards;
     /// Leads (`leads.rs`), the outbox (`outbox.rs`) and the rollups

@@ -5,9 +5,7 @@
 //! from both sides in one transaction.
 
 use adtrail_domain::leadads::{OwnerPage, PageLink};
-use aws_sdk_dynamodb::types::{
-    Delete, DeleteRequest, Put, PutRequest, TransactWriteItem, WriteRequest,
-};
+use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
 
 use crate::attr::s;
 use crate::items::{PageItem, PageLinkItem, decode, encode};
@@ -59,30 +57,16 @@ impl Pages<'_> {
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn replace_pages(&self, owner: &str, listed: &[OwnerPage]) -> Result<(), StoreError> {
         let before = self.list_pages(owner).await?;
-        let mut requests = vec![];
-        for p in listed {
-            let item = encode(&PageItem::of(p, page_pk(owner)), "page")?;
-            let put = PutRequest::builder()
-                .set_item(Some(item))
-                .build()
-                .map_err(StoreError::ddb)?;
-            requests.push(WriteRequest::builder().put_request(put).build());
-        }
-        for gone in before
+        let puts = listed
+            .iter()
+            .map(|p| encode(&PageItem::of(p, page_pk(owner)), "page"))
+            .collect::<Result<_, _>>()?;
+        let gone = before
             .iter()
             .filter(|b| !listed.iter().any(|p| p.page_id == b.page_id))
-        {
-            let delete = DeleteRequest::builder()
-                .key(PK, s(page_pk(owner)))
-                .key(SK, s(&gone.page_id))
-                .build()
-                .map_err(StoreError::ddb)?;
-            requests.push(WriteRequest::builder().delete_request(delete).build());
-        }
-        for chunk in requests.chunks(25) {
-            self.batch_write(&self.names.table, chunk.to_vec()).await?;
-        }
-        Ok(())
+            .map(|b| (page_pk(owner), b.page_id.clone()))
+            .collect();
+        self.put_and_delete(puts, gone).await
     }
 
     /// The site a Page feeds, if any.

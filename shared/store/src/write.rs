@@ -6,7 +6,9 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::{
     TransactWriteItemsError, TransactWriteItemsOutput,
 };
-use aws_sdk_dynamodb::types::{CancellationReason, TransactWriteItem, WriteRequest};
+use aws_sdk_dynamodb::types::{
+    CancellationReason, DeleteRequest, PutRequest, TransactWriteItem, WriteRequest,
+};
 
 use crate::retry::{Backoff, only_conflicts};
 
@@ -169,6 +171,39 @@ impl Store {
                 });
             }
         }
+    }
+
+    /// Writes `puts` whole and deletes the items keyed `deletes` (pk, sk)
+    /// on the stack's table, 25 requests a `BatchWriteItem`: a listing
+    /// replaced.
+    ///
+    /// # Errors
+    /// As [`Store::batch_write`].
+    pub(crate) async fn put_and_delete(
+        &self,
+        puts: Vec<Item>,
+        deletes: Vec<(String, String)>,
+    ) -> Result<(), StoreError> {
+        let mut requests = vec![];
+        for item in puts {
+            let put = PutRequest::builder()
+                .set_item(Some(item))
+                .build()
+                .map_err(StoreError::ddb)?;
+            requests.push(WriteRequest::builder().put_request(put).build());
+        }
+        for (pk, sk) in deletes {
+            let delete = DeleteRequest::builder()
+                .key(PK, s(pk))
+                .key(SK, s(sk))
+                .build()
+                .map_err(StoreError::ddb)?;
+            requests.push(WriteRequest::builder().delete_request(delete).build());
+        }
+        for chunk in requests.chunks(25) {
+            self.batch_write(&self.names.table, chunk.to_vec()).await?;
+        }
+        Ok(())
     }
 
     /// Runs a transaction: `Ok(None)` when it committed, `Ok(Some(i))` when

@@ -1,5 +1,6 @@
 //! Meta Lead Ads: the webhook's doors, the owner's Pages, and the leadgen worker.
 
+mod forms;
 mod forward;
 mod pages;
 pub(crate) mod webhook;

@@ -104,7 +104,11 @@ async fn a_form_lead_reaches_the_board_once_and_the_bus_without_its_answers() {
     assert_eq!(first.detail["pageId"], json!(LOJA_PAGE));
     assert_eq!(first.detail["formId"], json!(LOJA_FORM));
     assert_eq!(first.detail["leadId"], json!(lead.lead_id));
-    assert_eq!(first.detail["decision"]["kind"], json!("entry"));
+    assert_eq!(
+        first.detail["decision"],
+        json!({"kind": "column", "column": null, "rule": null}),
+        "no rules yet: the board's default"
+    );
     assert_eq!(first.detail["origin"]["kind"], json!("lead_form"));
     assert_eq!(first.detail["origin"]["adName"], json!(ad.name));
     assert_eq!(first.detail["origin"]["campaignId"], json!(ad.campaign_id));
@@ -115,7 +119,7 @@ async fn a_form_lead_reaches_the_board_once_and_the_bus_without_its_answers() {
             e.raw
         );
     }
-    // Read with the Page's own token, and never the answers.
+    // Read with the Page's own token; its answers kept nowhere.
     let reads: Vec<_> = h
         .fake()
         .requests()
@@ -128,9 +132,9 @@ async fn a_form_lead_reaches_the_board_once_and_the_bus_without_its_answers() {
             r.authorization.as_deref(),
             Some(format!("Bearer {}", page_token(LOJA_PAGE)).as_str())
         );
-        let q = url_decode(&r.query);
-        assert!(!q["fields"].contains("field_data"), "{}", q["fields"]);
     }
+    let table = h.table_text().await;
+    assert!(!table.contains("Sigilosa") && !table.contains("sigilosa@"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

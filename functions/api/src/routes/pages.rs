@@ -28,6 +28,20 @@ fn view(link: &PageLink) -> serde_json::Value {
     })
 }
 
+/// The link of a Page that feeds `site`, or `404`.
+pub(crate) async fn site_page_link(
+    api: &Api,
+    site: &SiteId,
+    page_id: &str,
+) -> Result<PageLink, ApiError> {
+    api.store
+        .pages()
+        .page_link(page_id)
+        .await?
+        .filter(|l| l.site_id == site.as_str())
+        .ok_or_else(|| ApiError::not_found("pageId: the Page does not feed this site"))
+}
+
 /// The Page's token, opened for one call.
 async fn page_token(api: &Api, page: &OwnerPage) -> Result<String, ApiError> {
     Ok(api
@@ -95,6 +109,13 @@ pub(crate) async fn link_page(
             "pageId: the Page was linked meanwhile; read it again",
         ));
     }
+    // Its forms, for the rules; Meta failing here costs nothing a refresh
+    // (or the Page's first lead) does not read again.
+    if let Err(e) =
+        crate::routes::forms::read_page_forms(api, site.as_str(), &link.owner_key, page_id).await
+    {
+        tracing::warn!(error = %e, "the Page's forms were not read; refresh them");
+    }
     json(201, &view(&link))
 }
 
@@ -111,17 +132,7 @@ pub(crate) async fn unlink_page(
     caller.may_configure(site.as_str())?;
     let acting = acting_owner(caller, params.get("ownerKey"))?;
     lead_ads_on(api)?;
-    let Some(existing) = api
-        .store
-        .pages()
-        .page_link(page_id)
-        .await?
-        .filter(|l| l.site_id == site.as_str())
-    else {
-        return Err(ApiError::not_found(
-            "pageId: the Page does not feed this site",
-        ));
-    };
+    let existing = site_page_link(api, &site, page_id).await?;
     if acting.as_ref().is_some_and(|o| o != &existing.owner_key) {
         return Err(ApiError::new(
             ErrorCode::Conflict,
@@ -144,6 +155,10 @@ pub(crate) async fn unlink_page(
         .store
         .pages()
         .unlink_page(site.as_str(), page_id)
+        .await?;
+    api.store
+        .forms()
+        .replace_page_forms(site.as_str(), page_id, &[])
         .await?;
     json(
         200,

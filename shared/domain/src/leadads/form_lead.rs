@@ -4,6 +4,8 @@
 //! event a host subscribes to.
 
 use chrono::DateTime;
+
+use super::FormDecision;
 use serde_json::{Value, json};
 
 /// The origin of a lead an ad brought through its instant form.
@@ -31,6 +33,21 @@ pub struct FormLead {
     pub organic: bool,
     /// Where it was submitted (`fb`, `ig`), as Meta names it.
     pub platform: Option<String>,
+    /// The person's answers, held only to pick the lead's choices.
+    pub answers: Answers,
+}
+
+/// A lead's answers as Meta gave them (`field_data`: a question's key and
+/// its values). Held in memory to pick the options chosen
+/// ([`crate::leadads::choices`]), then dropped: never stored, logged,
+/// queued or put on the bus. `Debug` shows only how many there are.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Answers(pub Vec<(String, Vec<String>)>);
+
+impl std::fmt::Debug for Answers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Answers({} redacted)", self.0.len())
+    }
 }
 
 impl FormLead {
@@ -86,31 +103,29 @@ pub fn parse_created_time(text: &str) -> Option<i64> {
         .filter(|ms| *ms >= 0)
 }
 
-/// Where the form lead went on the board.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    /// Into the board as any new lead (no rule placed it).
-    Entry { column: Option<String> },
-}
-
 /// The `FormLeadArrived` detail: ids, the decision and the origin, never
-/// an answer.
+/// an answer. `lead_id`: the board's lead, unless the rules discarded it.
 pub fn form_lead_arrived(
     site_id: &str,
     page_id: &str,
     lead: &FormLead,
-    lead_id: &str,
-    decision: &Decision,
+    lead_id: Option<&str>,
+    decision: &FormDecision,
 ) -> Value {
     let decision = match decision {
-        Decision::Entry { column } => json!({"kind": "entry", "column": column}),
+        FormDecision::Column { column, rule } => {
+            json!({"kind": "column", "column": column, "rule": rule})
+        }
+        FormDecision::Discard { reason, rule } => {
+            json!({"kind": "discard", "reason": reason, "rule": rule})
+        }
     };
     json!({
         "siteId": site_id,
         "pageId": page_id,
         "formId": lead.form_id,
         "leadgenId": lead.leadgen_id,
-        "leadKey": lead.lead_key(),
+        "leadKey": lead_id.map(|_| lead.lead_key()),
         "leadId": lead_id,
         "occurredAt": lead.created_at,
         "decision": decision,
@@ -146,6 +161,7 @@ mod tests {
             created_at: 1_764_547_200_000,
             organic,
             platform: Some("fb".into()),
+            answers: Answers(vec![("email".into(), vec!["ana@example.com".into()])]),
         }
     }
 
@@ -205,12 +221,23 @@ mod tests {
             "loja-x",
             "100200300",
             &l,
-            "lead-1",
-            &Decision::Entry { column: None },
+            Some("lead-1"),
+            &FormDecision::Column {
+                column: None,
+                rule: None,
+            },
         );
         assert_eq!(v["leadgenId"], "444444444444444");
         assert_eq!(v["origin"]["kind"], "lead_form");
-        assert_eq!(v["decision"], json!({"kind": "entry", "column": null}));
+        assert_eq!(
+            v["decision"],
+            json!({"kind": "column", "column": null, "rule": null})
+        );
         assert!(v.get("answers").is_none() && v.get("fieldData").is_none());
+        assert!(!v.to_string().contains("ana@"));
+        assert!(
+            !format!("{l:?}").contains("ana@"),
+            "Debug hides the answers"
+        );
     }
 }

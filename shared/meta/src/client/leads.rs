@@ -1,15 +1,91 @@
-//! A form lead read with its Page's token: `GET /{leadgen_id}` with only
-//! the fields adtrail keeps (ids, names, time, organic, platform), never
-//! `field_data`: the person's answers are not read where they are not
-//! shown.
+//! Lead Ads reads with a Page's token: one form lead (`GET /{leadgen_id}`:
+//! ids, names, time, organic, platform, and its answers, held in memory
+//! only to pick the options chosen), and the Page's instant forms with
+//! their questions (`GET /{page}/leadgen_forms`). Everything Meta answers
+//! is bounded.
 
-use adtrail_domain::leadads::{FormLead, parse_created_time};
+use adtrail_domain::leadads::{
+    Answers, FormLead, LeadForm, Question, QuestionOption, parse_created_time,
+};
 
 use super::*;
 
-/// What is asked of a lead: everything but the answers.
+/// What is asked of a lead.
 const LEAD_FIELDS: &str = "id,created_time,ad_id,ad_name,adset_id,adset_name,campaign_id,\
-campaign_name,form_id,is_organic,platform";
+campaign_name,form_id,is_organic,platform,field_data";
+/// What is asked of a form.
+const FORM_FIELDS: &str = "id,name,status,questions{key,label,type,options}";
+/// Forms read per Page at most.
+const MAX_FORMS: usize = 500;
+const FORMS_PAGE_SIZE: &str = "100";
+/// Bounds on what a form or a lead may hold.
+const MAX_QUESTIONS: usize = 100;
+const MAX_OPTIONS: usize = 100;
+const MAX_VALUES: usize = 50;
+const MAX_KEY: usize = 128;
+const MAX_VALUE: usize = 1_000;
+
+/// A question or option key: printable, bounded.
+fn key(v: &Value, name: &str) -> Option<String> {
+    v.get(name)
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty() && k.len() <= MAX_KEY && !k.chars().any(char::is_control))
+        .map(str::to_owned)
+}
+
+/// `field_data`: each question's key and values, bounded.
+fn answers(v: &Value) -> Answers {
+    let fields = v.get("field_data").and_then(Value::as_array);
+    Answers(
+        fields
+            .into_iter()
+            .flatten()
+            .take(MAX_QUESTIONS)
+            .filter_map(|f| {
+                let values = f
+                    .get("values")
+                    .and_then(Value::as_array)?
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .take(MAX_VALUES)
+                    .map(|s| s.chars().take(MAX_VALUE).collect())
+                    .collect();
+                Some((key(f, "name")?, values))
+            })
+            .collect(),
+    )
+}
+
+/// A form's questions, bounded; a question without a key is left out.
+fn questions(v: &Value) -> Vec<Question> {
+    let listed = v.get("questions").and_then(Value::as_array);
+    listed
+        .into_iter()
+        .flatten()
+        .take(MAX_QUESTIONS)
+        .filter_map(|q| {
+            let options = q
+                .get("options")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .take(MAX_OPTIONS)
+                .filter_map(|o| {
+                    Some(QuestionOption {
+                        key: key(o, "key")?,
+                        value: text(o, "value").unwrap_or_default(),
+                    })
+                })
+                .collect();
+            Some(Question {
+                key: key(q, "key")?,
+                label: text(q, "label").unwrap_or_default(),
+                kind: key(q, "type").unwrap_or_default(),
+                options,
+            })
+        })
+        .collect()
+}
 
 /// Meta's `is_organic`: a boolean, or `"1"`/`"0"` as its exports give it.
 fn organic(v: &Value) -> bool {
@@ -58,6 +134,45 @@ impl GraphClient {
             organic: organic(&json),
             platform: text(&json, "platform")
                 .filter(|p| p.len() <= 16 && p.bytes().all(|b| b.is_ascii_lowercase())),
+            answers: answers(&json),
         })
+    }
+
+    /// The Page's instant forms with their questions, every page of the
+    /// listing (at most 500 forms). `synced_at` is left 0 for the caller.
+    ///
+    /// # Errors
+    /// [`GraphError`] classified by the domain.
+    pub async fn leadgen_forms(
+        &self,
+        page_token: &str,
+        page_id: &str,
+    ) -> Result<Vec<LeadForm>, GraphError> {
+        let mut url = self.url(
+            &format!("{page_id}/leadgen_forms"),
+            &[("fields", FORM_FIELDS), ("limit", FORMS_PAGE_SIZE)],
+        );
+        let mut forms = vec![];
+        loop {
+            let (json, _) = self.get(url, page_token).await?;
+            let listed: Paged =
+                serde_json::from_value(json).map_err(|_| GraphError::malformed("form list"))?;
+            forms.extend(listed.data.iter().filter_map(|v| {
+                Some(LeadForm {
+                    page_id: page_id.to_owned(),
+                    form_id: meta_id(v, "id")?,
+                    name: text(v, "name").unwrap_or_default(),
+                    status: key(v, "status").unwrap_or_default(),
+                    questions: questions(v),
+                    synced_at: 0,
+                })
+            }));
+            match listed.paging.and_then(|p| p.next) {
+                Some(next) if forms.len() < MAX_FORMS => url = self.next_url(&next)?,
+                _ => break,
+            }
+        }
+        forms.truncate(MAX_FORMS);
+        Ok(forms)
     }
 }

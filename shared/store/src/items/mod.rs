@@ -91,6 +91,7 @@ pub(super) fn parse<T>(value: Option<T>, entity: &str, attribute: &str) -> Resul
 
 mod conversions;
 mod destinations;
+mod forms;
 mod pages;
 mod setup;
 mod spend;
@@ -99,6 +100,7 @@ mod tests;
 
 pub(crate) use conversions::{ConversionItem, LeadItem, MATCH_ATTRIBUTES};
 pub(crate) use destinations::DestinationItem;
+pub(crate) use forms::{FormItem, FormLeadItem, RulesItem};
 pub(crate) use pages::{PageItem, PageLinkItem};
 pub(crate) use setup::{BoardItem, ConnectionItem, LinkItem, PixelItem, SiteItem};
 pub(crate) use spend::{CatalogItem, FiguresItem};

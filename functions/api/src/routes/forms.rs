@@ -1,0 +1,291 @@
+//! Lead Ads forms on a site and the host's rules for each:
+//! `GET /v1/sites/{siteId}/pages/{pageId}/forms` (the linked Page's forms,
+//! their questions and options, the last 30 days' leads by day, the rules
+//! in short), `POST …/forms/refresh` (read them from Meta again),
+//! `GET`/`PUT /v1/sites/{siteId}/forms/{formId}/rules` (an entry column and
+//! ordered rules, first match wins, each with its count over the last 30
+//! days) and `POST …/rules/simulate` (a rule set decided over the last 30
+//! days' leads, saved nowhere). Columns must be the board's; question keys
+//! and answers the form's multiple-choice questions and option keys.
+
+use adtrail_domain::SiteId;
+use adtrail_domain::ids::check_meta_numeric;
+use adtrail_domain::leadads::{
+    FormLeadRecord, FormRule, FormRules, LeadForm, RuleTarget, RulesTally, check_rules, tally,
+};
+use adtrail_domain::time::{DAY_MS, utc_day};
+use adtrail_store::forms::SiteForms;
+use lambda_http::{Body, Request, Response};
+use serde::Deserialize;
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::input::json_body;
+use crate::routes::pages::site_page_link;
+use crate::routes::webhooks::lead_ads_on;
+use crate::views::{DayCount, Recent, form_view, rules_view, simulation_view};
+use crate::{Api, json};
+
+/// The window the counts, the series and the simulations read.
+const WINDOW_MS: i64 = 30 * DAY_MS;
+/// Leads read per form and window at most; past it, answers are `partial`.
+const MAX_READ: usize = 5_000;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RulesBody {
+    entry_column: Option<String>,
+    #[serde(default)]
+    rules: Vec<RuleBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RuleBody {
+    question_key: String,
+    answers: Vec<String>,
+    to: TargetBody,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TargetBody {
+    column: Option<String>,
+    discard: Option<String>,
+}
+
+/// The body as rules, each rule's target one of a column or a reason.
+fn read_rules(body: RulesBody) -> Result<FormRules, ApiError> {
+    let rules = body
+        .rules
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let to = match (r.to.column, r.to.discard) {
+                (Some(c), None) => RuleTarget::Column(c),
+                (None, Some(d)) => RuleTarget::Discard(d),
+                _ => {
+                    return Err(ApiError::invalid(format!(
+                        "rules[{i}].to: give a column or a discard reason, not both"
+                    )));
+                }
+            };
+            Ok(FormRule {
+                question_key: r.question_key,
+                answers: r.answers,
+                to,
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(FormRules {
+        entry_column: body.entry_column,
+        rules,
+    })
+}
+
+/// A form's leads of the last 30 days.
+async fn recent_leads(
+    api: &Api,
+    site: &str,
+    form: &str,
+) -> Result<(Vec<FormLeadRecord>, bool), ApiError> {
+    let now = api.clock.now_ms();
+    Ok(api
+        .store
+        .forms()
+        .form_leads(site, form, now - WINDOW_MS, now + 1, MAX_READ)
+        .await?)
+}
+
+/// The last 30 days of a form, as the forms list shows them.
+fn recent(leads: &[FormLeadRecord], partial: bool, now: i64) -> Recent {
+    let first = utc_day(now - WINDOW_MS) + DAY_MS;
+    let daily = (0..30)
+        .map(|i| {
+            let day_start = first + i * DAY_MS;
+            DayCount {
+                day_start,
+                leads: leads
+                    .iter()
+                    .filter(|l| utc_day(l.created_at) == day_start)
+                    .count(),
+            }
+        })
+        .collect();
+    Recent {
+        leads: leads.len(),
+        daily,
+        last_lead_at: leads.iter().map(|l| l.created_at).max(),
+        partial,
+    }
+}
+
+async fn answer_forms(
+    api: &Api,
+    site: &SiteId,
+    page_id: &str,
+    all: &SiteForms,
+) -> Result<Response<Body>, ApiError> {
+    let now = api.clock.now_ms();
+    let mut forms = vec![];
+    for form in all.forms.iter().filter(|f| f.page_id == page_id) {
+        let (leads, partial) = recent_leads(api, site.as_str(), &form.form_id).await?;
+        forms.push(form_view(
+            form,
+            all.rules.get(&form.form_id),
+            recent(&leads, partial, now),
+        ));
+    }
+    json(
+        200,
+        &serde_json::json!({"siteId": site.as_str(), "pageId": page_id, "forms": forms}),
+    )
+}
+
+/// `GET …/forms` (`refresh: false`, a reader's) and `POST …/forms/refresh`
+/// (`refresh: true`, a configurer's: read from Meta first).
+pub(crate) async fn page_forms(
+    api: &Api,
+    caller: &Caller,
+    site: &str,
+    page_id: &str,
+    refresh: bool,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    check_meta_numeric("pageId", page_id)?;
+    if refresh {
+        caller.may_configure(site.as_str())?;
+    } else {
+        caller.may_read(site.as_str())?;
+    }
+    lead_ads_on(api)?;
+    let link = site_page_link(api, &site, page_id).await?;
+    if refresh {
+        read_page_forms(api, site.as_str(), &link.owner_key, page_id).await?;
+    }
+    let all = api.store.forms().site_forms(site.as_str()).await?;
+    answer_forms(api, &site, page_id, &all).await
+}
+
+/// Reads a linked Page's forms from Meta with its token and stores them.
+pub(crate) async fn read_page_forms(
+    api: &Api,
+    site: &str,
+    owner: &str,
+    page_id: &str,
+) -> Result<Vec<LeadForm>, ApiError> {
+    let Some(page) = api
+        .store
+        .pages()
+        .get_page(owner, page_id)
+        .await?
+        .filter(|p| p.leads_allowed())
+    else {
+        return Err(ApiError::not_found(
+            "pageId: the owner's token no longer lists this Page (connect or refresh first)",
+        ));
+    };
+    let token = api
+        .store
+        .sealer()
+        .unseal_page(owner, page_id, &page.sealed_token)
+        .await?;
+    let mut forms = api.graph.leadgen_forms(&token, page_id).await?;
+    drop(token);
+    let now = api.clock.now_ms();
+    for f in &mut forms {
+        f.synced_at = now;
+    }
+    api.store
+        .forms()
+        .replace_page_forms(site, page_id, &forms)
+        .await?;
+    Ok(forms)
+}
+
+/// The form on the site, or 404.
+async fn site_form(
+    api: &Api,
+    site: &SiteId,
+    form_id: &str,
+) -> Result<(LeadForm, Option<(FormRules, i64)>), ApiError> {
+    api.store
+        .forms()
+        .form(site.as_str(), form_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("formId: no such form on the site's Pages"))
+}
+
+pub(crate) async fn get_rules(
+    api: &Api,
+    caller: &Caller,
+    site: &str,
+    form_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    check_meta_numeric("formId", form_id)?;
+    caller.may_read(site.as_str())?;
+    lead_ads_on(api)?;
+    let (_, rules) = site_form(api, &site, form_id).await?;
+    let (leads, partial) = recent_leads(api, site.as_str(), form_id).await?;
+    let set = rules.as_ref().map(|r| r.0.clone()).unwrap_or_default();
+    let counted = tally(&set, leads.iter().map(|l| &l.choices));
+    json(
+        200,
+        &rules_view(site.as_str(), form_id, rules.as_ref(), &counted, partial),
+    )
+}
+
+/// A rule set a host sends (to save or to simulate): the site, parsed;
+/// the caller allowed to configure it; the body's rules checked against
+/// the form and the board; and the last 30 days' leads, decided again.
+async fn sent_rules(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+    site: &str,
+    form_id: &str,
+) -> Result<(SiteId, FormRules, RulesTally, bool), ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    check_meta_numeric("formId", form_id)?;
+    caller.may_configure(site.as_str())?;
+    lead_ads_on(api)?;
+    let (form, _) = site_form(api, &site, form_id).await?;
+    let rules = read_rules(json_body(req)?)?;
+    let board = api.store.boards().get_board(site.as_str()).await?;
+    check_rules(&rules, &form, &board).map_err(ApiError::invalid)?;
+    let (leads, partial) = recent_leads(api, site.as_str(), form_id).await?;
+    let counted = tally(&rules, leads.iter().map(|l| &l.choices));
+    Ok((site, rules, counted, partial))
+}
+
+pub(crate) async fn put_rules(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+    site: &str,
+    form_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let (site, rules, counted, partial) = sent_rules(api, caller, req, site, form_id).await?;
+    let now = api.clock.now_ms();
+    api.store
+        .forms()
+        .put_rules(site.as_str(), form_id, &rules, now)
+        .await?;
+    let saved = (rules, now);
+    json(
+        200,
+        &rules_view(site.as_str(), form_id, Some(&saved), &counted, partial),
+    )
+}
+
+pub(crate) async fn simulate(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+    site: &str,
+    form_id: &str,
+) -> Result<Response<Body>, ApiError> {
+    let (_, _, counted, partial) = sent_rules(api, caller, req, site, form_id).await?;
+    json(200, &simulation_view(&counted, partial))
+}
