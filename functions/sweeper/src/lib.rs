@@ -5,11 +5,15 @@
 //! crash between the outbox write and the queue, a message gone), each
 //! with a fixed budget per invocation. It also flags the Meta tokens with
 //! under 7 days left as `expiringSoon`, so a screen asks for a new login in
-//! time (a read never consults the clock).
+//! time (a read never consults the clock). With Lead Ads on, it reconciles
+//! each linked Page every 15 minutes (`reconcile.rs`).
+
+mod reconcile;
 
 use adtrail_domain::capi::LOST_AFTER_MS;
 use adtrail_domain::graph_error::EXPIRING_SOON_MS;
 use adtrail_domain::time::SharedClock;
+use adtrail_meta::GraphClient;
 use adtrail_store::keys::WORK_SHARDS;
 use adtrail_store::purge::PurgeStep;
 use adtrail_store::queue::SendMessage;
@@ -36,6 +40,10 @@ const MAX_LATE_PAGES: usize = 8;
 pub struct Sweeper {
     pub store: Store,
     pub clock: SharedClock,
+    /// Reads the linked Pages' forms for the reconciliation.
+    pub graph: GraphClient,
+    /// The stack's `LeadAds` parameter: off, no Page is reconciled.
+    pub lead_ads: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -47,6 +55,8 @@ pub struct SweepReport {
     pub sends_requeued: usize,
     pub sends_failed: usize,
     pub tokens_expiring: usize,
+    pub pages_reconciled: usize,
+    pub form_leads_requeued: usize,
 }
 
 impl Sweeper {
@@ -83,6 +93,9 @@ impl Sweeper {
             .connections()
             .flag_expiring(self.clock.now_ms() + EXPIRING_SOON_MS, EXPIRING_PER_SWEEP)
             .await?;
+        if self.lead_ads {
+            self.reconcile_pages(&mut report).await?;
+        }
         Ok(report)
     }
 

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use adtrail_domain::time::SystemClock;
+use adtrail_meta::{GraphClient, GraphConfig};
 use adtrail_store::{Names, Store};
 use adtrail_sweeper::{Sweeper, handle};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
@@ -14,6 +15,8 @@ async fn main() -> Result<(), Error> {
     let sweeper = Sweeper {
         store: Store::new(&config, Names::from_env()?),
         clock: Arc::new(SystemClock),
+        graph: GraphClient::new(GraphConfig::from_env()?)?,
+        lead_ads: std::env::var("LEAD_ADS").is_ok_and(|v| v == "on"),
     };
     run(service_fn(|event: LambdaEvent<_>| handle(&sweeper, event))).await
 }

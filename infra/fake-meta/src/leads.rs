@@ -208,6 +208,92 @@ pub(crate) fn read_lead(
     Some(Json(Value::Object(answer)).into_response())
 }
 
+/// `GET /{form}/leads` with the form's Page's token: its leads, newest
+/// first, filtered on `time_created` (`GREATER_THAN`,
+/// `GREATER_THAN_OR_EQUAL` or `LESS_THAN`, epoch seconds), `limit` a page
+/// (at most 100) and an `after` cursor whose `paging.next` stays on the
+/// fake's origin. `None` when `rest` is not a sample form's leads.
+pub(crate) fn list_form_leads(
+    shared: &Shared,
+    rest: &str,
+    query: &BTreeMap<String, String>,
+    token: &str,
+) -> Option<Response> {
+    let form = rest.strip_suffix("/leads")?;
+    let (_, page, _) = SAMPLE_FORMS.iter().find(|(id, _, _)| *id == form)?;
+    if let Some(refused) = crate::pages::page_token_refused(page, token) {
+        return Some(refused);
+    }
+    let mut filters: Vec<(String, i64)> = vec![];
+    if let Some(f) = query.get("filtering") {
+        let Ok(Value::Array(list)) = serde_json::from_str::<Value>(f) else {
+            return Some(crate::wire::bad_param(
+                "(#100) filtering must be a JSON array",
+            ));
+        };
+        for item in list {
+            let (Some("time_created"), Some(op), Some(v)) = (
+                item["field"].as_str(),
+                item["operator"].as_str(),
+                item["value"].as_i64(),
+            ) else {
+                return Some(crate::wire::bad_param(
+                    "(#100) filtering: field, operator, value",
+                ));
+            };
+            filters.push((op.to_owned(), v));
+        }
+    }
+    let keep = |created: i64| {
+        filters.iter().all(|(op, v)| match op.as_str() {
+            "GREATER_THAN" => created > *v,
+            "GREATER_THAN_OR_EQUAL" => created >= *v,
+            "LESS_THAN" => created < *v,
+            _ => false,
+        })
+    };
+    let limit = query
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(25)
+        .clamp(1, 100);
+    let after = query
+        .get("after")
+        .and_then(|a| a.parse::<usize>().ok())
+        .unwrap_or(0);
+    let inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
+    let mut leads: Vec<(&String, &StoredLead)> = inner
+        .form_leads
+        .iter()
+        .filter(|(_, l)| l.form == form && keep(l.created))
+        .collect();
+    leads.sort_by(|a, b| b.1.created.cmp(&a.1.created).then(b.0.cmp(a.0)));
+    let data: Vec<Value> = leads
+        .iter()
+        .skip(after)
+        .take(limit)
+        .map(|(id, l)| json!({"id": id, "created_time": meta_time(l.created), "form_id": l.form}))
+        .collect();
+    let mut paging = json!({"cursors": {"before": after.to_string(), "after": (after + data.len()).to_string()}});
+    if after + data.len() < leads.len() {
+        let mut next: Vec<(String, String)> = query
+            .iter()
+            .filter(|(k, _)| k.as_str() != "after")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        next.push(("after".into(), (after + data.len()).to_string()));
+        let q = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(next)
+            .finish();
+        paging["next"] = json!(format!(
+            "{}/{}/{rest}?{q}",
+            shared.base_url,
+            crate::wire::VERSION
+        ));
+    }
+    Some(Json(json!({"data": data, "paging": paging})).into_response())
+}
+
 impl FakeMeta {
     /// Where submitted leads' webhooks go: the stack's
     /// `/v1/webhooks/meta`.

@@ -401,6 +401,8 @@ fn route(
         crate::leads::list_forms(rest, query.get("fields").map(String::as_str), token)
     {
         answer
+    } else if let Some(answer) = crate::leads::list_form_leads(shared, rest, query, token) {
+        answer
     } else {
         graph_get(shared, rest, query, &knobs, token)
     };

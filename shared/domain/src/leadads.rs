@@ -10,6 +10,7 @@ use serde_json::Value;
 
 mod form_lead;
 mod forms;
+mod reconcile;
 pub use form_lead::{
     Answers, FORM_LEAD_ARRIVED, FormLead, ORIGIN_ORGANIC, ORIGIN_PAID, form_lead_arrived,
     meta_lead_id, parse_created_time,
@@ -18,6 +19,10 @@ pub use forms::{
     Choices, FORM_LEAD_KEPT_MS, FormDecision, FormLeadRecord, FormRule, FormRules, LeadForm,
     MAX_REASON, MAX_RULE_ANSWERS, MAX_RULES, Question, QuestionOption, RuleTarget, RulesTally,
     check_rules, choices, decide_form_lead, tally,
+};
+pub use reconcile::{
+    MAX_BACKFILL_DAYS, RECONCILE_EVERY_MS, RECONCILE_OVERLAP_MS, reconcile_error,
+    reconcile_retry_ms, reconcile_since,
 };
 
 /// The most leads one webhook delivery is read for: Meta batches changes,
@@ -72,6 +77,12 @@ pub struct PageLink {
     pub owner_key: String,
     /// When Meta took the app's subscription to the Page's `leadgen`.
     pub subscribed_at: i64,
+    /// Leads created before this were reconciled (at link: the backfill's
+    /// start).
+    pub reconciled_through: i64,
+    pub last_reconcile_at: Option<i64>,
+    /// Why the last reconciliation failed (a `lastError` code and text).
+    pub last_error: Option<String>,
 }
 
 /// An id as Meta sends it (a number or a string), as text: 1 to 32 digits.

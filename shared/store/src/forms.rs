@@ -206,4 +206,28 @@ impl Forms<'_> {
         .await?;
         Ok((found, partial))
     }
+
+    /// Of `listed` (`(leadgen_id, created_at)` of one form), the ids
+    /// whose choices and decision are kept: read by key, 100 a request.
+    ///
+    /// # Errors
+    /// [`StoreError`] when DynamoDB fails or leaves keys unread.
+    pub async fn kept_form_leads(
+        &self,
+        site: &str,
+        form: &str,
+        listed: &[(String, i64)],
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        let keys = listed
+            .iter()
+            .map(|(id, created)| (form_leads_pk(site, form), form_lead_sk(*created, id)))
+            .collect();
+        self.batch_read(keys)
+            .await?
+            .iter()
+            .map(|i| {
+                decode::<FormLeadItem>(i, "form lead").map(|r| FormLeadRecord::from(r).leadgen_id)
+            })
+            .collect()
+    }
 }

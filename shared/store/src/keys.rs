@@ -178,6 +178,13 @@ pub fn form_leads_pk(site: &str, form: &str) -> String {
 pub fn form_lead_sk(created_at: i64, leadgen_id: &str) -> String {
     format!("{created_at:013}#{leadgen_id}")
 }
+/// A linked Page's shard of the work index: its next reconciliation.
+pub fn reconcile_shard(page: &str) -> String {
+    format!("recon#{}", shard_of(page, WORK_SHARDS))
+}
+pub fn reconcile_shard_n(n: u32) -> String {
+    format!("recon#{n}")
+}
 pub fn dest_pk(site: &str) -> String {
     format!("dest#{site}")
 }

@@ -7,9 +7,13 @@
 use adtrail_domain::leadads::{OwnerPage, PageLink};
 use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
 
-use crate::attr::s;
+use crate::attr::{get_s, n, s};
 use crate::items::{PageItem, PageLinkItem, decode, encode};
-use crate::keys::{PAGE_LINK_SK, PK, SK, page_link_pk, page_pk, site_page_pk};
+use crate::keys::{
+    PAGE_LINK_SK, PK, SK, WORK_AT, WORK_SHARDS, page_link_pk, page_pk, reconcile_shard,
+    reconcile_shard_n, site_page_pk,
+};
+use crate::write::applied;
 use crate::{Pages, StoreError};
 
 /// Pages an owner's listing reads at most.
@@ -102,10 +106,13 @@ impl Pages<'_> {
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn link_page(&self, link: &PageLink) -> Result<bool, StoreError> {
         let t = &self.names.table;
-        let page_side = encode(
-            &PageLinkItem::of(link, page_link_pk(&link.page_id), PAGE_LINK_SK.into()),
-            "page link",
-        )?;
+        // The Page's side is due for its first reconciliation (the
+        // backfill) at once.
+        let mut page_item =
+            PageLinkItem::of(link, page_link_pk(&link.page_id), PAGE_LINK_SK.into());
+        page_item.work_shard = Some(reconcile_shard(&link.page_id));
+        page_item.work_at = Some(link.subscribed_at);
+        let page_side = encode(&page_item, "page link")?;
         let site_side = encode(
             &PageLinkItem::of(link, site_page_pk(&link.site_id), link.page_id.clone()),
             "page link",
@@ -161,5 +168,93 @@ impl Pages<'_> {
             delete(site_page_pk(site), page, false)?,
         ];
         Ok(self.transact(items).await?.is_none())
+    }
+
+    /// Linked Pages whose reconciliation is due at `now`, with the due
+    /// time each was seen at (to claim it), at most `per_shard` a shard.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn due_reconciles(
+        &self,
+        now: i64,
+        per_shard: i32,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut found = vec![];
+        for shard in 0..WORK_SHARDS {
+            let items = self
+                .work_shard(reconcile_shard_n(shard), Some(now), per_shard)
+                .await?;
+            for item in &items {
+                let page = get_s(item, PK).and_then(|pk| pk.strip_prefix("pagelink#"));
+                let at = item
+                    .get(WORK_AT)
+                    .and_then(|v| v.as_n().ok())
+                    .and_then(|v| v.parse().ok());
+                if let (Some(page), Some(at)) = (page, at) {
+                    found.push((page.to_owned(), at));
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Takes a Page's reconciliation: moves its due time to `until` if it
+    /// is still `seen` (another sweep took it otherwise, or it was
+    /// unlinked). Answers whether this sweep has it.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn claim_reconcile(
+        &self,
+        page: &str,
+        seen: i64,
+        until: i64,
+    ) -> Result<bool, StoreError> {
+        let update = self
+            .update_item(page_link_pk(page), PAGE_LINK_SK)
+            .update_expression("SET workAt = :until")
+            .condition_expression("workAt = :seen")
+            .expression_attribute_values(":until", n(until))
+            .expression_attribute_values(":seen", n(seen))
+            .send()
+            .await;
+        Ok(applied(update)?.is_some())
+    }
+
+    /// Records a reconciliation's end on the Page's side of the link: its
+    /// checkpoint when it read everything (`through`), its error, and when
+    /// the next is due. A Page unlinked meanwhile stays unlinked.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn finish_reconcile(
+        &self,
+        page: &str,
+        at: i64,
+        through: Option<i64>,
+        last_error: Option<&str>,
+        next_at: i64,
+    ) -> Result<(), StoreError> {
+        let mut set = vec!["workAt = :next", "lastReconcileAt = :at"];
+        let mut update = self
+            .update_item(page_link_pk(page), PAGE_LINK_SK)
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":next", n(next_at))
+            .expression_attribute_values(":at", n(at));
+        if let Some(through) = through {
+            set.push("reconciledThrough = :through");
+            update = update.expression_attribute_values(":through", n(through));
+        }
+        let expression = match last_error {
+            Some(e) => {
+                set.push("lastError = :error");
+                update = update.expression_attribute_values(":error", s(e));
+                format!("SET {}", set.join(", "))
+            }
+            None => format!("SET {} REMOVE lastError", set.join(", ")),
+        };
+        applied(update.update_expression(expression).send().await)?;
+        Ok(())
     }
 }

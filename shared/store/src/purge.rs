@@ -131,18 +131,10 @@ impl Spend<'_> {
     ) -> Result<Vec<(String, String)>, StoreError> {
         let mut found = vec![];
         for shard in 0..WORK_SHARDS {
-            let out = self
-                .ddb
-                .query()
-                .table_name(&self.names.table)
-                .index_name(WORK_INDEX)
-                .key_condition_expression("workShard = :shard")
-                .expression_attribute_values(":shard", s(purge_shard_n(shard)))
-                .limit(per_shard)
-                .send()
-                .await
-                .map_err(StoreError::ddb)?;
-            for item in out.items() {
+            let items = self
+                .work_shard(purge_shard_n(shard), None, per_shard)
+                .await?;
+            for item in &items {
                 if let (Some(pk), Some(sk)) = (get_s(item, PK), get_s(item, SK))
                     && let Some(site) = parse_purge_pk(pk)
                 {

@@ -97,6 +97,36 @@ impl Store {
     }
 }
 
+impl Store {
+    /// One shard of the work index: the keys (and `workAt`) of the items
+    /// due by `until` (all of them without it), at most `limit`.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn work_shard(
+        &self,
+        shard: String,
+        until: Option<i64>,
+        limit: i32,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut query = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .index_name(crate::keys::WORK_INDEX)
+            .expression_attribute_values(":shard", s(shard))
+            .limit(limit);
+        query = match until {
+            Some(at) => query
+                .key_condition_expression("workShard = :shard AND workAt <= :until")
+                .expression_attribute_values(":until", crate::attr::n(at)),
+            None => query.key_condition_expression("workShard = :shard"),
+        };
+        let out = query.send().await.map_err(StoreError::ddb)?;
+        Ok(out.items().to_vec())
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use aws_sdk_dynamodb::Client;

@@ -3,6 +3,7 @@
 mod forms;
 mod forward;
 mod pages;
+mod reconcile;
 pub(crate) mod webhook;
 mod worker;
 

@@ -11,7 +11,8 @@
 use adtrail_domain::SiteId;
 use adtrail_domain::ids::check_meta_numeric;
 use adtrail_domain::leadads::{
-    FormLeadRecord, FormRule, FormRules, LeadForm, RuleTarget, RulesTally, check_rules, tally,
+    FormLeadRecord, FormRule, FormRules, LeadForm, PageLink, RuleTarget, RulesTally, check_rules,
+    tally,
 };
 use adtrail_domain::time::{DAY_MS, utc_day};
 use adtrail_store::forms::SiteForms;
@@ -122,14 +123,14 @@ fn recent(leads: &[FormLeadRecord], partial: bool, now: i64) -> Recent {
 
 async fn answer_forms(
     api: &Api,
-    site: &SiteId,
-    page_id: &str,
+    link: &PageLink,
     all: &SiteForms,
 ) -> Result<Response<Body>, ApiError> {
+    let (site, page_id) = (&link.site_id, &link.page_id);
     let now = api.clock.now_ms();
     let mut forms = vec![];
-    for form in all.forms.iter().filter(|f| f.page_id == page_id) {
-        let (leads, partial) = recent_leads(api, site.as_str(), &form.form_id).await?;
+    for form in all.forms.iter().filter(|f| &f.page_id == page_id) {
+        let (leads, partial) = recent_leads(api, site, &form.form_id).await?;
         forms.push(form_view(
             form,
             all.rules.get(&form.form_id),
@@ -138,7 +139,9 @@ async fn answer_forms(
     }
     json(
         200,
-        &serde_json::json!({"siteId": site.as_str(), "pageId": page_id, "forms": forms}),
+        &serde_json::json!({"siteId": site, "pageId": page_id,
+            "lastReconcileAt": link.last_reconcile_at, "reconciledThrough": link.reconciled_through,
+            "lastError": link.last_error, "forms": forms}),
     )
 }
 
@@ -164,7 +167,7 @@ pub(crate) async fn page_forms(
         read_page_forms(api, site.as_str(), &link.owner_key, page_id).await?;
     }
     let all = api.store.forms().site_forms(site.as_str()).await?;
-    answer_forms(api, &site, page_id, &all).await
+    answer_forms(api, &link, &all).await
 }
 
 /// Reads a linked Page's forms from Meta with its token and stores them.

@@ -9,15 +9,28 @@
 use adtrail_domain::SiteId;
 use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::ids::check_meta_numeric;
-use adtrail_domain::leadads::{OwnerPage, PageLink};
+use adtrail_domain::leadads::{MAX_BACKFILL_DAYS, OwnerPage, PageLink};
+use adtrail_domain::time::DAY_MS;
 use lambda_http::{Body, Request, Response};
 use serde_json::json;
 
 use crate::auth::{Caller, acting_owner, guards_ownership, resolve_owner};
 use crate::error::ApiError;
-use crate::input::{OwnerBody, json_body, query};
+use crate::input::{json_body, query};
 use crate::routes::webhooks::lead_ads_on;
 use crate::{Api, json};
+
+/// `PUT …/pages/{pageId}`: the owner, and how many days of the Page's
+/// past leads to bring (at most 90, Meta's reach).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LinkPageBody {
+    owner_key: String,
+    #[serde(default)]
+    only_own: bool,
+    #[serde(default, deserialize_with = "crate::input::optional_whole_number")]
+    backfill_days: Option<i64>,
+}
 
 fn view(link: &PageLink) -> serde_json::Value {
     json!({
@@ -60,7 +73,13 @@ pub(crate) async fn link_page(
 ) -> Result<Response<Body>, ApiError> {
     let site = SiteId::parse("siteId", site)?;
     check_meta_numeric("pageId", page_id)?;
-    let body: OwnerBody = json_body(req)?;
+    let body: LinkPageBody = json_body(req)?;
+    let backfill_days = body.backfill_days.unwrap_or(0);
+    if !(0..=MAX_BACKFILL_DAYS).contains(&backfill_days) {
+        return Err(ApiError::invalid(format!(
+            "backfillDays: 0 to {MAX_BACKFILL_DAYS} days"
+        )));
+    }
     caller.may_configure(site.as_str())?;
     let owner = resolve_owner(caller, &body.owner_key, true)?;
     lead_ads_on(api)?;
@@ -97,11 +116,16 @@ pub(crate) async fn link_page(
     let token = page_token(api, page).await?;
     api.graph.subscribe_page(&token, page_id).await?;
     drop(token);
+    let now = api.clock.now_ms();
     let link = PageLink {
         site_id: site.as_str().to_owned(),
         page_id: page_id.to_owned(),
         owner_key: owner,
-        subscribed_at: api.clock.now_ms(),
+        subscribed_at: now,
+        // The first reconciliation, due at once, reads the backfill.
+        reconciled_through: now - backfill_days * DAY_MS,
+        last_reconcile_at: None,
+        last_error: None,
     };
     if !api.store.pages().link_page(&link).await? {
         return Err(ApiError::new(

@@ -176,12 +176,15 @@ impl Runner {
             },
             worker: Worker {
                 store: stack.store_for("SyncWorkerFunction"),
-                graph,
+                graph: graph.clone(),
                 clock: shared.clone(),
             },
             sweeper: Sweeper {
                 store: stack.store_for("SweeperFunction"),
                 clock: shared.clone(),
+                graph,
+                // The local stack runs with `LeadAds` on.
+                lead_ads: true,
             },
             stack,
             clock,

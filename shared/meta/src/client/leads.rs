@@ -175,4 +175,49 @@ impl GraphClient {
         forms.truncate(MAX_FORMS);
         Ok(forms)
     }
+
+    /// The leads of a form created after `since_ms`, as `(leadgen_id,
+    /// created_at)`, newest first, every page of the listing up to `cap`;
+    /// the flag says the listing held more.
+    ///
+    /// # Errors
+    /// [`GraphError`] classified by the domain.
+    pub async fn form_lead_ids(
+        &self,
+        page_token: &str,
+        form_id: &str,
+        since_ms: i64,
+        cap: usize,
+    ) -> Result<(Vec<(String, i64)>, bool), GraphError> {
+        let filtering = format!(
+            r#"[{{"field":"time_created","operator":"GREATER_THAN","value":{}}}]"#,
+            since_ms.div_euclid(1_000)
+        );
+        let mut url = self.url(
+            &format!("{form_id}/leads"),
+            &[
+                ("fields", "id,created_time"),
+                ("filtering", &filtering),
+                ("limit", FORMS_PAGE_SIZE),
+            ],
+        );
+        let mut found = vec![];
+        loop {
+            let (json, _) = self.get(url, page_token).await?;
+            let listed: Paged =
+                serde_json::from_value(json).map_err(|_| GraphError::malformed("lead list"))?;
+            found.extend(listed.data.iter().filter_map(|v| {
+                let created = v
+                    .get("created_time")
+                    .and_then(Value::as_str)
+                    .and_then(parse_created_time)?;
+                Some((meta_id(v, "id")?, created))
+            }));
+            match listed.paging.and_then(|p| p.next) {
+                Some(next) if found.len() < cap => url = self.next_url(&next)?,
+                Some(_) => return Ok((found, true)),
+                None => return Ok((found, false)),
+            }
+        }
+    }
 }

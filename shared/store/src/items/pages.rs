@@ -53,7 +53,9 @@ impl From<PageItem> for OwnerPage {
 }
 
 /// `pagelink#<pageId>` / `link` and `sitepage#<siteId>` / `<pageId>`: the
-/// same link from both sides, written and removed in one transaction.
+/// same link from both sides, written and removed in one transaction. The
+/// Page's side sits in the work index (`recon#<n>`, `workAt`: its next
+/// reconciliation).
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PageLinkItem {
@@ -63,6 +65,16 @@ pub(crate) struct PageLinkItem {
     page_id: String,
     owner_key: String,
     subscribed_at: i64,
+    #[serde(default)]
+    reconciled_through: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_reconcile_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) work_shard: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) work_at: Option<i64>,
 }
 
 impl PageLinkItem {
@@ -74,6 +86,11 @@ impl PageLinkItem {
             page_id: l.page_id.clone(),
             owner_key: l.owner_key.clone(),
             subscribed_at: l.subscribed_at,
+            reconciled_through: l.reconciled_through,
+            last_reconcile_at: l.last_reconcile_at,
+            last_error: l.last_error.clone(),
+            work_shard: None,
+            work_at: None,
         }
     }
 }
@@ -85,6 +102,9 @@ impl From<PageLinkItem> for PageLink {
             page_id: i.page_id,
             owner_key: i.owner_key,
             subscribed_at: i.subscribed_at,
+            reconciled_through: i.reconciled_through,
+            last_reconcile_at: i.last_reconcile_at,
+            last_error: i.last_error,
         }
     }
 }
