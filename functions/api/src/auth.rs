@@ -167,6 +167,14 @@ impl Caller {
         }
     }
 
+    /// Reads of several sites: each must be readable.
+    ///
+    /// # Errors
+    /// `FORBIDDEN`, naming no site.
+    pub fn may_read_all(&self, sites: &[adtrail_domain::SiteId]) -> Result<(), ApiError> {
+        sites.iter().try_for_each(|s| self.may_read(s.as_str()))
+    }
+
     /// The Meta setup of a site: the host, or a configuring dashboard whose
     /// grant covers it.
     ///

@@ -181,6 +181,20 @@ pub(crate) fn site_ids(text: Option<&String>) -> Result<Vec<SiteId>, ApiError> {
     Ok(ids)
 }
 
+/// A report's `siteIds`, `from` and `to` (its only parameters), parsed.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming the parameter.
+pub(crate) fn report_params(
+    req: &Request,
+    max_days: i64,
+) -> Result<(Vec<SiteId>, i64, i64), ApiError> {
+    let params = query(req, &["siteIds", "from", "to"])?;
+    let ids = site_ids(params.get("siteIds"))?;
+    let (from, to) = day_range(&params, max_days)?;
+    Ok((ids, from, to))
+}
+
 /// `from` and `to`: UTC day starts in epoch ms, inclusive, covering at most
 /// `max_days` days.
 ///

@@ -14,7 +14,9 @@ use adtrail_store::connections::{Connection, ListedAccount, ListedPixel};
 use serde::Serialize;
 
 mod forms;
-pub(crate) use forms::{DayCount, Recent, form_view, rules_view, simulation_view};
+pub(crate) use forms::{
+    AnswerView, DayCount, Recent, form_lead_view, form_view, rules_view, simulation_view,
+};
 
 /// An ad account as a connection lists it.
 #[derive(Serialize)]

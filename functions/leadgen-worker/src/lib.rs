@@ -175,6 +175,7 @@ impl LeadgenWorker {
             adset_id: lead.adset_id.clone(),
             campaign_id: lead.campaign_id.clone(),
             received_at: now,
+            returned: None,
         };
         // The first delivery's decision stands.
         let earlier = self.store.forms().record_form_lead(&record).await?;

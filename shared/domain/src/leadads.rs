@@ -11,6 +11,7 @@ use serde_json::Value;
 mod form_lead;
 mod forms;
 mod reconcile;
+mod report;
 pub use form_lead::{
     Answers, FORM_LEAD_ARRIVED, FormLead, ORIGIN_ORGANIC, ORIGIN_PAID, form_lead_arrived,
     meta_lead_id, parse_created_time,
@@ -24,6 +25,7 @@ pub use reconcile::{
     MAX_BACKFILL_DAYS, RECONCILE_EVERY_MS, RECONCILE_OVERLAP_MS, reconcile_error,
     reconcile_retry_ms, reconcile_since,
 };
+pub use report::{FormFigures, form_figures};
 
 /// The most leads one webhook delivery is read for: Meta batches changes,
 /// and a delivery past this is cut (the 15-minute reconciliation reads

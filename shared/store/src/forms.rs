@@ -8,13 +8,15 @@ use std::collections::BTreeMap;
 
 use adtrail_domain::leadads::{FORM_LEAD_KEPT_MS, FormLeadRecord, FormRules, LeadForm};
 
-use crate::attr::s;
-use crate::items::{FormItem, FormLeadItem, RulesItem, decode, encode};
+use crate::attr::{n, s};
+use crate::items::{FormItem, FormLeadItem, FormLeadRefItem, RulesItem, decode, encode};
 use crate::keys::{
-    FORM_SK_PREFIX, SK, form_lead_sk, form_leads_pk, form_sk, rules_sk, site_forms_pk,
+    FORM_SK_PREFIX, SK, form_lead_ref_pk, form_lead_sk, form_leads_pk, form_sk, rules_sk,
+    site_forms_pk,
 };
 use crate::write::applied;
 use crate::{Forms, StoreError};
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 /// Query pages read for one site's forms and rules.
 const MAX_FORM_PAGES: usize = 10;
@@ -134,9 +136,10 @@ impl Forms<'_> {
         Ok(())
     }
 
-    /// Keeps a form lead's choices and decision, once: answers `None` when
-    /// written now, or the record an earlier delivery wrote (its decision
-    /// stands, whatever the rules say now).
+    /// Keeps a form lead's choices and decision, once, with the
+    /// reference that finds it by id: answers `None` when written now, or
+    /// the record an earlier delivery wrote (its decision stands, whatever
+    /// the rules say now).
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -144,29 +147,129 @@ impl Forms<'_> {
         &self,
         r: &FormLeadRecord,
     ) -> Result<Option<FormLeadRecord>, StoreError> {
-        let pk = form_leads_pk(&r.site_id, &r.form_id);
-        let sk = form_lead_sk(r.created_at, &r.leadgen_id);
         let ttl = (r.created_at + FORM_LEAD_KEPT_MS).div_euclid(1_000);
-        let item = encode(
-            &FormLeadItem::of(r, pk.clone(), sk.clone(), ttl),
-            "form lead",
-        )?;
-        let put = self
-            .ddb
-            .put_item()
-            .table_name(&self.names.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        if applied(put)?.is_some() {
+        let record = FormLeadItem::of(
+            r,
+            form_leads_pk(&r.site_id, &r.form_id),
+            form_lead_sk(r.created_at, &r.leadgen_id),
+            ttl,
+        );
+        let reference = FormLeadRefItem {
+            pk: form_lead_ref_pk(&r.site_id),
+            sk: r.leadgen_id.clone(),
+            form_id: r.form_id.clone(),
+            created_at: r.created_at,
+            ttl,
+        };
+        let put = |item| -> Result<TransactWriteItem, StoreError> {
+            Ok(TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(&self.names.table)
+                        .set_item(Some(item))
+                        .condition_expression("attribute_not_exists(pk)")
+                        .build()
+                        .map_err(StoreError::ddb)?,
+                )
+                .build())
+        };
+        let items = vec![
+            put(encode(&record, "form lead")?)?,
+            put(encode(&reference, "form lead reference")?)?,
+        ];
+        if self.transact(items).await?.is_none() {
             return Ok(None);
         }
-        let existing = self
-            .read_item(pk, &sk)
+        self.form_lead_by_id(&r.site_id, &r.leadgen_id)
             .await?
-            .ok_or(StoreError::Condition("the form lead vanished"))?;
-        Ok(Some(decode::<FormLeadItem>(&existing, "form lead")?.into()))
+            .ok_or(StoreError::Condition("the form lead vanished"))
+            .map(Some)
+    }
+
+    /// A form lead's record, by its id.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn form_lead_by_id(
+        &self,
+        site: &str,
+        leadgen_id: &str,
+    ) -> Result<Option<FormLeadRecord>, StoreError> {
+        let Some(reference) = self.read_item(form_lead_ref_pk(site), leadgen_id).await? else {
+            return Ok(None);
+        };
+        let at = decode::<FormLeadRefItem>(&reference, "form lead reference")?;
+        self.read_item(
+            form_leads_pk(site, &at.form_id),
+            &form_lead_sk(at.created_at, leadgen_id),
+        )
+        .await?
+        .map(|i| decode::<FormLeadItem>(&i, "form lead").map(FormLeadRecord::from))
+        .transpose()
+    }
+
+    /// Marks a form lead returned (a bad lead) with its reason, once:
+    /// answers `false` when it already was.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn return_form_lead(
+        &self,
+        r: &FormLeadRecord,
+        reason: &str,
+        at: i64,
+    ) -> Result<bool, StoreError> {
+        let update = self
+            .update_item(
+                form_leads_pk(&r.site_id, &r.form_id),
+                form_lead_sk(r.created_at, &r.leadgen_id),
+            )
+            .update_expression("SET returnedAt = :at, returnedReason = :reason")
+            .condition_expression("attribute_exists(pk) AND attribute_not_exists(returnedAt)")
+            .expression_attribute_values(":at", n(at))
+            .expression_attribute_values(":reason", s(reason))
+            .send()
+            .await;
+        Ok(applied(update)?.is_some())
+    }
+
+    /// The site's form leads after `after` (`<createdAt, 13 digits>#<id>`,
+    /// the list's cursor), oldest first across its forms, at most `limit`.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn site_form_leads(
+        &self,
+        site: &str,
+        forms: &[String],
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<FormLeadRecord>, StoreError> {
+        let mut found = vec![];
+        for form in forms {
+            let query = self
+                .ddb
+                .query()
+                .table_name(&self.names.table)
+                .key_condition_expression("pk = :pk AND sk > :after")
+                .expression_attribute_values(":pk", s(form_leads_pk(site, form)))
+                .expression_attribute_values(":after", s(after))
+                .limit(i32::try_from(limit).unwrap_or(500));
+            let mut n_read = 0;
+            self.query_pages(query, 1, |items| {
+                for item in items {
+                    n_read += 1;
+                    found.push(decode::<FormLeadItem>(item, "form lead")?.into());
+                }
+                Ok(n_read < limit)
+            })
+            .await?;
+        }
+        found.sort_by(|a: &FormLeadRecord, b| {
+            (a.created_at, &a.leadgen_id).cmp(&(b.created_at, &b.leadgen_id))
+        });
+        found.truncate(limit);
+        Ok(found)
     }
 
     /// A form's leads created in `[from, to)`, oldest first, at most

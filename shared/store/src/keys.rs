@@ -178,6 +178,11 @@ pub fn form_leads_pk(site: &str, form: &str) -> String {
 pub fn form_lead_sk(created_at: i64, leadgen_id: &str) -> String {
     format!("{created_at:013}#{leadgen_id}")
 }
+/// A form lead found by its id: `formleadid#<siteId>` / `<leadgenId>`,
+/// naming its form and time (its record's key).
+pub fn form_lead_ref_pk(site: &str) -> String {
+    format!("formleadid#{site}")
+}
 /// A linked Page's shard of the work index: its next reconciliation.
 pub fn reconcile_shard(page: &str) -> String {
     format!("recon#{}", shard_of(page, WORK_SHARDS))

@@ -2,11 +2,11 @@
 //! checked against the form and the board, simulated over the last 30
 //! days' leads, and applied to each new lead (a column, or discarded with
 //! its reason), the lead's choices kept as option keys only.
-use adtrail_fake_meta::{Delivery, SAMPLE_FORMS, Submission};
+use adtrail_fake_meta::{Delivery, SAMPLE_FORMS};
 use adtrail_tests::*;
 use serde_json::{Value, json};
 
-use super::{LOJA_PAGE, link_loja_page};
+use super::{LOJA_PAGE, link_loja_page, submit_on_loja};
 
 const FORM: &str = SAMPLE_FORMS[0].0;
 
@@ -17,20 +17,8 @@ async fn submit(h: &Harness, interesse: &str) -> String {
         ("full_name", "Rita Confidencial"),
         ("email", "rita.confidencial@example.com"),
         ("interesse", interesse),
-    ]
-    .map(|(k, v)| (k.to_owned(), vec![v.to_owned()]))
-    .into();
-    h.fake()
-        .submit_lead(Submission {
-            page_id: LOJA_PAGE.into(),
-            form_id: FORM.into(),
-            ad_id: None,
-            answers,
-            delivery: Delivery::Once,
-        })
-        .await
-        .unwrap()
-        .leadgen_id
+    ];
+    submit_on_loja(h, &answers, Delivery::Once).await
 }
 
 fn rules() -> Value {

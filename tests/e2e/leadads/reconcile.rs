@@ -3,24 +3,14 @@
 //! further); leads already kept are not read again; Meta's throttling
 //! moves the Page's next turn back an hour and shows as its `lastError`.
 use adtrail_domain::time::{DAY_MS, MINUTE_MS};
-use adtrail_fake_meta::{Delivery, SAMPLE_FORMS, Submission, Throttle};
+use adtrail_fake_meta::{Delivery, Throttle};
 use adtrail_tests::*;
 use serde_json::json;
 
-use super::LOJA_PAGE;
+use super::{LOJA_PAGE, submit_on_loja};
 
 async fn submit(h: &Harness, delivery: Delivery) -> String {
-    h.fake()
-        .submit_lead(Submission {
-            page_id: LOJA_PAGE.into(),
-            form_id: SAMPLE_FORMS[0].0.into(),
-            ad_id: None,
-            answers: Default::default(),
-            delivery,
-        })
-        .await
-        .unwrap()
-        .leadgen_id
+    submit_on_loja(h, &[], delivery).await
 }
 
 async fn on_board(h: &Harness, id: &str) -> bool {

@@ -6,7 +6,9 @@ mod connections;
 mod conversions;
 mod destinations;
 mod events;
+mod form_leads;
 mod forms;
+mod forms_report;
 mod forward;
 mod leads;
 mod leads_report;
@@ -149,6 +151,10 @@ async fn dispatch(
         Op::GetFormRules => forms::get_rules(api, caller, id(0), id(1)).await,
         Op::PutFormRules => forms::put_rules(api, caller, req, id(0), id(1)).await,
         Op::SimulateFormRules => forms::simulate(api, caller, req, id(0), id(1)).await,
+        Op::ListFormLeads => form_leads::list(api, caller, req, id(0)).await,
+        Op::FormsReport => forms_report::forms(api, caller, req).await,
+        Op::ReadFormLead => form_leads::read(api, caller, id(0), id(1)).await,
+        Op::ReturnFormLead => form_leads::return_lead(api, caller, req, id(0), id(1)).await,
         Op::WebhookVerify | Op::Webhook => public_op(api, req, op).await,
     }
 }

@@ -106,9 +106,7 @@ pub(crate) async fn daily(
     let ids = site_ids(params.get("siteIds"))?;
     let (from, to) = day_range(&params, MAX_DAILY_DAYS)?;
     let scope = Scope::parse(params.get("adId"), params.get("origin"))?;
-    for id in &ids {
-        caller.may_read(id.as_str())?;
-    }
+    caller.may_read_all(&ids)?;
 
     let mut leads: BTreeMap<i64, Counters> = (0..=(to - from) / DAY_MS)
         .map(|i| (from + i * DAY_MS, Counters::default()))

@@ -48,6 +48,10 @@ pub(super) enum Op {
     GetFormRules,
     PutFormRules,
     SimulateFormRules,
+    ListFormLeads,
+    ReadFormLead,
+    ReturnFormLead,
+    FormsReport,
 }
 
 /// One route: its method, its path (`{…}` standing for one id), and what it
@@ -84,7 +88,7 @@ const fn open(method: &'static str, path: &'static str, op: Op) -> Route {
 /// Every route. The one table: dispatch finds routes here, the `405`
 /// answers and the logs' route names read it, and the template tests check
 /// it against the template's routes and the OpenAPI document.
-pub const ROUTES: [Route; 41] = [
+pub const ROUTES: [Route; 45] = [
     r("PUT", "/v1/sites/{siteId}", Op::PutSite),
     r("PUT", "/v1/meta/connections/{ownerKey}", Op::PutConnection),
     r("GET", "/v1/meta/connections/{ownerKey}", Op::GetConnection),
@@ -151,6 +155,17 @@ pub const ROUTES: [Route; 41] = [
         "/v1/sites/{siteId}/forms/{formId}/rules/simulate",
         Op::SimulateFormRules,
     ),
+    r("GET", "/v1/sites/{siteId}/form-leads", Op::ListFormLeads),
+    r(
+        "GET",
+        "/v1/sites/{siteId}/form-leads/{leadgenId}",
+        Op::ReadFormLead,
+    ),
+    r(
+        "POST",
+        "/v1/sites/{siteId}/form-leads/{leadgenId}/return",
+        Op::ReturnFormLead,
+    ),
     r("PUT", "/v1/sites/{siteId}/pixel", Op::PutPixel),
     r("DELETE", "/v1/sites/{siteId}/pixel", Op::DeletePixel),
     r(
@@ -203,6 +218,7 @@ pub const ROUTES: [Route; 41] = [
     r("GET", "/v1/meta/status", Op::Status),
     r("GET", "/v1/reports/daily", Op::DailyReport),
     r("GET", "/v1/reports/leads", Op::LeadsReport),
+    r("GET", "/v1/reports/forms", Op::FormsReport),
     r("POST", "/v1/meta/leadgen", Op::ForwardLeadgen),
     open("GET", "/v1/webhooks/meta", Op::WebhookVerify),
     open("POST", "/v1/webhooks/meta", Op::Webhook),

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use adtrail_domain::leadads::{FormRules, LeadForm, RuleTarget, RulesTally};
+use adtrail_domain::leadads::{
+    FormDecision, FormLeadRecord, FormRules, LeadForm, RuleTarget, RulesTally,
+};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -226,5 +228,97 @@ pub(crate) fn simulation_view(tally: &RulesTally, partial: bool) -> SimulationVi
         }),
         rules: &tally.rules,
         partial,
+    }
+}
+
+/// A form lead as adtrail keeps it: ids, the decision, the origin, a
+/// return. Never an answer.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct FormLeadView<'a> {
+    leadgen_id: &'a str,
+    page_id: &'a str,
+    form_id: &'a str,
+    created_at: i64,
+    received_at: i64,
+    /// The board's lead (`meta-lead:<leadgenId>`), unless discarded.
+    lead_key: Option<String>,
+    decision: DecisionView<'a>,
+    origin: OriginView<'a>,
+    returned: Option<ReturnedView<'a>>,
+    /// The person's answers, read live from Meta: only on the one-lead read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) answers: Option<Vec<AnswerView>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub(crate) enum DecisionView<'a> {
+    Column {
+        column: Option<&'a str>,
+        rule: Option<usize>,
+    },
+    Discard {
+        reason: &'a str,
+        rule: usize,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OriginView<'a> {
+    kind: &'a str,
+    ad_id: Option<&'a str>,
+    adset_id: Option<&'a str>,
+    campaign_id: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ReturnedView<'a> {
+    at: i64,
+    reason: &'a str,
+}
+
+/// One answer of a form lead, as Meta gives it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AnswerView {
+    pub(crate) question_key: String,
+    pub(crate) label: Option<String>,
+    pub(crate) values: Vec<String>,
+}
+
+pub(crate) fn form_lead_view(r: &FormLeadRecord) -> FormLeadView<'_> {
+    let decision = match &r.decision {
+        FormDecision::Column { column, rule } => DecisionView::Column {
+            column: column.as_deref(),
+            rule: *rule,
+        },
+        FormDecision::Discard { reason, rule } => DecisionView::Discard {
+            reason,
+            rule: *rule,
+        },
+    };
+    FormLeadView {
+        leadgen_id: &r.leadgen_id,
+        page_id: &r.page_id,
+        form_id: &r.form_id,
+        created_at: r.created_at,
+        received_at: r.received_at,
+        lead_key: matches!(r.decision, FormDecision::Column { .. })
+            .then(|| format!("meta-lead:{}", r.leadgen_id)),
+        decision,
+        origin: OriginView {
+            kind: &r.origin,
+            ad_id: r.ad_id.as_deref(),
+            adset_id: r.adset_id.as_deref(),
+            campaign_id: r.campaign_id.as_deref(),
+        },
+        returned: r
+            .returned
+            .as_ref()
+            .map(|(at, reason)| ReturnedView { at: *at, reason }),
+        answers: None,
     }
 }

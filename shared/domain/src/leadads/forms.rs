@@ -236,6 +236,8 @@ pub struct FormLeadRecord {
     pub adset_id: Option<String>,
     pub campaign_id: Option<String>,
     pub received_at: i64,
+    /// When the host returned it as a bad lead, and why.
+    pub returned: Option<(i64, String)>,
 }
 
 /// What a rule set decides over past leads' choices: a simulation, or the

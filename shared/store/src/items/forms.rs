@@ -193,8 +193,24 @@ pub(crate) struct FormLeadItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     campaign_id: Option<String>,
     received_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    returned_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    returned_reason: Option<String>,
     /// Epoch seconds: DynamoDB's TTL.
     ttl: i64,
+}
+
+/// `formleadid#<siteId>` / `<leadgenId>`: where a form lead's record is,
+/// gone with it.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct FormLeadRefItem {
+    pub(crate) pk: String,
+    pub(crate) sk: String,
+    pub(crate) form_id: String,
+    pub(crate) created_at: i64,
+    pub(crate) ttl: i64,
 }
 
 impl FormLeadItem {
@@ -220,6 +236,8 @@ impl FormLeadItem {
             adset_id: r.adset_id.clone(),
             campaign_id: r.campaign_id.clone(),
             received_at: r.received_at,
+            returned_at: r.returned.as_ref().map(|r| r.0),
+            returned_reason: r.returned.as_ref().map(|r| r.1.clone()),
             ttl,
         }
     }
@@ -247,6 +265,7 @@ impl From<FormLeadItem> for FormLeadRecord {
             adset_id: i.adset_id,
             campaign_id: i.campaign_id,
             received_at: i.received_at,
+            returned: i.returned_at.zip(i.returned_reason),
         }
     }
 }

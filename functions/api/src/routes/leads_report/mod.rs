@@ -38,9 +38,7 @@ use self::rows::{
 use crate::auth::Caller;
 use crate::cohorts::site_rollups;
 use crate::error::ApiError;
-use crate::input::day_range;
-use crate::input::query;
-use crate::input::site_ids;
+use crate::input::report_params;
 use crate::{Api, json};
 
 /// The longest range of the leads report.
@@ -135,12 +133,8 @@ pub(crate) async fn leads(
     caller: &Caller,
     req: &Request,
 ) -> Result<Response<Body>, ApiError> {
-    let params = query(req, &["siteIds", "from", "to"])?;
-    let ids = site_ids(params.get("siteIds"))?;
-    let (from, to) = day_range(&params, MAX_REPORT_DAYS)?;
-    for id in &ids {
-        caller.may_read(id.as_str())?;
-    }
+    let (ids, from, to) = report_params(req, MAX_REPORT_DAYS)?;
+    caller.may_read_all(&ids)?;
     let mut budgets = Budgets {
         rollups: api.limits.rollup_rows,
         days: api.limits.day_rows,

@@ -1,0 +1,173 @@
+//! A site's form leads: listed as kept (ids, decision, origin, return;
+//! never an answer) for a host catching up, one read live with its
+//! answers (host only, stored nowhere, never cached), and returned as a
+//! bad lead once; the forms report counts them.
+use adtrail_fake_meta::{Delivery, SAMPLE_FORMS};
+use adtrail_tests::*;
+use serde_json::json;
+
+use super::{LOJA_PAGE, link_loja_page, submit_on_loja};
+
+const EMAIL: &str = "ana.reservada@example.com";
+
+async fn submit(h: &Harness, interesse: &str) -> String {
+    let answers = [
+        ("full_name", "Ana Reservada"),
+        ("email", EMAIL),
+        ("interesse", interesse),
+    ];
+    submit_on_loja(h, &answers, Delivery::Once).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn form_leads_are_listed_read_live_and_returned() {
+    let h = Harness::start().await;
+    h.put_site("loja-x", "BRL").await;
+    h.connect(TOKEN).await;
+    link_loja_page(&h).await;
+    let mut ids = vec![];
+    for choice in ["comprar", "curioso", "orcamento"] {
+        ids.push(submit(&h, choice).await);
+        h.runner().advance(1_000).await.unwrap();
+    }
+    h.runner().drain().await.unwrap();
+
+    // Listed oldest first, a page at a time.
+    let page = h
+        .expect(200, "GET", "/v1/sites/loja-x/form-leads?limit=2", None)
+        .await;
+    let listed: Vec<&str> = page["formLeads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["leadgenId"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [ids[0].as_str(), ids[1].as_str()]);
+    assert_eq!(
+        page["formLeads"][0]["leadKey"],
+        json!(format!("meta-lead:{}", ids[0]))
+    );
+    assert_eq!(page["formLeads"][0]["decision"]["kind"], json!("column"));
+    let next = page["next"].as_str().unwrap().to_owned();
+    let rest = h
+        .expect(
+            200,
+            "GET",
+            &format!(
+                "/v1/sites/loja-x/form-leads?after={}",
+                next.replace('#', "%23")
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(rest["formLeads"][0]["leadgenId"], json!(ids[2]));
+    assert_eq!(rest["next"], json!(null));
+    let none = h
+        .expect(
+            200,
+            "GET",
+            &format!("/v1/sites/loja-x/form-leads?since={}", h.now() + 1),
+            None,
+        )
+        .await;
+    assert_eq!(none["formLeads"], json!([]));
+    let (s, _) = h
+        .call("GET", "/v1/sites/loja-x/form-leads?after=x", None)
+        .await;
+    assert_eq!(s, 400);
+    let both = h
+        .expect(
+            200,
+            "GET",
+            &format!(
+                "/v1/sites/loja-x/form-leads?since={}&after=0000000000000%230",
+                h.now() + 1
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(both["formLeads"], json!([]), "both bounds hold");
+    assert!(
+        !page.to_string().contains(EMAIL),
+        "a list carries no answer"
+    );
+
+    // One lead, its answers read live from Meta; never cached.
+    let path = format!("/v1/sites/loja-x/form-leads/{}", ids[0]);
+    let resp = h
+        .http
+        .get(format!("{}{path}", h.app.api_url))
+        .bearer_auth(h.app.host_token())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["cache-control"], "no-store");
+    let lead: serde_json::Value = resp.json().await.unwrap();
+    let email = lead["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["questionKey"] == "email")
+        .unwrap();
+    assert_eq!(email["values"], json!([EMAIL]));
+    assert_eq!(email["label"], json!("E-mail"));
+    // A dashboard, even granted the site, never reads answers.
+    let reader = h
+        .app
+        .local
+        .keys
+        .sign(json!({"sub": "r", "scope": "adtrail:read", "sites": ["loja-x"]}));
+    assert_eq!(h.call_as(Some(&reader), "GET", &path, None).await.0, 403);
+    let (s, _) = h.call("GET", "/v1/sites/loja-x/form-leads/123", None).await;
+    assert_eq!(s, 404);
+
+    // Returned once, with its reason; a second return changes nothing.
+    let ret = format!("{path}/return");
+    let (s, b) = h
+        .call("POST", &ret, Some(json!({"reason": "not a lead!"})))
+        .await;
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (400, Some("INVALID_ARGUMENT"))
+    );
+    let first = h
+        .expect(200, "POST", &ret, Some(json!({"reason": "spam"})))
+        .await;
+    assert_eq!(
+        first["formLead"]["returned"],
+        json!({"at": h.now(), "reason": "spam"})
+    );
+    let again = h
+        .expect(200, "POST", &ret, Some(json!({"reason": "other"})))
+        .await;
+    assert_eq!(again["duplicate"], json!(true));
+    assert_eq!(again["formLead"]["returned"]["reason"], json!("spam"));
+    // The forms report: the form's leads, the board's sale, the return.
+    let key = format!("meta-lead:{}", ids[0]);
+    h.expect(
+        200,
+        "POST",
+        &format!("/v1/sites/loja-x/leads/{key}/stage"),
+        Some(json!({"changeId": "sold", "occurredAt": h.now(), "stage": "won", "revenueCents": 45_990})),
+    )
+    .await;
+    let day = h.now() - h.now().rem_euclid(86_400_000);
+    let report = h
+        .expect(
+            200,
+            "GET",
+            &format!("/v1/reports/forms?siteIds=loja-x&from={day}&to={day}"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        report["forms"],
+        json!([{"siteId": "loja-x", "pageId": LOJA_PAGE, "formId": SAMPLE_FORMS[0].0,
+            "name": SAMPLE_FORMS[0].2, "leads": 3, "entry": 3, "columns": [], "discarded": [],
+            "qualified": 1, "won": 1, "revenueCents": 45_990, "returned": 1}])
+    );
+    assert_eq!(report["partial"], json!(false));
+    let table = h.table_text().await;
+    assert!(!table.contains(EMAIL) && !table.contains("Ana Reservada"));
+}
