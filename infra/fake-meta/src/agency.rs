@@ -38,6 +38,9 @@ pub const SAMPLE_PAGES: [(&str, &str, &[&str]); 2] = [
     ("900800700", "Pet Mania", &["ANALYZE"]),
 ];
 
+/// Loja X's Page, whose form leads the demo and the tests read.
+pub const LOJA_PAGE: &str = "100200300";
+
 /// The Page access token the fake gives `page` (the prefix Meta's Page
 /// tokens share).
 pub fn page_token(page: &str) -> String {

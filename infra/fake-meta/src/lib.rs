@@ -27,8 +27,8 @@ mod server;
 mod wire;
 
 pub use agency::{
-    LOJA_PIXEL, ME_ID, ME_NAME, PET_PIXEL, SAMPLE_PAGES, SampleAccount, SampleAd, page_token,
-    sample_accounts,
+    LOJA_PAGE, LOJA_PIXEL, ME_ID, ME_NAME, PET_PIXEL, SAMPLE_PAGES, SampleAccount, SampleAd,
+    page_token, sample_accounts,
 };
 pub use capi::AcceptedEvent;
 pub use knobs::{Knobs, RandomFaults, RecordedRequest, Throttle};

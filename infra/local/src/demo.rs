@@ -5,8 +5,11 @@
 //! site's last 30 days and each account's sync state; then Loja X's board,
 //! leads and a sale sent to its Meta pixel through the send queue, with a
 //! retry after Meta fails once; last, a TikTok destination beside the pixel
-//! and one storefront sale reaching both, each with its own hashes.
+//! and one storefront sale reaching both, each with its own hashes; and
+//! Lead Ads: Loja X's Page linked, its form's rules, three form leads
+//! routed, and the forms report.
 
+mod leadads;
 mod storefront;
 
 use adtrail_domain::time::{DAY_MS, MINUTE_MS};
@@ -68,6 +71,7 @@ pub async fn run(app: &App) -> Result<(), Error> {
     show_spend(app, &c).await?;
     conversions(app, &c).await?;
     storefront::storefront(app, &c).await?;
+    leadads::lead_ads(app, &c).await?;
     println!("\ndemo finished");
     Ok(())
 }

@@ -344,12 +344,12 @@ async fn meta_app_secret(bootstrap: &Store, prefix: &str) -> Result<String, Stac
                 .name(&name)
                 .secret_string(
                     serde_json::json!({
-                        "appId": adtrail_fake_meta::FAKE_APP_ID,
-                        "appSecret": adtrail_fake_meta::FAKE_APP_SECRET,
-                        "webhookVerifyToken": std::env::var("META_WEBHOOK_VERIFY_TOKEN")
-                            .ok()
-                            .filter(|t| !t.is_empty())
-                            .unwrap_or_else(|| adtrail_fake_meta::FAKE_WEBHOOK_VERIFY_TOKEN.to_owned()),
+                        "appId": env_or("META_APP_ID", adtrail_fake_meta::FAKE_APP_ID),
+                        "appSecret": env_or("META_APP_SECRET", adtrail_fake_meta::FAKE_APP_SECRET),
+                        "webhookVerifyToken": env_or(
+                            "META_WEBHOOK_VERIFY_TOKEN",
+                            adtrail_fake_meta::FAKE_WEBHOOK_VERIFY_TOKEN,
+                        ),
                     })
                     .to_string(),
                 )
@@ -359,4 +359,13 @@ async fn meta_app_secret(bootstrap: &Store, prefix: &str) -> Result<String, Stac
             name
         }
     })
+}
+
+/// A setting from the environment when set (a real Meta app's, with
+/// `META_GRAPH_URL`), else the fake's.
+fn env_or(name: &str, fake: &str) -> String {
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| fake.to_owned())
 }
