@@ -190,6 +190,47 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         );
     }
 
+    // Lead Ads: a form lead on Loja X's Page, with a person's answers.
+    // The one-lead read shows them (to the host, by design); nothing else
+    // may: no log line, other answer, event or item.
+    h.expect(
+        201,
+        "PUT",
+        &format!("/v1/sites/loja-x/pages/{}", adtrail_fake_meta::LOJA_PAGE),
+        Some(json!({"ownerKey": "agency"})),
+    )
+    .await;
+    let form_answers = ["Lia Segredo", "lia.segredo@example.com", "+5511955554444"];
+    let lead = h
+        .fake()
+        .submit_lead(adtrail_fake_meta::Submission {
+            page_id: adtrail_fake_meta::LOJA_PAGE.into(),
+            form_id: adtrail_fake_meta::SAMPLE_FORMS[0].0.into(),
+            ad_id: None,
+            answers: ["full_name", "email", "phone_number"]
+                .iter()
+                .zip(form_answers)
+                .map(|(k, v)| ((*k).to_owned(), vec![v.to_owned()]))
+                .collect(),
+            delivery: adtrail_fake_meta::Delivery::Twice,
+        })
+        .await
+        .unwrap();
+    h.runner().drain().await.unwrap();
+    answers.push(h.call("GET", "/v1/sites/loja-x/form-leads", None).await.1);
+    let read = h
+        .call(
+            "GET",
+            &format!("/v1/sites/loja-x/form-leads/{}", lead.leadgen_id),
+            None,
+        )
+        .await
+        .1;
+    assert!(
+        read.to_string().contains(form_answers[1]),
+        "the host reads them"
+    );
+
     let tapped = tap.take(&h).await;
     let events: Vec<String> = tapped.iter().map(|e| e.raw.clone()).collect();
     let kinds: Vec<String> = tapped.iter().map(|e| e.detail_type.clone()).collect();
@@ -206,6 +247,7 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         log_text.len()
     );
     let answers_text = serde_json::to_string(&answers).unwrap();
+    let table = h.table_text().await;
     let events_text = events.join("\n");
     for token in [TOKEN, refused, second] {
         for needle in [token.to_owned(), encoded(token)] {
@@ -237,13 +279,17 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         .map(|c| (*c).to_owned())
         .chain([adtrail_fake_meta::FAKE_APP_SECRET.to_owned()])
         .chain(issued)
-        // The Pages' tokens the connects listed (Lead Ads is on locally).
+        // The Pages' tokens the connects listed (Lead Ads is on locally),
+        // the webhook's verify token, a form lead's answers.
         .chain(
             adtrail_fake_meta::SAMPLE_PAGES
                 .iter()
                 .map(|(id, _, _)| adtrail_fake_meta::page_token(id)),
         )
+        .chain([adtrail_fake_meta::FAKE_WEBHOOK_VERIFY_TOKEN.to_owned()])
+        .chain(form_answers.map(str::to_owned))
     {
+        assert!(!table.contains(&needle), "an item carries {needle}");
         for needle in [needle.clone(), encoded(&needle)] {
             assert!(!log_text.contains(&needle), "a log line carries {needle}");
             assert!(
