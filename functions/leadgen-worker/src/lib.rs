@@ -195,6 +195,7 @@ impl LeadgenWorker {
                 &lead,
                 lead_id.as_deref(),
                 &decision,
+                rules.first_contact.as_ref(),
             );
             self.store
                 .bus()

@@ -17,9 +17,10 @@ pub use form_lead::{
     meta_lead_id, parse_created_time,
 };
 pub use forms::{
-    Choices, FORM_LEAD_KEPT_MS, FormDecision, FormLeadRecord, FormRule, FormRules, LeadForm,
-    MAX_REASON, MAX_RULE_ANSWERS, MAX_RULES, Question, QuestionOption, RuleTarget, RulesTally,
-    check_rules, choices, decide_form_lead, tally,
+    Brakes, Choices, ContactMode, FORM_LEAD_KEPT_MS, FirstContact, FormDecision, FormLeadRecord,
+    FormRule, FormRules, LeadForm, MAX_FIRST_CONTACT_TEXT, MAX_REASON, MAX_RULE_ANSWERS, MAX_RULES,
+    Question, QuestionOption, RuleTarget, RulesTally, check_rules, choices, decide_form_lead,
+    tally,
 };
 pub use reconcile::{
     MAX_BACKFILL_DAYS, RECONCILE_EVERY_MS, RECONCILE_OVERLAP_MS, reconcile_error,

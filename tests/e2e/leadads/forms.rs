@@ -109,8 +109,29 @@ async fn rules_route_each_form_lead_to_a_column_or_discard_it() {
         json!(false)
     );
 
+    // A first contact is checked, stored and handed on; adtrail sends nothing.
+    let mut with_contact = rules();
+    with_contact["firstContact"] = json!({"mode": "instant"});
+    assert!(
+        bad(&h, with_contact.clone())
+            .await
+            .starts_with("firstContact.mode")
+    );
+    with_contact["firstContact"] = json!({"mode": "automatic"});
+    assert!(
+        bad(&h, with_contact.clone())
+            .await
+            .starts_with("firstContact.text")
+    );
+    let contact = json!({"mode": "automatic", "text": "Oi! Posso ajudar?",
+        "brakes": {"businessHoursOnly": true, "maxPerHour": 20, "waitMinutes": 5}});
+    with_contact["firstContact"] = contact.clone();
+    with_contact["whatsappButtonConfirmed"] = json!(true);
+
     // Saved, with each rule's count; new leads follow them.
-    let saved = h.expect(200, "PUT", &rules_path, Some(rules())).await;
+    let saved = h.expect(200, "PUT", &rules_path, Some(with_contact)).await;
+    assert_eq!(saved["firstContact"], contact);
+    assert_eq!(saved["whatsappButtonConfirmed"], json!(true));
     assert_eq!(saved["rules"][0]["count30d"], json!(2));
     assert_eq!(saved["rules"][1]["to"], json!({"column": "qualificado"}));
     let tap = h.tap_bus().await;
@@ -132,13 +153,15 @@ async fn rules_route_each_form_lead_to_a_column_or_discard_it() {
         Some("qualificado")
     );
     assert_eq!(lead(&quote).await.unwrap().column.as_deref(), Some("novo"));
-    let decisions: Vec<Value> = tap
+    let arrived: Vec<Value> = tap
         .take(&h)
         .await
         .into_iter()
         .filter(|e| e.detail_type == "FormLeadArrived")
-        .map(|e| e.detail["decision"].clone())
+        .map(|e| e.detail)
         .collect();
+    assert!(arrived.iter().all(|e| e["firstContact"] == contact));
+    let decisions: Vec<Value> = arrived.iter().map(|e| e["decision"].clone()).collect();
     assert_eq!(
         decisions,
         [
@@ -169,6 +192,7 @@ async fn rules_route_each_form_lead_to_a_column_or_discard_it() {
     assert_eq!(form["rules"]["count"], json!(2));
     assert_eq!(form["rules"]["entryColumn"], json!("novo"));
     let counted = h.expect(200, "GET", &rules_path, None).await;
+    assert_eq!(counted["firstContact"]["brakes"]["maxPerHour"], json!(20));
     assert_eq!(counted["total30d"], json!(7));
     assert_eq!(
         counted["rules"]

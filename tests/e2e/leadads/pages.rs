@@ -162,6 +162,15 @@ async fn a_page_feeds_one_site_and_linking_subscribes_it() {
         .expect(200, "GET", "/v1/meta/connections/agency/pages", None)
         .await;
     assert_eq!(listed["pages"][0]["linkedSiteId"], json!("loja-x"));
+    assert_eq!(listed["pages"][0]["own"], json!(true));
+    assert_eq!(listed["pages"][0]["lastError"], json!(null));
+    assert!(
+        listed["pages"][1]["lastError"]
+            .as_str()
+            .unwrap()
+            .starts_with("META_PERMISSION_MISSING"),
+        "Pet Mania's Page only analyses"
+    );
     assert!(listed["pages"][0]["subscribedAt"].is_i64());
     // Unlinked: the subscription goes with it.
     let b = h

@@ -192,6 +192,21 @@ pub(crate) async fn get_connection(
 /// whether their form leads can be read (`leadsAllowed`: the Page's token,
 /// and the `ADVERTISE` task) and the site each feeds (hidden outside the
 /// caller's grant). Never a token.
+/// Why a Page's leads cannot be read, if they cannot: its user may not
+/// `ADVERTISE` there (Meta's condition), or its last reconciliation's error.
+fn page_error(
+    p: &adtrail_domain::leadads::OwnerPage,
+    link: Option<&adtrail_domain::leadads::PageLink>,
+) -> Option<String> {
+    if !p.leads_allowed() {
+        return Some(adtrail_domain::error_codes::last_error(
+            adtrail_domain::error_codes::LastErrorCode::MetaPermissionMissing,
+            "the token's user cannot ADVERTISE on this Page, which Meta asks to read its leads",
+        ));
+    }
+    link.and_then(|l| l.last_error.clone())
+}
+
 pub(crate) async fn pages(
     api: &Api,
     caller: &Caller,
@@ -219,6 +234,7 @@ pub(crate) async fn pages(
         let link = links.iter().find(|l| l.page_id == p.page_id);
         let site = link.map(|l| l.site_id.as_str());
         let visible = site.filter(|s| caller.may_read(s).is_ok());
+        let shown = link.filter(|_| visible.is_some());
         pages.push(serde_json::json!({
             "pageId": p.page_id,
             "name": p.name,
@@ -227,7 +243,11 @@ pub(crate) async fn pages(
             "listedAt": p.listed_at,
             "linkedSiteId": visible,
             "linkedOutsideScope": site.is_some() && visible.is_none(),
-            "subscribedAt": link.filter(|_| visible.is_some()).map(|l| l.subscribed_at),
+            "subscribedAt": shown.map(|l| l.subscribed_at),
+            "lastReconcileAt": shown.and_then(|l| l.last_reconcile_at),
+            "lastError": page_error(&p, shown),
+            // Linked by this owner (a dashboard's screens mark the others').
+            "own": shown.map(|l| l.owner_key == owner),
         }));
     }
     json(200, &serde_json::json!({"ownerKey": owner, "pages": pages}))

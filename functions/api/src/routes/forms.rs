@@ -11,8 +11,8 @@
 use adtrail_domain::SiteId;
 use adtrail_domain::ids::check_meta_numeric;
 use adtrail_domain::leadads::{
-    FormLeadRecord, FormRule, FormRules, LeadForm, PageLink, RuleTarget, RulesTally, check_rules,
-    tally,
+    Brakes, ContactMode, FirstContact, FormLeadRecord, FormRule, FormRules, LeadForm, PageLink,
+    RuleTarget, RulesTally, check_rules, tally,
 };
 use adtrail_domain::time::{DAY_MS, utc_day};
 use adtrail_store::forms::SiteForms;
@@ -38,6 +38,46 @@ struct RulesBody {
     entry_column: Option<String>,
     #[serde(default)]
     rules: Vec<RuleBody>,
+    first_contact: Option<FirstContactBody>,
+    #[serde(default)]
+    whatsapp_button_confirmed: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FirstContactBody {
+    mode: String,
+    text: Option<String>,
+    brakes: Option<BrakesBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BrakesBody {
+    #[serde(default)]
+    business_hours_only: bool,
+    #[serde(deserialize_with = "crate::input::whole_number")]
+    max_per_hour: i64,
+    #[serde(deserialize_with = "crate::input::whole_number")]
+    wait_minutes: i64,
+}
+
+/// The body's first contact, its mode read.
+fn read_first_contact(body: Option<FirstContactBody>) -> Result<Option<FirstContact>, ApiError> {
+    body.map(|c| {
+        Ok(FirstContact {
+            mode: ContactMode::parse(&c.mode).ok_or_else(|| {
+                ApiError::invalid("firstContact.mode: lead_starts, one_click or automatic")
+            })?,
+            text: c.text,
+            brakes: c.brakes.map(|b| Brakes {
+                business_hours_only: b.business_hours_only,
+                max_per_hour: b.max_per_hour,
+                wait_minutes: b.wait_minutes,
+            }),
+        })
+    })
+    .transpose()
 }
 
 #[derive(Deserialize)]
@@ -81,6 +121,8 @@ fn read_rules(body: RulesBody) -> Result<FormRules, ApiError> {
     Ok(FormRules {
         entry_column: body.entry_column,
         rules,
+        first_contact: read_first_contact(body.first_contact)?,
+        whatsapp_button_confirmed: body.whatsapp_button_confirmed,
     })
 }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use adtrail_domain::leadads::{
-    FormDecision, FormLeadRecord, FormRules, LeadForm, RuleTarget, RulesTally,
+    FirstContact, FormDecision, FormLeadRecord, FormRules, LeadForm, RuleTarget, RulesTally,
 };
 use serde::Serialize;
 
@@ -142,6 +142,8 @@ pub(crate) struct RulesView<'a> {
     /// The last 30 days' leads the counts read.
     total30d: usize,
     partial: bool,
+    first_contact: Option<serde_json::Value>,
+    whatsapp_button_confirmed: bool,
 }
 
 pub(crate) fn rules_view<'a>(
@@ -181,6 +183,10 @@ pub(crate) fn rules_view<'a>(
         updated_at: rules.map(|r| r.1),
         total30d: tally.total,
         partial,
+        first_contact: set
+            .and_then(|r| r.first_contact.as_ref())
+            .map(FirstContact::to_json),
+        whatsapp_button_confirmed: set.is_some_and(|r| r.whatsapp_button_confirmed),
     }
 }
 

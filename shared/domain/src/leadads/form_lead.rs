@@ -5,7 +5,7 @@
 
 use chrono::DateTime;
 
-use super::FormDecision;
+use super::{FirstContact, FormDecision};
 use serde_json::{Value, json};
 
 /// The origin of a lead an ad brought through its instant form.
@@ -103,14 +103,16 @@ pub fn parse_created_time(text: &str) -> Option<i64> {
         .filter(|ms| *ms >= 0)
 }
 
-/// The `FormLeadArrived` detail: ids, the decision and the origin, never
-/// an answer. `lead_id`: the board's lead, unless the rules discarded it.
+/// The `FormLeadArrived` detail: ids, the decision, the form's first
+/// contact and the origin, never an answer. `lead_id`: the board's lead,
+/// unless the rules discarded it.
 pub fn form_lead_arrived(
     site_id: &str,
     page_id: &str,
     lead: &FormLead,
     lead_id: Option<&str>,
     decision: &FormDecision,
+    first_contact: Option<&FirstContact>,
 ) -> Value {
     let decision = match decision {
         FormDecision::Column { column, rule } => {
@@ -129,6 +131,7 @@ pub fn form_lead_arrived(
         "leadId": lead_id,
         "occurredAt": lead.created_at,
         "decision": decision,
+        "firstContact": first_contact.map(FirstContact::to_json),
         "origin": {
             "kind": lead.origin(),
             "adId": lead.ad_id,
@@ -226,6 +229,7 @@ mod tests {
                 column: None,
                 rule: None,
             },
+            None,
         );
         assert_eq!(v["leadgenId"], "444444444444444");
         assert_eq!(v["origin"]["kind"], "lead_form");

@@ -69,6 +69,104 @@ pub struct FormRules {
     /// default, as any new lead).
     pub entry_column: Option<String>,
     pub rules: Vec<FormRule>,
+    /// How the host's CRM first contacts a new lead (WhatsApp): stored,
+    /// checked and handed on with each lead; adtrail sends no message.
+    pub first_contact: Option<FirstContact>,
+    /// The host confirmed the form's WhatsApp button.
+    pub whatsapp_button_confirmed: bool,
+}
+
+/// The longest first-contact message.
+pub const MAX_FIRST_CONTACT_TEXT: usize = 1_000;
+
+/// Who starts the conversation with a new form lead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContactMode {
+    /// The lead writes first (the form's WhatsApp button).
+    LeadStarts,
+    /// A person sends the prepared text with one click.
+    OneClick,
+    /// The CRM sends the text by itself, within the brakes.
+    Automatic,
+}
+
+impl ContactMode {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "lead_starts" => Some(Self::LeadStarts),
+            "one_click" => Some(Self::OneClick),
+            "automatic" => Some(Self::Automatic),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::LeadStarts => "lead_starts",
+            Self::OneClick => "one_click",
+            Self::Automatic => "automatic",
+        }
+    }
+}
+
+/// A form's first contact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirstContact {
+    pub mode: ContactMode,
+    pub text: Option<String>,
+    pub brakes: Option<Brakes>,
+}
+
+impl FirstContact {
+    /// As the API writes it and `FormLeadArrived` carries it.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "mode": self.mode.as_str(),
+            "text": self.text,
+            "brakes": self.brakes.map(|b| serde_json::json!({
+                "businessHoursOnly": b.business_hours_only,
+                "maxPerHour": b.max_per_hour,
+                "waitMinutes": b.wait_minutes,
+            })),
+        })
+    }
+}
+
+/// Limits on automatic first messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Brakes {
+    pub business_hours_only: bool,
+    /// 1 to 1,000.
+    pub max_per_hour: i64,
+    /// 0 to 1,440.
+    pub wait_minutes: i64,
+}
+
+/// Checks a first contact; the error names the field.
+///
+/// # Errors
+/// A message starting with `firstContact.…`.
+pub fn check_first_contact(c: &FirstContact) -> Result<(), String> {
+    if let Some(t) = &c.text
+        && (t.trim().is_empty()
+            || t.chars().count() > MAX_FIRST_CONTACT_TEXT
+            || t.chars().any(|ch| ch.is_control() && ch != '\n'))
+    {
+        return Err(format!(
+            "firstContact.text: 1 to {MAX_FIRST_CONTACT_TEXT} characters, no control characters but new lines"
+        ));
+    }
+    if c.mode != ContactMode::LeadStarts && c.text.is_none() {
+        return Err("firstContact.text: required unless the lead starts".into());
+    }
+    if let Some(b) = &c.brakes {
+        if !(1..=1_000).contains(&b.max_per_hour) {
+            return Err("firstContact.brakes.maxPerHour: 1 to 1000".into());
+        }
+        if !(0..=1_440).contains(&b.wait_minutes) {
+            return Err("firstContact.brakes.waitMinutes: 0 to 1440".into());
+        }
+    }
+    Ok(())
 }
 
 /// What the rules decided for one lead.
@@ -162,6 +260,9 @@ pub fn decide_form_lead(rules: &FormRules, chosen: &Choices) -> FormDecision {
 /// # Errors
 /// A message starting with the field's path.
 pub fn check_rules(rules: &FormRules, form: &LeadForm, board: &Board) -> Result<(), String> {
+    if let Some(c) = &rules.first_contact {
+        check_first_contact(c)?;
+    }
     if let Some(c) = &rules.entry_column
         && !board.declares(c)
     {

@@ -54,6 +54,8 @@ fn board() -> Board {
 
 fn rules() -> FormRules {
     FormRules {
+        first_contact: None,
+        whatsapp_button_confirmed: false,
         entry_column: Some("novo".into()),
         rules: vec![
             FormRule {
@@ -194,4 +196,62 @@ fn a_tally_decides_each_past_lead_again() {
         [("quente".to_owned(), 2), ("novo".to_owned(), 1)].into()
     );
     assert_eq!(t.discarded, [("curious".to_owned(), 1)].into());
+}
+
+#[test]
+fn a_first_contact_is_checked_field_by_field() {
+    let (f, b) = (form(), board());
+    let with = |c: FirstContact| {
+        let r = FormRules {
+            first_contact: Some(c),
+            ..rules()
+        };
+        check_rules(&r, &f, &b)
+    };
+    let ok = FirstContact {
+        mode: ContactMode::Automatic,
+        text: Some("Oi! Vi seu interesse.\nPosso ajudar?".into()),
+        brakes: Some(Brakes {
+            business_hours_only: true,
+            max_per_hour: 20,
+            wait_minutes: 5,
+        }),
+    };
+    assert_eq!(with(ok.clone()), Ok(()));
+    assert!(
+        with(FirstContact {
+            text: None,
+            ..ok.clone()
+        })
+        .unwrap_err()
+        .starts_with("firstContact.text")
+    );
+    assert!(
+        with(FirstContact {
+            mode: ContactMode::LeadStarts,
+            text: None,
+            brakes: None
+        })
+        .is_ok()
+    );
+    assert!(
+        with(FirstContact {
+            text: Some("x".repeat(1_001)),
+            ..ok.clone()
+        })
+        .is_err()
+    );
+    let mut fast = ok;
+    fast.brakes = Some(Brakes {
+        business_hours_only: false,
+        max_per_hour: 0,
+        wait_minutes: 0,
+    });
+    assert!(
+        with(fast)
+            .unwrap_err()
+            .starts_with("firstContact.brakes.maxPerHour")
+    );
+    assert_eq!(ContactMode::parse("one_click"), Some(ContactMode::OneClick));
+    assert_eq!(ContactMode::OneClick.as_str(), "one_click");
 }

@@ -3,12 +3,12 @@
 //! 90 days through the table's TTL).
 
 use adtrail_domain::leadads::{
-    Choices, FormDecision, FormLeadRecord, FormRule, FormRules, LeadForm, Question, QuestionOption,
-    RuleTarget,
+    Brakes, Choices, ContactMode, FirstContact, FormDecision, FormLeadRecord, FormRule, FormRules,
+    LeadForm, Question, QuestionOption, RuleTarget,
 };
 use serde::{Deserialize, Serialize};
 
-use super::json_text;
+use super::{json_text, json_text_opt};
 
 /// A question as the item keeps it.
 #[derive(Serialize, Deserialize)]
@@ -103,6 +103,43 @@ struct RuleDoc {
     discard: Option<String>,
 }
 
+/// A first contact as the item keeps it.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FirstContactDoc {
+    mode: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    brakes: Option<(bool, i64, i64)>,
+}
+
+impl FirstContactDoc {
+    fn of(c: &FirstContact) -> Self {
+        FirstContactDoc {
+            mode: c.mode.as_str().to_owned(),
+            text: c.text.clone(),
+            brakes: c
+                .brakes
+                .map(|b| (b.business_hours_only, b.max_per_hour, b.wait_minutes)),
+        }
+    }
+
+    fn contact(self) -> Option<FirstContact> {
+        Some(FirstContact {
+            mode: ContactMode::parse(&self.mode)?,
+            text: self.text,
+            brakes: self
+                .brakes
+                .map(|(business_hours_only, max_per_hour, wait_minutes)| Brakes {
+                    business_hours_only,
+                    max_per_hour,
+                    wait_minutes,
+                }),
+        })
+    }
+}
+
 /// `siteforms#<siteId>` / `rules#<formId>`: the host's rules for a form.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -113,6 +150,14 @@ pub(crate) struct RulesItem {
     entry_column: Option<String>,
     #[serde(with = "json_text")]
     rules: Vec<RuleDoc>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "json_text_opt"
+    )]
+    first_contact: Option<FirstContactDoc>,
+    #[serde(default)]
+    whatsapp_button_confirmed: bool,
     pub(crate) updated_at: i64,
 }
 
@@ -138,12 +183,16 @@ impl RulesItem {
                     }
                 })
                 .collect(),
+            first_contact: r.first_contact.as_ref().map(FirstContactDoc::of),
+            whatsapp_button_confirmed: r.whatsapp_button_confirmed,
             updated_at,
         }
     }
 
     pub(crate) fn rules(self) -> FormRules {
         FormRules {
+            first_contact: self.first_contact.and_then(FirstContactDoc::contact),
+            whatsapp_button_confirmed: self.whatsapp_button_confirmed,
             entry_column: self.entry_column,
             rules: self
                 .rules
