@@ -142,6 +142,18 @@ impl LeadgenWorker {
             return Ok(Taken::NotLinked);
         };
         let site = SiteId::parse("siteId", &link.site_id).map_err(|_| LeadgenError::BadSite)?;
+        // Kept already (Meta's retries, the doors overlapping): nothing to
+        // read. A message SQS gives again goes on, to announce it again.
+        if !redelivered(sqs)
+            && self
+                .store
+                .forms()
+                .form_lead_by_id(site.as_str(), &message.leadgen_id)
+                .await?
+                .is_some()
+        {
+            return Ok(Taken::Duplicate);
+        }
         let page = pages
             .get_page(&link.owner_key, &link.page_id)
             .await?

@@ -199,7 +199,7 @@ async fn a_signed_delivery_puts_each_form_lead_on_the_queue() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_lead_ads_off_both_doors_answer_503() {
+async fn with_lead_ads_off_every_lead_ads_route_answers_503() {
     let h = Harness::start().await;
     let api = adtrail_api::Api {
         lead_ads: false,
@@ -211,6 +211,12 @@ async fn with_lead_ads_off_both_doors_answer_503() {
             "/v1/webhooks/meta?hub.mode=subscribe&hub.verify_token=x&hub.challenge=1",
         ),
         ("POST", "/v1/webhooks/meta"),
+        ("GET", "/v1/meta/connections/agency/pages"),
+        ("GET", "/v1/sites/loja-x/pages/100200300/forms"),
+        ("GET", "/v1/sites/loja-x/forms/700800900100/rules"),
+        ("GET", "/v1/sites/loja-x/form-leads"),
+        ("GET", "/v1/sites/loja-x/form-leads/900000000000001"),
+        ("GET", "/v1/reports/forms?siteIds=loja-x&from=0&to=0"),
     ] {
         let (s, body) = call_handler(&api, method, path, b"{}").await;
         assert_eq!(

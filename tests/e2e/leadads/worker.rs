@@ -241,3 +241,80 @@ async fn a_form_leads_later_events_go_to_meta_as_conversion_leads() {
     h.runner().drain().await.unwrap();
     assert_eq!(h.fake().accepted_events().len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_delivery_of_many_leads_over_two_pages_and_its_retry() {
+    let (h, tap) = linked().await;
+    let mut changes = vec![];
+    let mut loja = vec![];
+    for i in 0..32 {
+        let (page, form) = if i % 16 == 15 {
+            ("900800700", adtrail_fake_meta::SAMPLE_FORMS[1].0)
+        } else {
+            (LOJA_PAGE, adtrail_fake_meta::SAMPLE_FORMS[0].0)
+        };
+        let id = h
+            .fake()
+            .submit_lead(Submission {
+                page_id: page.into(),
+                form_id: form.into(),
+                ..submission(None, Delivery::Never)
+            })
+            .await
+            .unwrap()
+            .leadgen_id;
+        if page == LOJA_PAGE {
+            loja.push(id.clone());
+        }
+        changes.push((
+            page,
+            json!({"field": "leadgen", "value": {"leadgen_id": id,
+            "page_id": page, "form_id": form, "created_time": h.now() / 1_000}}),
+        ));
+    }
+    let entry = |page: &str| {
+        let list: Vec<_> = changes
+            .iter()
+            .filter(|(p, _)| *p == page)
+            .map(|(_, c)| c.clone())
+            .collect();
+        json!({"id": page, "time": h.now() / 1_000, "changes": list})
+    };
+    let body = json!({"object": "page", "entry": [entry(LOJA_PAGE), entry("900800700")]})
+        .to_string()
+        .into_bytes();
+    let signature = adtrail_fake_meta::signature(&body);
+    let headers = [
+        ("content-type", "application/json"),
+        ("x-hub-signature-256", signature.as_str()),
+    ];
+    let (s, _, answer) = h
+        .call_raw("POST", "/v1/webhooks/meta", &headers, body.clone())
+        .await;
+    assert_eq!((s, answer.as_str()), (200, r#"{"received":32}"#));
+    let report = h.runner().drain().await.unwrap();
+    assert_eq!((report.delivered, report.failed), (32, 0));
+    assert!(report.batches >= 4, "batches of at most 10: {report:?}");
+    for id in &loja {
+        assert!(form_lead(&h, "loja-x", id).await.is_some());
+    }
+    let arrived = |events: Vec<adtrail_tests::bus::TappedEvent>| {
+        events
+            .iter()
+            .filter(|e| e.detail_type == "FormLeadArrived")
+            .count()
+    };
+    assert_eq!(arrived(tap.take(&h).await), 30, "Pet Mania's two dropped");
+    // Meta delivers it all again: nothing is read from Meta or announced.
+    let reads = h.fake().requests().len();
+    h.call_raw("POST", "/v1/webhooks/meta", &headers, body)
+        .await;
+    let report = h.runner().drain().await.unwrap();
+    assert_eq!((report.delivered, report.failed), (32, 0));
+    assert_eq!(
+        h.fake().requests().len(),
+        reads,
+        "known leads are not read again"
+    );
+    assert_eq!(arrived(tap.take(&h).await), 0);
+}
