@@ -5,6 +5,7 @@
 
 pub mod bus;
 pub mod runtime;
+pub mod table;
 
 use std::sync::Arc;
 
@@ -70,31 +71,6 @@ impl Harness {
     }
     pub fn now(&self) -> i64 {
         self.runner().now()
-    }
-
-    /// Every item of the stack's table, as text: what a secret must never
-    /// be found in.
-    pub async fn table_text(&self) -> String {
-        let store = self.store();
-        let mut text = String::new();
-        let mut start = None;
-        loop {
-            let out = store
-                .ddb
-                .scan()
-                .table_name(&store.names.table)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .expect("scan the table");
-            for item in out.items() {
-                text.push_str(&format!("{item:?}\n"));
-            }
-            start = out.last_evaluated_key().cloned();
-            if start.is_none() {
-                return text;
-            }
-        }
     }
 
     /// Calls the API with the host's token: the status and the JSON body.

@@ -220,3 +220,41 @@ impl Function {
         self.written()
     }
 }
+
+/// The stack's names and the fake's address, as the template gives them.
+pub fn stack_env(h: &crate::Harness) -> Vec<(String, String)> {
+    let n = &h.store().names;
+    let mut env = vec![
+        ("TABLE_NAME", n.table.clone()),
+        ("SYNC_QUEUE_URL", n.sync_queue_url.clone()),
+        ("SEND_QUEUE_URL", n.send_queue_url.clone()),
+        ("BUS_NAME", n.bus.clone()),
+        ("KEY_ID", n.key_id.clone()),
+        ("THUMBNAIL_BUCKET", n.bucket.clone()),
+        (
+            "META_APP_SECRET_ID",
+            n.meta_app_secret.clone().unwrap_or_default(),
+        ),
+        ("META_GRAPH_URL", h.fake().url()),
+        ("TIKTOK_API_URL", format!("{}/tiktok", h.platforms().url())),
+        (
+            "PINTEREST_API_URL",
+            format!("{}/pinterest", h.platforms().url()),
+        ),
+        ("SNAP_API_URL", format!("{}/snap", h.platforms().url())),
+        (
+            "GOOGLE_DATAMANAGER_URL",
+            format!("{}/google", h.platforms().url()),
+        ),
+        ("GOOGLE_OAUTH_URL", format!("{}/oauth", h.platforms().url())),
+        ("LEAD_ADS", "on".into()),
+        (
+            "LEADGEN_QUEUE_URL",
+            n.leadgen_queue_url.clone().unwrap_or_default(),
+        ),
+        ("AWS_LAMBDA_LOG_LEVEL", "trace".into()),
+        ("AWS_LAMBDA_LOG_FORMAT", "json".into()),
+    ];
+    env.push(("RUST_LOG", "trace".into()));
+    env.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}

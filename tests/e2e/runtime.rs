@@ -18,47 +18,9 @@ use serde_json::{Value, json};
 const PIXEL_TOKEN: &str = "EAAB-loja-own-pixel-token-0009";
 const LOGIN_CODE: &str = "sys-code-runtime-7";
 
-/// The stack's names and the fake's address, as the template gives them.
-fn env(h: &Harness) -> Vec<(String, String)> {
-    let n = &h.store().names;
-    let mut env = vec![
-        ("TABLE_NAME", n.table.clone()),
-        ("SYNC_QUEUE_URL", n.sync_queue_url.clone()),
-        ("SEND_QUEUE_URL", n.send_queue_url.clone()),
-        ("BUS_NAME", n.bus.clone()),
-        ("KEY_ID", n.key_id.clone()),
-        ("THUMBNAIL_BUCKET", n.bucket.clone()),
-        (
-            "META_APP_SECRET_ID",
-            n.meta_app_secret.clone().unwrap_or_default(),
-        ),
-        ("META_GRAPH_URL", h.fake().url()),
-        ("TIKTOK_API_URL", format!("{}/tiktok", h.platforms().url())),
-        (
-            "PINTEREST_API_URL",
-            format!("{}/pinterest", h.platforms().url()),
-        ),
-        ("SNAP_API_URL", format!("{}/snap", h.platforms().url())),
-        (
-            "GOOGLE_DATAMANAGER_URL",
-            format!("{}/google", h.platforms().url()),
-        ),
-        ("GOOGLE_OAUTH_URL", format!("{}/oauth", h.platforms().url())),
-        ("LEAD_ADS", "on".into()),
-        (
-            "LEADGEN_QUEUE_URL",
-            n.leadgen_queue_url.clone().unwrap_or_default(),
-        ),
-        ("AWS_LAMBDA_LOG_LEVEL", "trace".into()),
-        ("AWS_LAMBDA_LOG_FORMAT", "json".into()),
-    ];
-    env.push(("RUST_LOG", "trace".into()));
-    env.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
-}
-
 /// An API Gateway event as the host's server causes it: the bearer JWT in
 /// its headers, the verified claims beside.
-fn api_event(h: &Harness, method: &str, path: &str, body: Option<Value>) -> Value {
+pub(crate) fn api_event(h: &Harness, method: &str, path: &str, body: Option<Value>) -> Value {
     let token = h.app.host_token();
     let claims = h.app.local.keys.verify(&token).expect("claims");
     let mut headers = HeaderMap::new();
@@ -78,7 +40,7 @@ fn api_event(h: &Harness, method: &str, path: &str, body: Option<Value>) -> Valu
 }
 
 /// The queue's messages as Lambda's event source mapping hands them.
-async fn sqs_event(h: &Harness, url: &str) -> Option<Value> {
+pub(crate) async fn sqs_event(h: &Harness, url: &str) -> Option<Value> {
     let got = h
         .store()
         .sqs
@@ -116,7 +78,7 @@ async fn sqs_event(h: &Harness, url: &str) -> Option<Value> {
 async fn the_real_mains_at_trace_log_no_secret() {
     // The mains run on the wall clock: so does the stack here.
     let h = Harness::start_at(SystemClock.now_ms()).await;
-    let env = env(&h);
+    let env = adtrail_tests::runtime::stack_env(&h);
     let api = Function::start(binary("adtrail-api"), &env).await;
     let dispatcher = Function::start(binary("adtrail-dispatcher"), &env).await;
     let worker = Function::start(binary("adtrail-sync-worker"), &env).await;
@@ -283,53 +245,9 @@ async fn the_real_mains_at_trace_log_no_secret() {
     // delivery signed with the app secret.
     let (webhook_answers, signature) = call_metas_webhook(&api).await;
     answers.extend(webhook_answers);
-    // A form lead on Loja X's linked Page, its answers personal: the fake
-    // announces it, the worker reads it with the Page's token.
-    let linked = api
-        .invoke(api_event(
-            &h,
-            "PUT",
-            "/v1/sites/loja-x/pages/100200300",
-            Some(json!({"ownerKey": "agency"})),
-        ))
-        .await
-        .unwrap();
-    assert_eq!(linked["statusCode"].as_i64(), Some(201), "{linked}");
-    answers.push(linked);
-    let form_answers = [
-        "Joana Reservada",
-        "joana.reservada@example.com",
-        "+5511977776666",
-    ];
-    let submitted = h
-        .fake()
-        .submit_lead(adtrail_fake_meta::Submission {
-            page_id: "100200300".into(),
-            form_id: adtrail_fake_meta::SAMPLE_FORMS[0].0.into(),
-            ad_id: None,
-            answers: [
-                ("full_name".to_owned(), vec![form_answers[0].to_owned()]),
-                ("email".to_owned(), vec![form_answers[1].to_owned()]),
-                ("phone_number".to_owned(), vec![form_answers[2].to_owned()]),
-            ]
-            .into(),
-            delivery: adtrail_fake_meta::Delivery::Once,
-        })
-        .await
-        .unwrap();
-    let leadgen_queue = h.store().names.leadgen_queue_url.clone().unwrap();
-    while let Some(event) = sqs_event(&h, &leadgen_queue).await {
-        answers.push(leadgen.invoke(event).await.expect("leadgen"));
-    }
-    assert!(
-        h.store()
-            .leads()
-            .get_lead("loja-x", &format!("meta-lead:{}", submitted.leadgen_id))
-            .await
-            .unwrap()
-            .is_some(),
-        "the form lead is on the board"
-    );
+    // A form lead on Loja X's linked Page, through the real leadgen worker.
+    let (lead_answers, form_answers) = crate::leadads::form_lead_through(&h, &api, &leadgen).await;
+    answers.extend(lead_answers);
 
     // The schedule fires the dispatcher; the worker runs what it queued.
     let schedule: Value =

@@ -17,6 +17,8 @@
 
 mod agency;
 mod capi;
+mod control;
+mod forms;
 mod graph;
 mod knobs;
 mod leads;
@@ -31,7 +33,8 @@ pub use agency::{
     page_token, sample_accounts,
 };
 pub use capi::AcceptedEvent;
+pub use forms::{SAMPLE_FORMS, sample_questions};
 pub use knobs::{Knobs, RandomFaults, RecordedRequest, Throttle};
-pub use leads::{Delivery, SAMPLE_FORMS, Submission, Submitted, sample_questions, signature};
+pub use leads::{Delivery, Submission, Submitted, signature};
 pub use login::{FAKE_APP_ID, FAKE_APP_SECRET, FAKE_WEBHOOK_VERIFY_TOKEN};
 pub use server::FakeMeta;

@@ -115,7 +115,7 @@ impl Inner {
 #[derive(Clone)]
 pub struct FakeMeta {
     pub(crate) shared: Arc<Shared>,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 impl FakeMeta {
@@ -147,59 +147,6 @@ impl FakeMeta {
             let _ = axum::serve(listener, app).await;
         });
         Ok(Self { shared, addr })
-    }
-
-    /// `http://127.0.0.1:PORT`.
-    pub fn url(&self) -> String {
-        self.shared.base_url.clone()
-    }
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-    /// Changes the knobs.
-    pub fn set_knobs(&self, knobs: Knobs) {
-        self.lock().knobs = knobs;
-    }
-    pub fn knobs(&self) -> Knobs {
-        self.lock().knobs.clone()
-    }
-    /// Applies a change to the knobs.
-    pub fn tune(&self, f: impl FnOnce(&mut Knobs)) {
-        f(&mut self.lock().knobs);
-    }
-    /// Every request served so far.
-    pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.lock().requests.clone()
-    }
-    pub fn clear_requests(&self) {
-        self.lock().requests.clear();
-    }
-    /// Every Conversions API event accepted so far.
-    pub fn accepted_events(&self) -> Vec<AcceptedEvent> {
-        self.lock().accepted.clone()
-    }
-
-    /// Events accepted by requests whose answer the fake then withheld
-    /// (`accept_then_timeout`).
-    pub fn unanswered_events(&self) -> usize {
-        self.lock().unanswered
-    }
-
-    /// Refuses `token` from now on, like an expired token.
-    pub fn kill_token(&self, token: &str) {
-        self.lock().dead_tokens.insert(token.to_owned());
-    }
-    /// Takes `token` again, as Meta takes a Page token its user renewed.
-    pub fn revive_token(&self, token: &str) {
-        self.lock().dead_tokens.remove(token);
-    }
-    /// Whether the app is subscribed to `page`'s `leadgen` field.
-    pub fn page_subscribed(&self, page: &str) -> bool {
-        self.lock().subscribed_pages.contains(page)
-    }
-
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.shared.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -398,10 +345,10 @@ fn route(
     {
         answer
     } else if let Some(answer) =
-        crate::leads::list_forms(rest, query.get("fields").map(String::as_str), token)
+        crate::forms::list_forms(rest, query.get("fields").map(String::as_str), token)
     {
         answer
-    } else if let Some(answer) = crate::leads::list_form_leads(shared, rest, query, token) {
+    } else if let Some(answer) = crate::forms::list_form_leads(shared, rest, query, token) {
         answer
     } else {
         graph_get(shared, rest, query, &knobs, token)

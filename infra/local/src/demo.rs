@@ -16,37 +16,8 @@ use adtrail_domain::time::{DAY_MS, MINUTE_MS};
 use adtrail_local::app::App;
 use serde_json::{Value, json};
 
-pub(crate) type Error = Box<dyn std::error::Error + Send + Sync>;
-
-pub(crate) struct Client {
-    http: reqwest::Client,
-    base: String,
-    token: String,
-}
-
-impl Client {
-    pub(crate) async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> Result<Value, Error> {
-        let mut req = self
-            .http
-            .request(method.clone(), format!("{}{path}", self.base))
-            .bearer_auth(&self.token);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await?;
-        let status = resp.status();
-        let value: Value = resp.json().await.unwrap_or(Value::Null);
-        if !status.is_success() {
-            return Err(format!("{method} {path} answered {status}: {value}").into());
-        }
-        Ok(value)
-    }
-}
+mod client;
+pub(crate) use client::{Client, Error};
 
 fn money(cents: &Value, currency: &str) -> String {
     match cents.as_i64() {

@@ -179,6 +179,8 @@ pub use decide::{
 };
 
 #[cfg(test)]
+mod form_lead_tests;
+#[cfg(test)]
 mod route_tests;
 #[cfg(test)]
 pub(crate) mod tests;

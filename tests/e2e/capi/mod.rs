@@ -10,6 +10,7 @@ use serde_json::Value;
 mod answers;
 mod delivery;
 mod events;
+mod once;
 mod platforms;
 mod posted;
 mod retries;

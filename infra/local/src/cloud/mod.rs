@@ -15,6 +15,7 @@
 pub mod calls;
 pub mod faults;
 pub mod policy;
+mod resolve;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};

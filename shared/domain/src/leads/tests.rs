@@ -92,7 +92,7 @@ pub(super) fn update(
     }
 }
 
-fn ctx(board: &Board, ready: bool) -> LeadContext<'_> {
+pub(super) fn ctx(board: &Board, ready: bool) -> LeadContext<'_> {
     super::route_tests::context(board, &[], ready)
 }
 
@@ -130,7 +130,7 @@ pub(super) fn known(lead: &Lead) -> LeadInput<'static> {
     }
 }
 
-fn events(w: &LeadWrite) -> Vec<EventName> {
+pub(super) fn events(w: &LeadWrite) -> Vec<EventName> {
     w.conversions.iter().map(|c| c.event_name).collect()
 }
 
@@ -392,58 +392,4 @@ proptest::proptest! {
             proptest::prop_assert_eq!(total, Counters::of_lead(l.stage, l.revenue_cents));
         }
     }
-}
-
-#[test]
-fn a_form_leads_events_need_no_contact_and_its_first_lead_is_metas_own() {
-    let b = board();
-    let new = NewLead {
-        origin: "lead_form".into(),
-        ad_id: Some("123".into()),
-        label: None,
-    };
-    let input = LeadInput::New {
-        lead_id: "lead-f".into(),
-        lead_key: "meta-lead:444444444444444",
-        lead: &new,
-    };
-    let first = decide(
-        &ctx(&b, true),
-        input,
-        &update(NOW - 5, None, None, Some("novo"), false),
-    )
-    .unwrap();
-    assert_eq!(events(&first), vec![], "no Lead: Meta made the lead");
-    let mut lead = first.lead;
-    lead.version = 1;
-    // Into a mapped column and won, without any contact data: Schedule and
-    // Purchase go, matched on the lead id.
-    let moved = decide(
-        &ctx(&b, true),
-        known(&lead),
-        &update(NOW, Some(Stage::Won), Some(9_900), Some("agendado"), false),
-    )
-    .unwrap();
-    assert_eq!(
-        events(&moved),
-        vec![EventName::Schedule, EventName::Purchase]
-    );
-    assert!(moved.conversions.iter().all(|c| c.hashes.is_empty()));
-    // Without a pixel that can send, nothing is queued.
-    let none = decide(
-        &ctx(&b, false),
-        known(&lead),
-        &update(NOW, None, None, Some("agendado"), false),
-    )
-    .unwrap();
-    assert!(none.conversions.is_empty());
-    // Any other lead without contact data queues nothing.
-    let other = recorded(&b);
-    let plain = decide(
-        &ctx(&b, true),
-        known(&other),
-        &update(NOW, None, None, Some("agendado"), false),
-    )
-    .unwrap();
-    assert!(plain.conversions.is_empty());
 }
