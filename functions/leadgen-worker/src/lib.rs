@@ -20,8 +20,8 @@
 use adtrail_changes::{RecordError, Recorded, record};
 use adtrail_domain::SiteId;
 use adtrail_domain::leadads::{
-    FORM_LEAD_ARRIVED, FormDecision, FormLead, FormLeadRecord, FormRules, Question, choices,
-    decide_form_lead, form_lead_arrived,
+    FORM_LEAD_ARRIVED, FormDecision, FormLead, FormLeadRecord, FormRules, PageLink, Question,
+    choices, decide_form_lead, form_lead_arrived,
 };
 use adtrail_domain::leads::{LeadUpdate, NewLead};
 use adtrail_domain::time::SharedClock;
@@ -154,16 +154,7 @@ impl LeadgenWorker {
         {
             return Ok(Taken::Duplicate);
         }
-        let page = pages
-            .get_page(&link.owner_key, &link.page_id)
-            .await?
-            .filter(|p| !p.sealed_token.is_empty())
-            .ok_or(LeadgenError::NoPageToken)?;
-        let token = self
-            .store
-            .sealer()
-            .unseal_page(&link.owner_key, &page.page_id, &page.sealed_token)
-            .await?;
+        let token = self.page_token(&link).await?;
         let mut lead = self.graph.form_lead(&token, &message.leadgen_id).await?;
         let form_id = lead
             .form_id
@@ -219,6 +210,22 @@ impl LeadgenWorker {
         } else {
             Taken::Duplicate
         })
+    }
+
+    /// The Page's token, from its owner's listing, opened with KMS.
+    async fn page_token(&self, link: &PageLink) -> Result<String, LeadgenError> {
+        let page = self
+            .store
+            .pages()
+            .get_page(&link.owner_key, &link.page_id)
+            .await?
+            .filter(|p| !p.sealed_token.is_empty())
+            .ok_or(LeadgenError::NoPageToken)?;
+        Ok(self
+            .store
+            .sealer()
+            .unseal_page(&link.owner_key, &page.page_id, &page.sealed_token)
+            .await?)
     }
 
     /// The form's questions and the site's rules for it. A form adtrail

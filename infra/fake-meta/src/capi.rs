@@ -57,6 +57,69 @@ fn lead_id(v: &Value) -> bool {
     (15..=17).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// `user_data`: a customer information parameter, each hashed one a
+/// SHA-256 digest, the plain ones (IP, user agent, click ids, a lead id)
+/// well formed.
+fn check_user_data(user: &serde_json::Map<String, Value>) -> Result<(), &'static str> {
+    if user.is_empty() {
+        return Err("Invalid parameter: user_data must carry a customer information parameter");
+    }
+    for (key, value) in user {
+        match key.as_str() {
+            "ph" | "external_id" | "country" | "em" | "fn" | "ln" | "ct" | "st" | "zp"
+                if hashed(value) => {}
+            // Sent plain, as Meta documents: never hashed.
+            "client_ip_address"
+                if value
+                    .as_str()
+                    .is_some_and(|v| v.parse::<std::net::IpAddr>().is_ok()) => {}
+            "client_user_agent" | "fbc" | "fbp" | "ctwa_clid"
+                if value
+                    .as_str()
+                    .is_some_and(|v| !v.is_empty() && !is_digest(&Value::from(v))) => {}
+            // A Lead Ads lead's id: Meta's int64, 15 to 17 digits, plain.
+            "lead_id" if lead_id(value) => {}
+            _ => return Err("Invalid parameter: user_data holds a malformed hash"),
+        }
+    }
+    if user
+        .keys()
+        .all(|k| k == "client_ip_address" || k == "client_user_agent")
+    {
+        return Err("Invalid parameter: user_data must carry a customer information parameter");
+    }
+    Ok(())
+}
+
+/// Conversion Leads: a lead id in `user_data` needs the three fields
+/// Meta's payload specification requires with it.
+fn check_conversion_leads(
+    user: &serde_json::Map<String, Value>,
+    source: &str,
+    custom: Option<&Value>,
+) -> Result<(), &'static str> {
+    // Conversion Leads (a lead id in `user_data`): Meta's payload
+    // specification requires these three with it.
+    if user.contains_key("lead_id") {
+        let c = custom;
+        let crm = c
+            .and_then(|c| c.get("event_source"))
+            .and_then(Value::as_str)
+            == Some("crm");
+        let named = c
+            .and_then(|c| c.get("lead_event_source"))
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty());
+        if source != "system_generated" || !crm || !named {
+            return Err(
+                "Invalid parameter: a Conversion Leads event needs action_source \
+                 system_generated, custom_data.event_source crm and lead_event_source",
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Checks one event; `Err` is Meta's message.
 fn check_event(
     e: &Value,
@@ -102,33 +165,7 @@ fn check_event(
         .get("user_data")
         .and_then(Value::as_object)
         .ok_or("Invalid parameter: user_data is required")?;
-    if user.is_empty() {
-        return Err("Invalid parameter: user_data must carry a customer information parameter");
-    }
-    for (key, value) in user {
-        match key.as_str() {
-            "ph" | "external_id" | "country" | "em" | "fn" | "ln" | "ct" | "st" | "zp"
-                if hashed(value) => {}
-            // Sent plain, as Meta documents: never hashed.
-            "client_ip_address"
-                if value
-                    .as_str()
-                    .is_some_and(|v| v.parse::<std::net::IpAddr>().is_ok()) => {}
-            "client_user_agent" | "fbc" | "fbp" | "ctwa_clid"
-                if value
-                    .as_str()
-                    .is_some_and(|v| !v.is_empty() && !is_digest(&Value::from(v))) => {}
-            // A Lead Ads lead's id: Meta's int64, 15 to 17 digits, plain.
-            "lead_id" if lead_id(value) => {}
-            _ => return Err("Invalid parameter: user_data holds a malformed hash"),
-        }
-    }
-    if user
-        .keys()
-        .all(|k| k == "client_ip_address" || k == "client_user_agent")
-    {
-        return Err("Invalid parameter: user_data must carry a customer information parameter");
-    }
+    check_user_data(user)?;
     if source == "website"
         && !e
             .get("event_source_url")
@@ -138,25 +175,7 @@ fn check_event(
         return Err("Invalid parameter: event_source_url is required for website events");
     }
     let custom = e.get("custom_data").cloned();
-    // Conversion Leads (a lead id in `user_data`): Meta's payload
-    // specification requires these three with it.
-    if user.contains_key("lead_id") {
-        let c = custom.as_ref();
-        let crm = c
-            .and_then(|c| c.get("event_source"))
-            .and_then(Value::as_str)
-            == Some("crm");
-        let named = c
-            .and_then(|c| c.get("lead_event_source"))
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.is_empty());
-        if source != "system_generated" || !crm || !named {
-            return Err(
-                "Invalid parameter: a Conversion Leads event needs action_source \
-                 system_generated, custom_data.event_source crm and lead_event_source",
-            );
-        }
-    }
+    check_conversion_leads(user, source, custom.as_ref())?;
     if name == "Purchase" {
         let c = custom
             .as_ref()

@@ -330,33 +330,45 @@ fn route(
         .unwrap_or_else(|e| e.into_inner())
         .knobs
         .clone();
-    let fields = query.get("subscribed_fields").map(String::as_str);
-    let mut response = if method == Method::POST
-        && let Some(pixel) = rest.strip_suffix("/events")
-    {
-        post_events(shared, pixel, body, &knobs)
-    } else if let Some(answer) = crate::pages::subscribed_apps(shared, method, rest, token, fields)
-    {
-        answer
-    } else if method != Method::GET {
-        bad_param("Unsupported post request")
-    } else if let Some(answer) =
-        crate::leads::read_lead(shared, rest, query.get("fields").map(String::as_str), token)
-    {
-        answer
-    } else if let Some(answer) =
-        crate::forms::list_forms(rest, query.get("fields").map(String::as_str), token)
-    {
-        answer
-    } else if let Some(answer) = crate::forms::list_form_leads(shared, rest, query, token) {
-        answer
-    } else {
-        graph_get(shared, rest, query, &knobs, token)
-    };
+    let mut response = answer(shared, method, rest, query, token, body, &knobs);
     if let Some(h) = usage_header {
         response
             .headers_mut()
             .insert("x-app-usage", HeaderValue::from_str(&h).expect("ascii"));
     }
     response
+}
+
+/// A Graph call's answer, once the caller's token was taken: the
+/// Conversions API, the Lead Ads edges, or a read of the agency's objects.
+fn answer(
+    shared: &Shared,
+    method: &Method,
+    rest: &str,
+    query: &BTreeMap<String, String>,
+    token: &str,
+    body: &[u8],
+    knobs: &Knobs,
+) -> Response {
+    let fields = query.get("fields").map(String::as_str);
+    let subscribed = query.get("subscribed_fields").map(String::as_str);
+    if method == Method::POST
+        && let Some(pixel) = rest.strip_suffix("/events")
+    {
+        post_events(shared, pixel, body, knobs)
+    } else if let Some(answer) =
+        crate::pages::subscribed_apps(shared, method, rest, token, subscribed)
+    {
+        answer
+    } else if method != Method::GET {
+        bad_param("Unsupported post request")
+    } else if let Some(answer) = crate::leads::read_lead(shared, rest, fields, token) {
+        answer
+    } else if let Some(answer) = crate::forms::list_forms(rest, fields, token) {
+        answer
+    } else if let Some(answer) = crate::forms::list_form_leads(shared, rest, query, token) {
+        answer
+    } else {
+        graph_get(shared, rest, query, knobs, token)
+    }
 }

@@ -102,7 +102,7 @@ pub async fn record(
                 }),
             now: clock.now_ms(),
         };
-        let Some(mut plan) = decide(&ctx, input, update) else {
+        let Some(plan) = decide(&ctx, input, update) else {
             let seen = store
                 .leads()
                 .change_seen(site.as_str(), &update.change_id)
@@ -112,29 +112,40 @@ pub async fn record(
                 seen,
             });
         };
-        let known = plan.known_refs();
-        let existing = if known.is_empty() {
-            vec![]
-        } else {
-            store
-                .conversions()
-                .get_conversions(site.as_str(), &known)
-                .await?
-        };
-        once_per_lead(&mut plan, &existing);
-        match store.leads().write_lead_change(&plan).await? {
-            LeadWritten::Written => {
-                enqueue(store, &messages(site.as_str(), &plan)).await;
-                return Ok(Recorded::Written(Box::new(plan)));
-            }
-            LeadWritten::ChangeSeen => {
-                let lead = store.leads().get_lead(site.as_str(), lead_key).await?;
-                return Ok(Recorded::Duplicate(lead));
-            }
-            LeadWritten::Raced => continue,
+        if let Some(done) = write(store, site.as_str(), lead_key, plan).await? {
+            return Ok(done);
         }
     }
     Err(RecordError::Busy)
+}
+
+/// Keeps each event once per lead (its earlier rows read back), writes
+/// the outbox and enqueues what it wrote. `None`: another change of the
+/// lead raced it, decide again.
+async fn write(
+    store: &Store,
+    site: &str,
+    lead_key: &str,
+    mut plan: LeadWrite,
+) -> Result<Option<Recorded>, RecordError> {
+    let known = plan.known_refs();
+    let existing = if known.is_empty() {
+        vec![]
+    } else {
+        store.conversions().get_conversions(site, &known).await?
+    };
+    once_per_lead(&mut plan, &existing);
+    Ok(match store.leads().write_lead_change(&plan).await? {
+        LeadWritten::Written => {
+            enqueue(store, &messages(site, &plan)).await;
+            Some(Recorded::Written(Box::new(plan)))
+        }
+        LeadWritten::ChangeSeen => {
+            let lead = store.leads().get_lead(site, lead_key).await?;
+            Some(Recorded::Duplicate(lead))
+        }
+        LeadWritten::Raced => None,
+    })
 }
 
 /// The send messages of the rows a change wrote: the pixel's and the

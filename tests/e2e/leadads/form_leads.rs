@@ -19,8 +19,8 @@ async fn submit(h: &Harness, interesse: &str) -> String {
     submit_on_loja(h, &answers, Delivery::Once).await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn form_leads_are_listed_read_live_and_returned() {
+/// Loja X's Page linked and three form leads on it, a second apart.
+async fn loja_with_three_leads() -> (Harness, Vec<String>) {
     let h = Harness::start().await;
     h.put_site("loja-x", "BRL").await;
     h.connect(TOKEN).await;
@@ -32,6 +32,12 @@ async fn form_leads_are_listed_read_live_and_returned() {
     }
     h.runner().drain().await.unwrap();
 
+    (h, ids)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn form_leads_are_listed_and_one_read_live() {
+    let (h, ids) = loja_with_three_leads().await;
     // Listed oldest first, a page at a time.
     let page = h
         .expect(200, "GET", "/v1/sites/loja-x/form-leads?limit=2", None)
@@ -121,7 +127,12 @@ async fn form_leads_are_listed_read_live_and_returned() {
     assert_eq!(h.call_as(Some(&reader), "GET", &path, None).await.0, 403);
     let (s, _) = h.call("GET", "/v1/sites/loja-x/form-leads/123", None).await;
     assert_eq!(s, 404);
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_lead_is_returned_once_and_the_forms_report_counts_it() {
+    let (h, ids) = loja_with_three_leads().await;
+    let path = format!("/v1/sites/loja-x/form-leads/{}", ids[0]);
     // Returned once, with its reason; a second return changes nothing.
     let ret = format!("{path}/return");
     let (s, b) = h

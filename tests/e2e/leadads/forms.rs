@@ -44,8 +44,9 @@ async fn bad(h: &Harness, body: Value) -> String {
     b["error"]["message"].as_str().unwrap().to_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rules_route_each_form_lead_to_a_column_or_discard_it() {
+/// Loja X with its board and pixel, its Page linked (its form read), and
+/// four leads in before any rule.
+async fn loja_with_four_leads() -> Harness {
     let h = Harness::start().await;
     adtrail_tests::capi::loja_with_pixel(&h).await;
     link_loja_page(&h).await;
@@ -71,6 +72,12 @@ async fn rules_route_each_form_lead_to_a_column_or_discard_it() {
     }
     h.runner().drain().await.unwrap();
 
+    h
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_are_checked_and_simulated_before_they_are_saved() {
+    let h = loja_with_four_leads().await;
     // The rules are checked against the form and the board, naming the field.
     let sim = format!("/v1/sites/loja-x/forms/{FORM}/rules/simulate");
     let mut broken = rules();
@@ -108,7 +115,13 @@ async fn rules_route_each_form_lead_to_a_column_or_discard_it() {
         h.expect(200, "GET", &rules_path, None).await["configured"],
         json!(false)
     );
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn saved_rules_route_each_new_lead_to_a_column_or_discard_it() {
+    let h = loja_with_four_leads().await;
+    let forms_path = format!("/v1/sites/loja-x/pages/{LOJA_PAGE}/forms");
+    let rules_path = format!("/v1/sites/loja-x/forms/{FORM}/rules");
     // A first contact is checked, stored and handed on; adtrail sends nothing.
     let mut with_contact = rules();
     with_contact["firstContact"] = json!({"mode": "instant"});

@@ -113,7 +113,15 @@ async fn leads_whose_webhook_never_came_arrive_within_15_minutes() {
     let shown = forms(&h).await;
     assert_eq!(shown["lastReconcileAt"], json!(h.now()));
     assert_eq!(shown["lastError"], json!(null));
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_reconciliation_waits_an_hour_and_keeps_its_checkpoint() {
+    let h = Harness::start().await;
+    h.put_site("loja-x", "BRL").await;
+    h.connect(TOKEN).await;
+    super::link_loja_page(&h).await;
+    h.runner().tick().await.unwrap();
     // Meta throttles: the Page waits an hour (or what Meta says), and says so.
     h.fake().tune(|k| {
         k.throttle = Some(Throttle {

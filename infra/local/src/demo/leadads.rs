@@ -50,6 +50,17 @@ pub(super) async fn lead_ads(app: &App, c: &Client) -> Result<(), Error> {
     println!(
         "  rules: \"Só estou olhando\" → discarded; \"Quero comprar\" → qualificado; else → novo"
     );
+    submit_and_report(app, c, fake).await
+}
+
+/// Three people fill the form; what became of each, what Meta got back,
+/// and the forms report.
+async fn submit_and_report(
+    app: &App,
+    c: &Client,
+    fake: &adtrail_fake_meta::FakeMeta,
+) -> Result<(), Error> {
+    use reqwest::Method;
     let before = fake.accepted_events().len();
     for (name, choice) in [
         ("Bruna", "Quero comprar"),

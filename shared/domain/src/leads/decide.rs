@@ -204,23 +204,7 @@ pub fn decide(
         contact.has_identity() || form_lead,
         &ctx.board.map,
     );
-    let pixel_hashes = update.pixel_hashes(ctx.country);
-    let conversions: Vec<NewConversion> = match ctx.targets.pixel {
-        Some(_) if !pixel_hashes.is_empty() || form_lead => events
-            .iter()
-            .map(|event| {
-                new_conversion(
-                    ctx,
-                    &lead,
-                    update,
-                    *event,
-                    applied.sale_cents,
-                    &pixel_hashes,
-                )
-            })
-            .collect(),
-        _ => vec![],
-    };
+    let conversions = pixel_conversions(ctx, &lead, update, &events, applied.sale_cents);
     let routed = route(
         ctx,
         &mut lead,
@@ -247,6 +231,26 @@ pub fn decide(
         rollup,
         now: ctx.now,
     })
+}
+
+/// The pixel's conversions of a change's events: when the pixel can send
+/// and there is someone to match (contact data, or a Lead Ads lead's id).
+fn pixel_conversions(
+    ctx: &LeadContext<'_>,
+    lead: &Lead,
+    update: &LeadUpdate,
+    events: &[EventName],
+    sale_cents: Option<i64>,
+) -> Vec<NewConversion> {
+    let hashes = update.pixel_hashes(ctx.country);
+    let matchable = !hashes.is_empty() || meta_lead_id(&lead.lead_key).is_some();
+    if ctx.targets.pixel.is_none() || !matchable {
+        return vec![];
+    }
+    events
+        .iter()
+        .map(|event| new_conversion(ctx, lead, update, *event, sale_cents, &hashes))
+        .collect()
 }
 
 /// Moves the lead as the change says: its stage, its sale, the column it
