@@ -69,6 +69,8 @@ pub fn site_pk(site: &str) -> String {
     format!("site#{site}")
 }
 pub const SITE_SK: &str = "site";
+/// Every site's id, so a host can list its sites: `sites` / `<siteId>`.
+pub const SITES_PK: &str = "sites";
 pub fn link_sk(account: &str) -> String {
     format!("link#{account}")
 }

@@ -1,8 +1,8 @@
 //! Sites: a host's business unit, with the currency its revenue is in.
 
-use crate::attr::{Item, n, s};
+use crate::attr::{Item, get_s, n, s};
 use crate::items::{SiteItem, decode};
-use crate::keys::{SITE_SK, site_pk};
+use crate::keys::{PK, SITE_SK, SITES_PK, SK, site_pk};
 use crate::{Sites, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +57,66 @@ impl Sites<'_> {
             .send()
             .await
             .map_err(StoreError::ddb)?;
+        // Listed among the sites (again, harmlessly, on an update: a retry
+        // after a failure here lists it).
+        self.ddb
+            .put_item()
+            .table_name(&self.names.table)
+            .item(PK, s(SITES_PK))
+            .item(SK, s(site_id))
+            .send()
+            .await
+            .map_err(StoreError::ddb)?;
         Site::from_item(&out.attributes.unwrap_or_default())
+    }
+
+    /// Site ids after `after` (all from the start without it), in order,
+    /// at most `limit`.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn site_ids(
+        &self,
+        after: Option<&str>,
+        limit: i32,
+    ) -> Result<Vec<String>, StoreError> {
+        let query = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .expression_attribute_values(":pk", s(SITES_PK))
+            .limit(limit);
+        let query = match after {
+            Some(after) => query
+                .key_condition_expression("pk = :pk AND sk > :after")
+                .expression_attribute_values(":after", s(after)),
+            None => query.key_condition_expression("pk = :pk"),
+        };
+        let out = query.send().await.map_err(StoreError::ddb)?;
+        Ok(out
+            .items()
+            .iter()
+            .filter_map(|i| get_s(i, SK).map(str::to_owned))
+            .collect())
+    }
+
+    /// Sites by id, those registered, read in batches.
+    ///
+    /// # Errors
+    /// [`StoreError`] when DynamoDB fails or leaves keys unread.
+    pub async fn get_sites(&self, ids: &[String]) -> Result<Vec<Site>, StoreError> {
+        let keys = ids
+            .iter()
+            .map(|id| (site_pk(id), SITE_SK.to_owned()))
+            .collect();
+        let mut sites: Vec<Site> = self
+            .batch_read(keys)
+            .await?
+            .iter()
+            .map(Site::from_item)
+            .collect::<Result<_, _>>()?;
+        sites.sort_by(|a, b| a.site_id.cmp(&b.site_id));
+        Ok(sites)
     }
 
     /// The site, if registered.

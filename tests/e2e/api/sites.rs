@@ -1,8 +1,9 @@
 //! Sites and reads: bad input is a 400 naming the field and writes nothing;
-//! reads check their ranges and site lists.
+//! reads check their ranges and site lists; sites are listed in the caller's
+//! grant and read one by one.
 
 use adtrail_tests::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{code, message};
 
@@ -155,4 +156,56 @@ async fn a_database_busy_through_every_retry_is_a_503_and_writes_nothing() {
             .is_none(),
         "nothing was written"
     );
+}
+
+#[tokio::test]
+async fn sites_are_listed_in_the_callers_grant_and_read_one_by_one() {
+    let h = Harness::start().await;
+    for (site, currency) in [("pet-mania", "USD"), ("loja-x", "BRL"), ("loja-y", "BRL")] {
+        h.put_site(site, currency).await;
+    }
+    // Again: listed once.
+    h.put_site("loja-x", "BRL").await;
+    let ids = |v: &Value| -> Vec<String> {
+        v["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["siteId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let all = h.expect(200, "GET", "/v1/sites", None).await;
+    assert_eq!(ids(&all), ["loja-x", "loja-y", "pet-mania"]);
+    assert_eq!(all["next"], Value::Null);
+    let page = h.expect(200, "GET", "/v1/sites?limit=2", None).await;
+    assert_eq!(ids(&page), ["loja-x", "loja-y"]);
+    let rest = h
+        .expect(200, "GET", "/v1/sites?after=loja-y&limit=2", None)
+        .await;
+    assert_eq!(ids(&rest), ["pet-mania"]);
+    assert_eq!(rest["next"], Value::Null);
+    let (s, _) = h.call("GET", "/v1/sites?limit=0", None).await;
+    assert_eq!(s, 400);
+    // A dashboard sees its grant only, and reads only those.
+    let reader = h.app.local.keys.sign(
+        json!({"sub": "r", "scope": "adtrail:read", "sites": ["pet-mania", "loja-y", "nope"]}),
+    );
+    let (s, mine) = h.call_as(Some(&reader), "GET", "/v1/sites", None).await;
+    assert_eq!(s, 200);
+    assert_eq!(
+        ids(&mine),
+        ["loja-y", "pet-mania"],
+        "an unknown id is left out"
+    );
+    let one = h.expect(200, "GET", "/v1/sites/loja-x", None).await;
+    assert_eq!(
+        (one["siteId"].as_str(), one["currency"].as_str()),
+        (Some("loja-x"), Some("BRL"))
+    );
+    let (s, _) = h
+        .call_as(Some(&reader), "GET", "/v1/sites/loja-x", None)
+        .await;
+    assert_eq!(s, 403);
+    let (s, b) = h.call("GET", "/v1/sites/nope", None).await;
+    assert_eq!((s, b["error"]["code"].as_str()), (404, Some("NOT_FOUND")));
 }
