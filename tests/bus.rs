@@ -1,5 +1,8 @@
 //! A tap on the stack's bus, as a host would subscribe: an EventBridge rule
-//! on every adtrail event, targeting a queue the test reads.
+//! on every adtrail event, targeting a queue the test reads. Every event
+//! taken off the tap is checked against its versioned JSON Schema in
+//! `events/schemas/<detail-type>.v1.json`: an event without one, or
+//! breaking it, fails the test that caused it.
 
 use serde_json::Value;
 
@@ -90,6 +93,7 @@ impl BusTap {
             for m in batch {
                 let raw = m.body.unwrap_or_default();
                 let v: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
+                check_schema(&v);
                 events.push(TappedEvent {
                     detail_type: v["detail-type"].as_str().unwrap_or("").to_owned(),
                     detail: v["detail"].clone(),
@@ -104,4 +108,33 @@ impl BusTap {
             }
         }
     }
+}
+
+/// The schema of an event's detail type, version 1.
+pub fn event_schema(detail_type: &str) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../events/schemas")
+        .join(format!("{detail_type}.v1.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{detail_type} has no schema at {}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Fails unless the event came from adtrail and its detail keeps its
+/// type's schema.
+fn check_schema(event: &Value) {
+    assert_eq!(event["source"], "adtrail", "{event}");
+    let kind = event["detail-type"].as_str().unwrap_or_default();
+    let schema = event_schema(kind);
+    let validator = jsonschema::validator_for(&schema)
+        .unwrap_or_else(|e| panic!("{kind}'s schema is not a schema: {e}"));
+    let errors: Vec<String> = validator
+        .iter_errors(&event["detail"])
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{kind} breaks its schema: {errors:?}\n{}",
+        event["detail"]
+    );
 }

@@ -120,7 +120,9 @@ async fn a_login_trades_the_code_and_records_the_tokens_life() {
     assert!(me.authorization.unwrap().starts_with("Bearer EAAL-"));
     answers.push(b);
 
-    // The sweeper flags the token once it has under 7 days left.
+    // The sweeper flags the token once it has under 7 days left, and
+    // tells the bus once.
+    let tap = h.tap_bus().await;
     h.runner().sweeper.sweep().await.unwrap();
     let (_, c) = h.call("GET", "/v1/meta/connections/user", None).await;
     assert_eq!(c["expiringSoon"], false);
@@ -131,6 +133,16 @@ async fn a_login_trades_the_code_and_records_the_tokens_life() {
     assert_eq!(c["expiringSoon"], true, "{c}");
     // Flagged once, out of the index.
     assert_eq!(h.runner().sweeper.sweep().await.unwrap().tokens_expiring, 0);
+    let expiring: Vec<_> = tap
+        .take(h)
+        .await
+        .into_iter()
+        .filter(|e| e.detail_type == "ConnectionExpiringSoon")
+        .map(|e| e.detail)
+        .collect();
+    assert_eq!(expiring.len(), 1, "{expiring:?}");
+    assert_eq!(expiring[0]["ownerKey"], "user");
+    assert_eq!(expiring[0]["expiresAt"], c["expiresAt"]);
     // A new login starts the clock again.
     let (_, b) = login(h, "user", "abc-user-token-2").await;
     assert_eq!(b["expiringSoon"], false, "{b}");

@@ -1,7 +1,8 @@
 //! What an operator relies on in the template: data that outlives the
 //! stack (the table, the key with its alias, the bucket), a retention on
 //! every log group, the API's throttling and access log, and every route
-//! behind the JWT authorizer but the two Meta calls.
+//! behind the JWT authorizer but the two Meta calls; and every event on the
+//! bus, with its schema, kept in the bus's archive.
 
 use adtrail_local::template::{Template, default_path};
 use std::path::Path;
@@ -223,5 +224,64 @@ fn the_committed_samconfig_names_only_the_templates_parameters() {
     assert!(
         !text.contains("[default"),
         "no default section: plain sam commands stay unaffected"
+    );
+}
+
+#[test]
+fn every_event_has_a_schema_and_the_bus_an_archive() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../events/schemas");
+    let mut names = vec![];
+    for entry in std::fs::read_dir(&dir).expect("events/schemas") {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let kind = name.strip_suffix(".v1.json").expect("<DetailType>.v1.json");
+        let schema = adtrail_tests::bus::event_schema(kind);
+        jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            schema["additionalProperties"],
+            serde_json::json!(false),
+            "{name} is closed"
+        );
+        names.push(kind.to_owned());
+    }
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "AccountSyncFailed",
+            "ConnectionExpiringSoon",
+            "ConnectionTokenInvalid",
+            "ConversionFailed",
+            "FormLeadArrived",
+            "SyncRequested"
+        ]
+    );
+    // An event that breaks its schema is caught: the check can fail.
+    let bad = serde_json::json!({"ownerKey": "o"});
+    let schema = adtrail_tests::bus::event_schema("ConnectionExpiringSoon");
+    assert!(!jsonschema::is_valid(&schema, &bad));
+    let t = template();
+    let archive = &t.raw["Resources"]["BusArchive"]["Properties"];
+    assert_eq!(
+        reference(&archive["RetentionDays"]),
+        Some("EventArchiveDays")
+    );
+    assert_eq!(
+        archive["EventPattern"]["source"][0].as_str(),
+        Some("adtrail")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_request_reaches_the_bus_by_its_schema() {
+    let h = adtrail_tests::Harness::start().await;
+    let tap = h.tap_bus().await;
+    h.put_site("loja-x", "BRL").await;
+    h.expect(202, "POST", "/v1/sites/loja-x/sync", None).await;
+    let events = tap.take(&h).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.detail_type == "SyncRequested" && e.detail["siteId"] == "loja-x"),
+        "{events:?}"
     );
 }

@@ -4,8 +4,8 @@
 //! attempt was due more than 15 minutes ago (a send lost on the way: a
 //! crash between the outbox write and the queue, a message gone), each
 //! with a fixed budget per invocation. It also flags the Meta tokens with
-//! under 7 days left as `expiringSoon`, so a screen asks for a new login in
-//! time (a read never consults the clock). With Lead Ads on, it reconciles
+//! under 7 days left as `expiringSoon` (and puts `ConnectionExpiringSoon`
+//! on the bus), so a screen asks for a new login in time (a read never consults the clock). With Lead Ads on, it reconciles
 //! each linked Page every 15 minutes (`reconcile.rs`).
 
 mod reconcile;
@@ -88,15 +88,40 @@ impl Sweeper {
             }
         }
         self.recover_lost_sends(&mut report).await?;
-        report.tokens_expiring = self
+        let expiring = self
             .store
             .connections()
             .flag_expiring(self.clock.now_ms() + EXPIRING_SOON_MS, EXPIRING_PER_SWEEP)
             .await?;
+        report.tokens_expiring = expiring.len();
+        self.announce_expiring(&expiring).await;
         if self.lead_ads {
             self.reconcile_pages(&mut report).await?;
         }
         Ok(report)
+    }
+
+    /// `ConnectionExpiringSoon` for each token flagged now, so a host asks
+    /// its owner for a new login in time. A bus failure is logged: the
+    /// connection's `expiringSoon` still shows it.
+    async fn announce_expiring(&self, flagged: &[(String, i64)]) {
+        if flagged.is_empty() {
+            return;
+        }
+        let details: Vec<serde_json::Value> = flagged
+            .iter()
+            .map(|(owner, at)| serde_json::json!({"ownerKey": owner, "expiresAt": at}))
+            .collect();
+        match self
+            .store
+            .bus()
+            .put_events("ConnectionExpiringSoon", &details)
+            .await
+        {
+            Ok(0) => {}
+            Ok(refused) => tracing::warn!(refused, "EventBridge refused expiring-token events"),
+            Err(error) => tracing::warn!(error = %error, "could not put expiring-token events"),
+        }
     }
 
     /// Sends again what never reached the sender, a bounded page at a time

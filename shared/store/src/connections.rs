@@ -288,11 +288,16 @@ impl Connections<'_> {
 
     /// Flags the tokens that end before `horizon` (epoch ms) as expiring
     /// soon, at most `max`, taking each out of the expiry index; a token
-    /// stored since (another expiry) is left alone. Answers how many.
+    /// stored since (another expiry) is left alone. Answers the owners
+    /// flagged now, with when their token ends (each flagged once).
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn flag_expiring(&self, horizon: i64, max: i32) -> Result<usize, StoreError> {
+    pub async fn flag_expiring(
+        &self,
+        horizon: i64,
+        max: i32,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
         let out = self
             .ddb
             .query()
@@ -305,7 +310,7 @@ impl Connections<'_> {
             .send()
             .await
             .map_err(StoreError::ddb)?;
-        let mut flagged = 0;
+        let mut flagged = vec![];
         for item in out.items() {
             // The index projects its keys only: the key says it all.
             let Some((exp, owner)) = get_s(item, GSI1_SK).and_then(parse_expiry_sk) else {
@@ -320,7 +325,7 @@ impl Connections<'_> {
                 .send()
                 .await;
             if applied(res)?.is_some() {
-                flagged += 1;
+                flagged.push((owner.to_owned(), exp));
             }
         }
         Ok(flagged)
