@@ -17,11 +17,12 @@
 //! written, since the first try may have written the lead and died before
 //! the bus; a second delivery of Meta's puts nothing.
 
+use adtrail_changes::forms::{FormsError, read_page_forms};
 use adtrail_changes::{RecordError, Recorded, record};
 use adtrail_domain::SiteId;
 use adtrail_domain::leadads::{
-    FORM_LEAD_ARRIVED, FormDecision, FormLead, FormLeadRecord, FormRules, PageLink, Question,
-    choices, decide_form_lead, form_lead_arrived,
+    FORM_LEAD_ARRIVED, FormDecision, FormLead, FormLeadRecord, FormRules, Question, choices,
+    decide_form_lead, form_lead_arrived,
 };
 use adtrail_domain::leads::{LeadUpdate, NewLead};
 use adtrail_domain::time::SharedClock;
@@ -57,6 +58,8 @@ pub enum LeadgenError {
     Store(#[from] StoreError),
     #[error("recording the lead failed")]
     Record(#[from] RecordError),
+    #[error("reading the Page's forms failed")]
+    Forms(#[from] FormsError),
 }
 
 /// What became of one message.
@@ -154,7 +157,12 @@ impl LeadgenWorker {
         {
             return Ok(Taken::Duplicate);
         }
-        let token = self.page_token(&link).await?;
+        let token = self
+            .store
+            .pages()
+            .open_page_token(&link.owner_key, &link.page_id)
+            .await?
+            .ok_or(LeadgenError::NoPageToken)?;
         let mut lead = self.graph.form_lead(&token, &message.leadgen_id).await?;
         let form_id = lead
             .form_id
@@ -212,22 +220,6 @@ impl LeadgenWorker {
         })
     }
 
-    /// The Page's token, from its owner's listing, opened with KMS.
-    async fn page_token(&self, link: &PageLink) -> Result<String, LeadgenError> {
-        let page = self
-            .store
-            .pages()
-            .get_page(&link.owner_key, &link.page_id)
-            .await?
-            .filter(|p| !p.sealed_token.is_empty())
-            .ok_or(LeadgenError::NoPageToken)?;
-        Ok(self
-            .store
-            .sealer()
-            .unseal_page(&link.owner_key, &page.page_id, &page.sealed_token)
-            .await?)
-    }
-
     /// The form's questions and the site's rules for it. A form adtrail
     /// has not seen (made after the Page was linked) is read from Meta
     /// with the Page's forms.
@@ -242,14 +234,9 @@ impl LeadgenWorker {
         if let Some((form, rules)) = forms.form(site.as_str(), form_id).await? {
             return Ok((form.questions, rules.map(|r| r.0).unwrap_or_default()));
         }
-        let mut listed = self.graph.leadgen_forms(token, page).await?;
         let now = self.clock.now_ms();
-        for f in &mut listed {
-            f.synced_at = now;
-        }
-        forms
-            .replace_page_forms(site.as_str(), page, &listed)
-            .await?;
+        let listed =
+            read_page_forms(&self.store, &self.graph, site.as_str(), page, token, now).await?;
         let questions = listed
             .into_iter()
             .find(|f| f.form_id == form_id)

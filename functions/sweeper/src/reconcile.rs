@@ -8,6 +8,7 @@
 
 use std::collections::HashSet;
 
+use adtrail_changes::forms::{FormsError, read_page_forms};
 use adtrail_domain::error_codes::{LastErrorCode, last_error};
 use adtrail_domain::graph_error::GraphErrorKind;
 use adtrail_domain::leadads::{
@@ -90,18 +91,12 @@ impl Sweeper {
     /// One Page: its active forms' leads since the checkpoint, those not
     /// kept put on the leadgen queue. Answers how many.
     async fn reconcile(&self, link: &PageLink, now: i64) -> Result<usize, ReconcileError> {
-        let page = self
-            .store
-            .pages()
-            .get_page(&link.owner_key, &link.page_id)
-            .await?
-            .filter(|p| p.leads_allowed())
-            .ok_or(ReconcileError::NoPageToken)?;
         let token = self
             .store
-            .sealer()
-            .unseal_page(&link.owner_key, &link.page_id, &page.sealed_token)
-            .await?;
+            .pages()
+            .open_page_token(&link.owner_key, &link.page_id)
+            .await?
+            .ok_or(ReconcileError::NoPageToken)?;
         let forms = self.forms(link, &token, now).await?;
         let since = reconcile_since(link.reconciled_through, now);
         let mut queued = 0;
@@ -161,14 +156,18 @@ impl Sweeper {
         if !kept.is_empty() {
             return Ok(kept);
         }
-        let mut listed = self.graph.leadgen_forms(token, &link.page_id).await?;
-        for f in &mut listed {
-            f.synced_at = now;
-        }
-        self.store
-            .forms()
-            .replace_page_forms(&link.site_id, &link.page_id, &listed)
-            .await?;
-        Ok(listed)
+        read_page_forms(
+            &self.store,
+            &self.graph,
+            &link.site_id,
+            &link.page_id,
+            token,
+            now,
+        )
+        .await
+        .map_err(|e| match e {
+            FormsError::Graph(e) => e.into(),
+            FormsError::Store(e) => e.into(),
+        })
     }
 }

@@ -4,8 +4,10 @@
 //! transaction, then put the new rows' messages on the send queue. A change
 //! that raced another change of the same lead is decided again from fresh
 //! reads. Callers parse and answer; this crate orchestrates; the domain
-//! decides; the store writes.
+//! decides; the store writes. Also: reading a linked Page's forms from Meta
+//! (`forms`), which the API, the Lead Ads worker and the sweeper share.
 
+pub mod forms;
 mod outbox;
 mod record;
 

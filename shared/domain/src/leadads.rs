@@ -14,7 +14,7 @@ mod reconcile;
 mod report;
 pub use form_lead::{
     Answers, FORM_LEAD_ARRIVED, FormLead, ORIGIN_ORGANIC, ORIGIN_PAID, form_lead_arrived,
-    meta_lead_id, parse_created_time,
+    meta_lead_id, meta_lead_key, parse_created_time,
 };
 pub use forms::{
     Brakes, Choices, ContactMode, FORM_LEAD_KEPT_MS, FirstContact, FormDecision, FormLeadRecord,

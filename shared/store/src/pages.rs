@@ -54,6 +54,31 @@ impl Pages<'_> {
             .transpose()
     }
 
+    /// The Page's own token, opened with KMS, when the owner's listing
+    /// holds it and its user can `ADVERTISE` there (Meta's condition to
+    /// read its leads); `None` otherwise.
+    ///
+    /// # Errors
+    /// [`StoreError`] when DynamoDB or KMS fails.
+    pub async fn open_page_token(
+        &self,
+        owner: &str,
+        page: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let Some(listed) = self
+            .get_page(owner, page)
+            .await?
+            .filter(OwnerPage::leads_allowed)
+        else {
+            return Ok(None);
+        };
+        let token = self
+            .sealer()
+            .unseal_page(owner, page, &listed.sealed_token)
+            .await?;
+        Ok(Some(token))
+    }
+
     /// Stores `listed` as the owner's Pages: each written whole, and the
     /// Pages stored before that `listed` lacks deleted.
     ///

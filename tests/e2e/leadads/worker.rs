@@ -318,3 +318,36 @@ async fn one_delivery_of_many_leads_over_two_pages_and_its_retry() {
     );
     assert_eq!(arrived(tap.take(&h).await), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_the_stack_has_not_read_is_read_at_its_first_lead() {
+    let h = Harness::start().await;
+    h.put_site("loja-x", "BRL").await;
+    h.connect(TOKEN).await;
+    // Meta throttles the forms' read at link: no form is kept.
+    h.fake().tune(|k| {
+        k.throttle = Some(adtrail_fake_meta::Throttle {
+            code: 80005,
+            remaining: 1,
+            regain_minutes: 0,
+            only_path: Some("/leadgen_forms".into()),
+        })
+    });
+    link_loja_page(&h).await;
+    let lead = submit(&h, None, Delivery::Once).await;
+    assert_eq!(drained(&h).await, (1, 0), "delivered, failed");
+    assert!(form_lead(&h, "loja-x", &lead.leadgen_id).await.is_some());
+    let forms = h
+        .expect(
+            200,
+            "GET",
+            &format!("/v1/sites/loja-x/pages/{LOJA_PAGE}/forms"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        forms["forms"].as_array().unwrap().len(),
+        1,
+        "read by the worker"
+    );
+}

@@ -110,20 +110,14 @@ pub(crate) async fn read(
     lead_ads_on(api)?;
     let kept = record(api, &site, leadgen_id).await?;
     let link = site_page_link(api, &site, &kept.page_id).await?;
-    let page = api
+    let token = api
         .store
         .pages()
-        .get_page(&link.owner_key, &link.page_id)
+        .open_page_token(&link.owner_key, &link.page_id)
         .await?
-        .filter(|p| p.leads_allowed())
         .ok_or_else(|| {
             ApiError::not_found("pageId: the owner's token no longer lists the lead's Page")
         })?;
-    let token = api
-        .store
-        .sealer()
-        .unseal_page(&link.owner_key, &link.page_id, &page.sealed_token)
-        .await?;
     let live = api.graph.form_lead(&token, leadgen_id).await?;
     drop(token);
     let questions = api

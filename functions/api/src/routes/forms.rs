@@ -8,6 +8,7 @@
 //! days' leads, saved nowhere). Columns must be the board's; question keys
 //! and answers the form's multiple-choice questions and option keys.
 
+use adtrail_changes::forms::{FormsError, read_page_forms as read_forms};
 use adtrail_domain::SiteId;
 use adtrail_domain::ids::check_meta_numeric;
 use adtrail_domain::leadads::{
@@ -219,33 +220,18 @@ pub(crate) async fn read_page_forms(
     owner: &str,
     page_id: &str,
 ) -> Result<Vec<LeadForm>, ApiError> {
-    let Some(page) = api
-        .store
-        .pages()
-        .get_page(owner, page_id)
-        .await?
-        .filter(|p| p.leads_allowed())
-    else {
+    let Some(token) = api.store.pages().open_page_token(owner, page_id).await? else {
         return Err(ApiError::not_found(
             "pageId: the owner's token no longer lists this Page (connect or refresh first)",
         ));
     };
-    let token = api
-        .store
-        .sealer()
-        .unseal_page(owner, page_id, &page.sealed_token)
-        .await?;
-    let mut forms = api.graph.leadgen_forms(&token, page_id).await?;
-    drop(token);
     let now = api.clock.now_ms();
-    for f in &mut forms {
-        f.synced_at = now;
-    }
-    api.store
-        .forms()
-        .replace_page_forms(site, page_id, &forms)
-        .await?;
-    Ok(forms)
+    read_forms(&api.store, &api.graph, site, page_id, &token, now)
+        .await
+        .map_err(|e| match e {
+            FormsError::Graph(e) => e.into(),
+            FormsError::Store(e) => e.into(),
+        })
 }
 
 /// The form on the site, or 404.

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use adtrail_domain::leadads::{FormDecision, form_figures};
+use adtrail_domain::leadads::form_figures;
 use adtrail_domain::time::DAY_MS;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
@@ -74,14 +74,10 @@ pub(crate) async fn forms(
             if records.is_empty() {
                 continue;
             }
-            let keys: Vec<String> = records
-                .iter()
-                .filter(|r| matches!(r.decision, FormDecision::Column { .. }))
-                .map(|r| format!("meta-lead:{}", r.leadgen_id))
-                .collect();
+            let keys: Vec<String> = records.iter().filter_map(|r| r.lead_key()).collect();
             let leads = api.store.leads().get_leads(site, &keys).await?;
             let f = form_figures(&records, |r| {
-                let key = format!("meta-lead:{}", r.leadgen_id);
+                let key = r.lead_key()?;
                 leads.iter().find(|l| l.lead_key == key)
             });
             rows.push(FormRow {

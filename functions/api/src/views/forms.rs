@@ -312,8 +312,7 @@ pub(crate) fn form_lead_view(r: &FormLeadRecord) -> FormLeadView<'_> {
         form_id: &r.form_id,
         created_at: r.created_at,
         received_at: r.received_at,
-        lead_key: matches!(r.decision, FormDecision::Column { .. })
-            .then(|| format!("meta-lead:{}", r.leadgen_id)),
+        lead_key: r.lead_key(),
         decision,
         origin: OriginView {
             kind: &r.origin,

@@ -70,7 +70,7 @@ impl FormLead {
     /// Its key in the site's leads: one lead per `leadgen_id`, however
     /// often and by whichever door it arrives.
     pub fn lead_key(&self) -> String {
-        format!("meta-lead:{}", self.leadgen_id)
+        meta_lead_key(&self.leadgen_id)
     }
 
     /// The change that records it: the same for every delivery, so a
@@ -83,6 +83,12 @@ impl FormLead {
     pub fn occurred_at(&self, now: i64) -> i64 {
         self.created_at.min(now)
     }
+}
+
+/// A form lead's key in the site's leads, from its `leadgen_id`: the
+/// inverse of [`meta_lead_id`].
+pub fn meta_lead_key(leadgen_id: &str) -> String {
+    format!("meta-lead:{leadgen_id}")
 }
 
 /// The `leadgen_id` a form lead's key carries ([`FormLead::lead_key`]):

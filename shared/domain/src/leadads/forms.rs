@@ -341,6 +341,14 @@ pub struct FormLeadRecord {
     pub returned: Option<(i64, String)>,
 }
 
+impl FormLeadRecord {
+    /// Its lead on the board, unless the rules discarded it.
+    pub fn lead_key(&self) -> Option<String> {
+        matches!(self.decision, FormDecision::Column { .. })
+            .then(|| super::meta_lead_key(&self.leadgen_id))
+    }
+}
+
 /// What a rule set decides over past leads' choices: a simulation, or the
 /// saved rules' counts.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
