@@ -20,6 +20,7 @@ pub(crate) async fn init_times(runs: usize) {
         "adtrail-sync-worker",
         "adtrail-sweeper",
         "adtrail-capi-sender",
+        "adtrail-leadgen-worker",
     ] {
         let path = target.join("release").join(bin);
         if !path.exists() {
