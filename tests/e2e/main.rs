@@ -3,6 +3,7 @@
 //! ([`adtrail_tests::Harness`]), so they run in parallel. `cargo test
 //! --test e2e capi::` runs one part.
 
+mod alarms;
 mod api;
 mod capi;
 mod fault;

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml_ng::Value;
 
+/// The logical id of the key that seals every token the functions keep.
+pub const TOKEN_KEY: &str = "TokenKey";
+
 /// The template beside the workspace root.
 pub fn default_path() -> PathBuf {
     std::env::var_os("ADTRAIL_TEMPLATE")
@@ -64,6 +67,7 @@ pub struct Template {
     pub queues: Vec<QueueDef>,
     pub functions: Vec<FunctionDef>,
     pub bucket_ids: Vec<String>,
+    /// The key that seals tokens (`TOKEN_KEY`), when the template has it.
     pub key_ids: Vec<String>,
     pub bus_ids: Vec<String>,
     pub raw: Value,
@@ -217,7 +221,12 @@ impl Template {
             queues,
             functions,
             bucket_ids: ids("AWS::S3::Bucket"),
-            key_ids: ids("AWS::KMS::Key"),
+            // The functions seal with one key; the alarm topic's key is
+            // CloudWatch's and SNS's business, not the local stack's.
+            key_ids: ids("AWS::KMS::Key")
+                .into_iter()
+                .filter(|id: &String| id == TOKEN_KEY)
+                .collect(),
             bus_ids: ids("AWS::Events::EventBus"),
             raw,
         })

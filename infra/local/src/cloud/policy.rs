@@ -17,6 +17,7 @@ use serde_yaml_ng::Value;
 
 use super::calls::{Call, Need};
 use super::resolve::Resolver;
+use crate::template::TOKEN_KEY;
 
 /// One statement, resolved.
 #[derive(Debug, Clone)]
@@ -178,7 +179,8 @@ impl Policy {
                         .collect();
                     policy.role_statements.insert(id.to_owned(), statements);
                 }
-                Some("AWS::KMS::Key") => {
+                // Only the token key's policy speaks to the functions.
+                Some("AWS::KMS::Key") if id == TOKEN_KEY => {
                     for (principal, s) in resolver.statements(&r["Properties"]["KeyPolicy"]) {
                         let who = principal
                             .map(|p| resolver.resolve(&p["AWS"]))
@@ -263,7 +265,7 @@ impl Policy {
         if !key.is_empty() {
             return Ok(key
                 .into_iter()
-                .map(|m| grant("TokenKey", function, m))
+                .map(|m| grant(TOKEN_KEY, function, m))
                 .collect());
         }
         let delegated =
@@ -301,7 +303,7 @@ impl Policy {
                 }
             };
             add(role, self.role_statements.get(role));
-            add("TokenKey", self.key_statements.get(role));
+            add(TOKEN_KEY, self.key_statements.get(role));
         }
         all
     }
