@@ -56,7 +56,7 @@ fn the_alarm_topic_reaches_an_optional_address_under_a_key_cloudwatch_may_use() 
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert_eq!(actions, ["kms:Decrypt", "kms:GenerateDataKey*"]);
+    assert_eq!(actions, ["kms:Decrypt", "kms:GenerateDataKey"]);
     assert_eq!(
         names(&t.raw["Outputs"]["AlarmTopicArn"]["Value"]),
         Some("AlarmTopic")
