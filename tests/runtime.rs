@@ -62,7 +62,9 @@ async fn next(State(s): State<Shared>) -> Response {
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap()
                 .as_millis()
-                + 60_000;
+                // The sync worker's timeout (Lambda's longest): it starts
+                // no Meta read within a minute of its deadline.
+                + 900_000;
             let h = |v: &str| HeaderValue::from_str(v).expect("header");
             headers.insert("lambda-runtime-aws-request-id", h(&id));
             headers.insert("lambda-runtime-deadline-ms", h(&deadline.to_string()));
@@ -221,6 +223,9 @@ impl Function {
     }
 }
 
+/// The namespace the functions write their metrics under in the tests.
+pub const METRICS_NAMESPACE: &str = "adtrail/runtime-test";
+
 /// The stack's names and the fake's address, as the template gives them.
 pub fn stack_env(h: &crate::Harness) -> Vec<(String, String)> {
     let n = &h.store().names;
@@ -252,6 +257,7 @@ pub fn stack_env(h: &crate::Harness) -> Vec<(String, String)> {
             "LEADGEN_QUEUE_URL",
             n.leadgen_queue_url.clone().unwrap_or_default(),
         ),
+        ("METRICS_NAMESPACE", METRICS_NAMESPACE.into()),
         ("AWS_LAMBDA_LOG_LEVEL", "trace".into()),
         ("AWS_LAMBDA_LOG_FORMAT", "json".into()),
     ];

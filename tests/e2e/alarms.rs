@@ -171,3 +171,111 @@ fn every_schedule_and_the_bus_rule_keep_what_they_could_not_deliver() {
     };
     assert!(source.ends_with(":rule/${Bus}/*"), "{source}");
 }
+
+/// A `!Sub` string with each `${Name}` replaced by `Name`.
+fn substituted(v: &Value) -> String {
+    let Value::Tagged(t) = v else {
+        panic!("a !Sub: {v:?}")
+    };
+    assert_eq!(t.tag, "!Sub");
+    let text = t.value.as_str().expect("a !Sub string");
+    let (mut out, mut rest) = (String::new(), text);
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let end = rest[at..].find('}').expect("a closed ${…}") + at;
+        out.push_str(&rest[at + 2..end]);
+        rest = &rest[end + 1..];
+    }
+    out + rest
+}
+
+#[test]
+fn the_dashboard_shows_every_metric_the_functions_write_and_every_queue_and_function() {
+    use adtrail_domain::telemetry::METRICS;
+    let t = template();
+    let r = t.raw["Resources"].as_mapping().unwrap();
+    // The functions write under the namespace the alarms and the
+    // dashboard read.
+    let namespace =
+        substituted(&t.raw["Globals"]["Function"]["Environment"]["Variables"]["METRICS_NAMESPACE"]);
+    assert_eq!(namespace, "adtrail/AWS::StackName");
+    let dashboard = &r[&Value::from("Dashboard")]["Properties"];
+    let body: serde_json::Value =
+        serde_json::from_str(&substituted(&dashboard["DashboardBody"])).expect("JSON");
+    let mut shown: Vec<(String, String, Vec<String>)> = vec![];
+    let mut searched: Vec<String> = vec![];
+    for w in body["widgets"].as_array().unwrap() {
+        for line in w["properties"]["metrics"].as_array().unwrap() {
+            let line = line.as_array().unwrap();
+            if let Some(expression) = line[0]["expression"].as_str() {
+                // SEARCH('{"<namespace>",<Dimension>} MetricName="<name>"', …)
+                assert!(
+                    expression.contains(&format!("{{\"{namespace}\",")),
+                    "{expression}"
+                );
+                let name = expression.split("MetricName=\"").nth(1).unwrap();
+                searched.push(name[..name.find('"').unwrap()].to_owned());
+                continue;
+            }
+            let text: Vec<String> = line
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect();
+            shown.push((text[0].clone(), text[1].clone(), text[2..].to_vec()));
+        }
+    }
+    for (name, _) in METRICS {
+        assert!(
+            shown.iter().any(|(ns, n, _)| *ns == namespace && n == name)
+                || searched.iter().any(|n| n == name),
+            "the dashboard shows {name}"
+        );
+    }
+    // Nothing of the stack's own is shown that no function writes, and no
+    // id is a dimension.
+    for (ns, name, dims) in &shown {
+        if *ns == namespace {
+            assert!(METRICS.iter().any(|(n, _)| n == name), "{name} is written");
+            assert!(dims.len() <= 2, "{name}: one bounded dimension at most");
+        }
+    }
+    let names_shown = |ns: &str, dimension: &str| -> Vec<String> {
+        let mut v: Vec<String> = shown
+            .iter()
+            .filter(|(n, _, d)| n == ns && d.first().map(String::as_str) == Some(dimension))
+            .map(|(_, _, d)| d[1].clone())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let mut functions: Vec<String> = of_type(r, "AWS::Serverless::Function")
+        .into_iter()
+        .map(|(id, _)| id.to_owned())
+        .collect();
+    functions.sort();
+    assert_eq!(names_shown("AWS/Lambda", "FunctionName"), functions);
+    let mut queues: Vec<String> = of_type(r, "AWS::SQS::Queue")
+        .into_iter()
+        .map(|(id, _)| format!("{id}.QueueName"))
+        .collect();
+    queues.sort();
+    assert_eq!(names_shown("AWS/SQS", "QueueName"), queues);
+    // The alarms on the stack's own metrics read names the functions write.
+    for (id, a) in of_type(r, "AWS::CloudWatch::Alarm") {
+        let p = &a["Properties"];
+        let mut own: Vec<&str> = p["Metrics"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m["MetricStat"]["Metric"]["MetricName"].as_str())
+            .collect();
+        // The stack's namespace is a !Sub; the AWS/… ones are plain text.
+        if p["Namespace"].as_str().is_none() && p["MetricName"].as_str().is_some() {
+            own.extend(p["MetricName"].as_str());
+        }
+        for name in own {
+            assert!(METRICS.iter().any(|(n, _)| *n == name), "{id}: {name}");
+        }
+    }
+}

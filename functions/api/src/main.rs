@@ -6,12 +6,13 @@ use adtrail_api::{Api, handle};
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
 use adtrail_platforms::{PLATFORM_TIMEOUT, PlatformClient, PlatformUrls};
-use adtrail_store::{Names, Store};
-use lambda_http::{Error, Request, run, service_fn};
+use adtrail_store::{Names, Store, telemetry};
+use lambda_http::{Error, Request, RequestExt, run, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     adtrail_store::logging::init();
+    telemetry::init();
     let config = aws_config::load_from_env().await;
     let api = Api {
         store: Store::new(&config, Names::from_env()?),
@@ -21,5 +22,12 @@ async fn main() -> Result<(), Error> {
         limits: Default::default(),
         lead_ads: std::env::var("LEAD_ADS").is_ok_and(|v| v == "on"),
     };
-    run(service_fn(|req: Request| handle(&api, req))).await
+    run(service_fn(|req: Request| {
+        let request_id = req
+            .lambda_context_ref()
+            .map(|c| c.request_id.clone())
+            .unwrap_or_default();
+        telemetry::flushing(request_id, handle(&api, req))
+    }))
+    .await
 }

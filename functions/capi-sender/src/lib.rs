@@ -155,7 +155,17 @@ pub async fn handle(
         }
     }
     let (dispositions, report) = sender.send_batch(&deliveries, deadline).await;
-    tracing::info!(?report, "send batch done");
+    tracing::info!(
+        claimed = report.claimed,
+        sent = report.sent,
+        retried = report.retried,
+        failed = report.failed,
+        waiting = report.waiting,
+        gone = report.gone,
+        released = report.released,
+        requests = report.requests,
+        "send batch done"
+    );
     for (d, disposition) in deliveries.iter().zip(dispositions) {
         match disposition {
             Disposition::Done => {}

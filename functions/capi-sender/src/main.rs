@@ -7,12 +7,13 @@ use adtrail_capi_sender::{Sender, Visibility, events_per_request_from_env, handl
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
 use adtrail_platforms::{PLATFORM_TIMEOUT, PlatformClient, PlatformUrls};
-use adtrail_store::{Names, Store};
+use adtrail_store::{Names, Store, telemetry};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     adtrail_store::logging::init();
+    telemetry::init();
     let config = aws_config::load_from_env().await;
     let store = Store::new(&config, Names::from_env()?);
     let sender = Sender {
@@ -25,5 +26,9 @@ async fn main() -> Result<(), Error> {
         clock: Arc::new(SystemClock),
         events_per_request: events_per_request_from_env()?,
     };
-    run(service_fn(|event: LambdaEvent<_>| handle(&sender, event))).await
+    run(service_fn(|event: LambdaEvent<_>| {
+        let request_id = event.context.request_id.clone();
+        telemetry::flushing(request_id, handle(&sender, event))
+    }))
+    .await
 }

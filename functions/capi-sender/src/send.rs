@@ -12,6 +12,10 @@ use adtrail_domain::capi::{
     Conversion, SEND_LEASE_MS, SendEnd, SendFailure, Verdict, doomed, end_of,
 };
 use adtrail_domain::destinations::PIXEL_SLUG;
+use adtrail_domain::error_codes::LastErrorCode;
+use adtrail_domain::telemetry::{
+    CONVERSIONS_FAILED, CONVERSIONS_RETRIED, CONVERSIONS_SENT, PLATFORM_REQUESTS,
+};
 use adtrail_store::sending::{Claim, Finish};
 use adtrail_store::sites::Site;
 use futures::StreamExt;
@@ -168,17 +172,24 @@ impl Sender {
                 continue;
             };
             let per_request = self.events_per_request.clamp(1, adapter.max_events());
+            let platform = target.account.platform().as_str();
             let adapter: std::sync::Arc<dyn Adapter + '_> = adapter.into();
             for chunk in members.chunks(per_request) {
                 let adapter = adapter.clone();
                 requests.push(async move {
                     if !self.time_for_a_request(deadline) {
-                        return (owner, chunk, vec![Verdict::NotSent; chunk.len()], 0);
+                        return (
+                            owner,
+                            chunk,
+                            vec![Verdict::NotSent; chunk.len()],
+                            0,
+                            platform,
+                        );
                     }
                     let rows: Vec<&Conversion> = chunk.iter().map(|j| &jobs[*j].conv).collect();
                     let (results, made) =
                         self.send_isolating(adapter.as_ref(), target, &rows).await;
-                    (owner, chunk, results, made)
+                    (owner, chunk, results, made, platform)
                 });
             }
         }
@@ -187,8 +198,9 @@ impl Sender {
             .collect()
             .await;
         let mut refused: Vec<TokenOwner> = vec![];
-        for (owner, chunk, results, made) in sent {
+        for (owner, chunk, results, made, platform) in sent {
             report.requests += made;
+            metrics::counter!(PLATFORM_REQUESTS, "Platform" => platform).increment(made as u64);
             for (j, v) in chunk.iter().zip(results) {
                 if matches!(v, Verdict::Attempt(SendFailure::TokenInvalid, _))
                     && !refused.contains(owner)
@@ -297,18 +309,27 @@ impl Sender {
                 // The lease was lost: another attempt owns the row.
                 continue;
             }
+            adtrail_store::telemetry::note("siteIds", &job.conv.site_id);
             match &finish.end {
-                SendEnd::Sent => batch.report.sent += 1,
+                SendEnd::Sent => {
+                    batch.report.sent += 1;
+                    metrics::counter!(CONVERSIONS_SENT).increment(1);
+                }
                 SendEnd::Released => {
                     batch.report.released += 1;
                     batch.dispositions[job.delivery] = Disposition::Later(0);
                 }
                 SendEnd::Retry { at, .. } => {
                     batch.report.retried += 1;
+                    metrics::counter!(CONVERSIONS_RETRIED).increment(1);
                     batch.dispositions[job.delivery] = Disposition::Later(at - now);
                 }
                 SendEnd::Failed { last_error } => {
                     batch.report.failed += 1;
+                    // Once in total (the alarm's rate) and once by reason.
+                    let reason = LastErrorCode::of(last_error).as_str();
+                    metrics::counter!(CONVERSIONS_FAILED).increment(1);
+                    metrics::counter!(CONVERSIONS_FAILED, "Reason" => reason).increment(1);
                     failures.push(json!({
                         "siteId": job.conv.site_id,
                         "eventId": job.conv.event_id,

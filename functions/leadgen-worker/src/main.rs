@@ -6,17 +6,22 @@ use std::sync::Arc;
 use adtrail_domain::time::SystemClock;
 use adtrail_leadgen_worker::{LeadgenWorker, handle};
 use adtrail_meta::{GraphClient, GraphConfig};
-use adtrail_store::{Names, Store};
+use adtrail_store::{Names, Store, telemetry};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     adtrail_store::logging::init();
+    telemetry::init();
     let config = aws_config::load_from_env().await;
     let worker = LeadgenWorker {
         store: Store::new(&config, Names::from_env()?),
         graph: GraphClient::new(GraphConfig::from_env()?)?,
         clock: Arc::new(SystemClock),
     };
-    run(service_fn(|event: LambdaEvent<_>| handle(&worker, event))).await
+    run(service_fn(|event: LambdaEvent<_>| {
+        let request_id = event.context.request_id.clone();
+        telemetry::flushing(request_id, handle(&worker, event))
+    }))
+    .await
 }

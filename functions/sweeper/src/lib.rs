@@ -52,6 +52,8 @@ pub struct SweepReport {
     pub purges_done: usize,
     pub purges_stopped_by_relink: usize,
     pub purge_steps: usize,
+    /// Spend rows the purges deleted.
+    pub rows_purged: usize,
     pub sends_requeued: usize,
     pub sends_failed: usize,
     pub tokens_expiring: usize,
@@ -79,7 +81,10 @@ impl Sweeper {
                     .purge_step(&site, &account, ROWS_PER_STEP)
                     .await?
                 {
-                    PurgeStep::More => continue,
+                    PurgeStep::More { rows } => {
+                        report.rows_purged += rows;
+                        continue;
+                    }
                     PurgeStep::Done => report.purges_done += 1,
                     PurgeStep::Relinked => report.purges_stopped_by_relink += 1,
                 }
@@ -176,5 +181,32 @@ pub async fn handle(
     sweeper: &Sweeper,
     _event: LambdaEvent<EventBridgeEvent<serde_json::Value>>,
 ) -> Result<SweepReport, lambda_runtime::Error> {
-    Ok(sweeper.sweep().await?)
+    let report = sweeper.sweep().await?;
+    account_for(&report);
+    Ok(report)
+}
+
+/// A sweep's metrics and its one log line with its figures.
+fn account_for(report: &SweepReport) {
+    use adtrail_domain::telemetry::{
+        CONVERSIONS_FAILED, CONVERSIONS_RESENT, ROWS_PURGED, TOKENS_EXPIRING_SOON,
+    };
+    metrics::counter!(ROWS_PURGED).increment(report.rows_purged as u64);
+    metrics::counter!(CONVERSIONS_RESENT).increment(report.sends_requeued as u64);
+    // In the total the failure-rate alarm reads; the sender alone knows a
+    // failure's platform reason.
+    metrics::counter!(CONVERSIONS_FAILED).increment(report.sends_failed as u64);
+    metrics::counter!(TOKENS_EXPIRING_SOON).increment(report.tokens_expiring as u64);
+    tracing::info!(
+        purges_done = report.purges_done,
+        purges_stopped_by_relink = report.purges_stopped_by_relink,
+        purge_steps = report.purge_steps,
+        rows_purged = report.rows_purged,
+        sends_requeued = report.sends_requeued,
+        sends_failed = report.sends_failed,
+        tokens_expiring = report.tokens_expiring,
+        pages_reconciled = report.pages_reconciled,
+        form_leads_requeued = report.form_leads_requeued,
+        "sweep done"
+    );
 }

@@ -4,13 +4,14 @@ use std::sync::Arc;
 
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
-use adtrail_store::{Names, Store};
+use adtrail_store::{Names, Store, telemetry};
 use adtrail_sweeper::{Sweeper, handle};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     adtrail_store::logging::init();
+    telemetry::init();
     let config = aws_config::load_from_env().await;
     let sweeper = Sweeper {
         store: Store::new(&config, Names::from_env()?),
@@ -18,5 +19,9 @@ async fn main() -> Result<(), Error> {
         graph: GraphClient::new(GraphConfig::from_env()?)?,
         lead_ads: std::env::var("LEAD_ADS").is_ok_and(|v| v == "on"),
     };
-    run(service_fn(|event: LambdaEvent<_>| handle(&sweeper, event))).await
+    run(service_fn(|event: LambdaEvent<_>| {
+        let request_id = event.context.request_id.clone();
+        telemetry::flushing(request_id, handle(&sweeper, event))
+    }))
+    .await
 }

@@ -71,7 +71,12 @@ pub async fn handle(
         let result = match serde_json::from_str::<SyncMessage>(record.body.as_deref().unwrap_or("")) {
             Ok(message) => {
                 let span = tracing::info_span!("sync_run", site_id = %message.site_id, ad_account_id = %message.ad_account_id, run_id = %message.run_id);
-                worker.run(&message, stop_reads_at).instrument(span).await.map(|_| ())
+                let run = async {
+                    let report = worker.run(&message, stop_reads_at).await?;
+                    account_for(&message, &report);
+                    Ok::<_, WorkerError>(())
+                };
+                run.instrument(span).await
             }
             Err(e) => Err(WorkerError::BadMessage(e)),
         };
@@ -85,6 +90,29 @@ pub async fn handle(
         }
     }
     Ok(response)
+}
+
+/// A finished run's metrics and its one log line with its figures (the
+/// span adds the site, the account and the run).
+fn account_for(message: &SyncMessage, report: &RunReport) {
+    use adtrail_domain::telemetry::{SPEND_ROWS_WRITTEN, SYNC_RUNS};
+    if report.stale {
+        return;
+    }
+    adtrail_store::telemetry::note("siteIds", message.site_id.as_str());
+    adtrail_store::telemetry::note("adAccountIds", message.ad_account_id.as_str());
+    metrics::counter!(SYNC_RUNS, "Outcome" => report.outcome).increment(1);
+    metrics::counter!(SPEND_ROWS_WRITTEN).increment(report.rows_written as u64);
+    tracing::info!(
+        outcome = report.outcome,
+        rows_written = report.rows_written,
+        rows_dropped = report.rows_dropped,
+        thumbnails = report.thumbnails,
+        ads_named = report.ads_named,
+        usage_pct = report.usage_pct,
+        lost_lease = report.lost_lease,
+        "sync run done"
+    );
 }
 
 /// When to stop starting Meta reads, from the invocation's deadline (epoch

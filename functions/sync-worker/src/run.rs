@@ -39,6 +39,10 @@ pub struct RunReport {
     /// Ads that brought leads, named by this run.
     pub ads_named: usize,
     pub lost_lease: bool,
+    /// How the run ended ([`RunOutcome::class`]); empty for a stale one.
+    pub outcome: &'static str,
+    /// The highest rate-limit usage Meta reported to a successful run.
+    pub usage_pct: u32,
 }
 
 /// How the reading stopped early.
@@ -115,6 +119,10 @@ impl Worker {
         };
         self.finish(msg, &link, &token_version, &outcome, started_at)
             .await?;
+        report.outcome = outcome.class();
+        if let RunOutcome::Ok { usage_pct, .. } = outcome {
+            report.usage_pct = usage_pct;
+        }
         Ok(report)
     }
 

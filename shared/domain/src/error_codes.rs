@@ -167,6 +167,16 @@ impl LastErrorCode {
             Self::Unexpected => "UNEXPECTED",
         }
     }
+
+    /// The code a stored `lastError` starts with; `Unexpected` for text
+    /// that starts with none (a metric's dimension stays in this list).
+    pub fn of(last_error: &str) -> LastErrorCode {
+        let code = last_error.split(':').next().unwrap_or("");
+        Self::ALL
+            .into_iter()
+            .find(|c| c.as_str() == code)
+            .unwrap_or(Self::Unexpected)
+    }
 }
 
 /// The longest `lastError` stored on an account.
@@ -184,6 +194,18 @@ pub fn last_error(code: LastErrorCode, reason: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_last_error_gives_back_its_code() {
+        for code in LastErrorCode::ALL {
+            assert_eq!(LastErrorCode::of(&last_error(code, "why: and more")), code);
+        }
+        assert_eq!(
+            LastErrorCode::of("META_REJECTED_SOON: x"),
+            LastErrorCode::Unexpected
+        );
+        assert_eq!(LastErrorCode::of(""), LastErrorCode::Unexpected);
+    }
 
     #[test]
     fn last_errors_are_capped_at_300_characters() {

@@ -25,6 +25,20 @@ pub enum GraphErrorKind {
     Other,
 }
 
+impl GraphErrorKind {
+    /// The class's name in metrics and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TokenInvalid => "token_invalid",
+            Self::Permission => "permission",
+            Self::Throttled => "throttled",
+            Self::TooMuchData => "too_much_data",
+            Self::Transient => "transient",
+            Self::Other => "other",
+        }
+    }
+}
+
 /// Classifies an error answer of the Graph API.
 pub fn classify(
     http_status: u16,

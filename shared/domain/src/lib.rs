@@ -27,6 +27,7 @@ pub mod outcome;
 pub mod pixels;
 pub mod plan;
 pub mod spend;
+pub mod telemetry;
 pub mod time;
 
 pub use dates::{LocalDate, Timezone};

@@ -83,6 +83,19 @@ pub enum RunOutcome {
     },
 }
 
+impl RunOutcome {
+    /// How the run ended, in a word for metrics and logs: `succeeded`,
+    /// `partial` (a backfill that saved part of its block and goes on next
+    /// time) or `failed`.
+    pub fn class(&self) -> &'static str {
+        match self {
+            RunOutcome::Ok { .. } => "succeeded",
+            RunOutcome::Partial { .. } => "partial",
+            RunOutcome::Failed { .. } => "failed",
+        }
+    }
+}
+
 /// The part of a link the outcome depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LinkProgress {

@@ -40,6 +40,7 @@ pub mod sending;
 pub mod sites;
 pub mod spend;
 mod tally;
+pub mod telemetry;
 mod write;
 
 pub use counter::RequestCounter;

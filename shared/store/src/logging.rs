@@ -7,9 +7,21 @@
 //! body. The Lambda runtime's own targets are held at INFO: at DEBUG and
 //! TRACE they print the raw invocation, with the bearer JWT, pasted tokens,
 //! login codes and contact hashes.
+//!
+//! In JSON, each line carries at its top level what CloudWatch Logs
+//! Insights filters on first: `timestamp`, `level`, `requestId` (lifted
+//! from the runtime's invocation span) and `function`; the event's own
+//! fields stay under `fields`, its spans' under `span`.
 
+use std::fmt;
+
+use serde_json::{Map, Value};
+use tracing::field::{Field, Visit};
+use tracing::{Event, Subscriber};
 use tracing_subscriber::filter::{Directive, EnvFilter, LevelFilter};
-use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::fmt::format::{JsonFields, Writer};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields, MakeWriter};
+use tracing_subscriber::registry::LookupSpan;
 
 /// The SDK's targets that print bodies at TRACE.
 pub const WIRE_TARGETS: [&str; 3] = [
@@ -70,20 +82,151 @@ where
     let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
     let builder = tracing_subscriber::fmt()
         .with_target(false)
-        .without_time()
         .with_env_filter(filter())
         .with_writer(writer);
     // A subscriber already installed (a second init in one process) stays.
     let _ = if json {
-        builder.json().try_init()
+        let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok();
+        builder
+            .fmt_fields(JsonFields::new())
+            .event_format(LambdaJson { function })
+            .try_init()
     } else {
-        builder.try_init()
+        // CloudWatch stamps each line; a terminal reader has the order.
+        builder.without_time().try_init()
     };
+}
+
+/// One JSON object per event, with the invocation's id and the function
+/// at the top level.
+struct LambdaJson {
+    function: Option<String>,
+}
+
+impl<S, N> FormatEvent<S, N> for LambdaJson
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let mut fields = FieldMap::default();
+        event.record(&mut fields);
+        // The spans' fields, outermost first, as `JsonFields` kept them.
+        let mut span = Map::new();
+        for s in ctx
+            .event_scope()
+            .into_iter()
+            .flat_map(|scope| scope.from_root())
+        {
+            let extensions = s.extensions();
+            let Some(kept) = extensions.get::<FormattedFields<N>>() else {
+                continue;
+            };
+            if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(kept) {
+                span.extend(map);
+            }
+        }
+        let mut line = Map::new();
+        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        line.insert("timestamp".into(), now.into());
+        line.insert("level".into(), event.metadata().level().as_str().into());
+        if let Some(id) = span.remove("requestId") {
+            line.insert("requestId".into(), id);
+        }
+        if let Some(function) = &self.function {
+            line.insert("function".into(), function.as_str().into());
+        }
+        line.insert("fields".into(), Value::Object(fields.0));
+        if !span.is_empty() {
+            line.insert("span".into(), Value::Object(span));
+        }
+        writeln!(writer, "{}", Value::Object(line))
+    }
+}
+
+/// An event's fields as JSON values.
+#[derive(Default)]
+struct FieldMap(Map<String, Value>);
+
+impl Visit for FieldMap {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0
+            .insert(field.name().into(), format!("{value:?}").into());
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_json_line_carries_the_time_the_request_and_the_function_at_its_top() {
+        let lines = Lines::default();
+        let out = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .fmt_fields(JsonFields::new())
+            .event_format(LambdaJson {
+                function: Some("adtrail-sync-worker".into()),
+            })
+            .with_writer(move || out.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let invoke = tracing::info_span!("Lambda runtime invoke", requestId = "req-1");
+            let _i = invoke.enter();
+            let run = tracing::info_span!("sync_run", site_id = "loja-x");
+            let _r = run.enter();
+            tracing::info!(rows_written = 3_u64, done = true, "sync run done");
+        });
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        let line: Value = serde_json::from_str(text.trim()).expect(&text);
+        assert_eq!(line["requestId"], "req-1");
+        assert_eq!(line["function"], "adtrail-sync-worker");
+        assert_eq!(line["level"], "INFO");
+        let time = line["timestamp"].as_str().unwrap();
+        assert!(chrono::DateTime::parse_from_rfc3339(time).is_ok(), "{time}");
+        assert_eq!(line["fields"]["message"], "sync run done");
+        assert_eq!(line["fields"]["rows_written"], 3);
+        assert_eq!(line["fields"]["done"], true);
+        assert_eq!(line["span"]["site_id"], "loja-x");
+        assert!(
+            line["span"].get("requestId").is_none(),
+            "lifted, not repeated"
+        );
+    }
 
     #[test]
     fn at_trace_the_runtime_stays_at_info_and_the_wire_at_debug() {

@@ -18,12 +18,23 @@ use crate::spend::MAX_TRANSACTION_ITEMS;
 /// How a purge step ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PurgeStep {
-    /// More rows remain; call again.
-    More,
+    /// More rows may remain; call again. `rows`: the spend rows this
+    /// step deleted (none when a sweeper beside it changed them first).
+    More { rows: usize },
     /// Every row and sum is gone.
     Done,
     /// The account was linked to the site again: the purge stops.
     Relinked,
+}
+
+impl PurgeStep {
+    /// The spend rows the step deleted.
+    pub fn rows(self) -> usize {
+        match self {
+            PurgeStep::More { rows } => rows,
+            PurgeStep::Done | PurgeStep::Relinked => 0,
+        }
+    }
 }
 
 impl Spend<'_> {
@@ -46,6 +57,7 @@ impl Spend<'_> {
             .spend_rows(site, account, 0, 9_999_999_999_999, max_rows)
             .await?;
         if !rows.is_empty() {
+            let count = rows.len();
             let changes: Vec<RowChange> = rows
                 .into_iter()
                 .map(|row| RowChange::Delete { row })
@@ -57,7 +69,8 @@ impl Spend<'_> {
                 }
                 // A row changed since it was read (a sweeper beside this
                 // one): the next step reads again.
-                SpendWrite::Written | SpendWrite::Stale => PurgeStep::More,
+                SpendWrite::Written => PurgeStep::More { rows: count },
+                SpendWrite::Stale => PurgeStep::More { rows: 0 },
             });
         }
         // The rows are gone, so every sum is zero: drop the items.

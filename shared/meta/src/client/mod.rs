@@ -165,6 +165,17 @@ impl GraphClient {
         request: reqwest::RequestBuilder,
         token: &str,
     ) -> Result<(Value, Usage), GraphError> {
+        let started = std::time::Instant::now();
+        let answer = self.call_unmeasured(request, token).await;
+        record(started.elapsed(), &answer);
+        answer
+    }
+
+    async fn call_unmeasured(
+        &self,
+        request: reqwest::RequestBuilder,
+        token: &str,
+    ) -> Result<(Value, Usage), GraphError> {
         // The code trade authenticates with the app's id and secret in the
         // form body, and sends no token at all.
         let request = if token.is_empty() {
@@ -203,6 +214,21 @@ impl GraphClient {
             return Err(e);
         }
         Ok((json, usage))
+    }
+}
+
+/// The request's metrics: its latency, its error's class, the usage Meta
+/// reported (on an answer that carried any).
+fn record(elapsed: Duration, answer: &Result<(Value, Usage), GraphError>) {
+    use adtrail_domain::telemetry::{META_ERRORS, META_LATENCY, META_REQUESTS, META_USAGE};
+    metrics::counter!(META_REQUESTS).increment(1);
+    metrics::histogram!(META_LATENCY).record(elapsed.as_secs_f64() * 1_000.0);
+    match answer {
+        Ok((_, usage)) if usage.pct > 0 => {
+            metrics::histogram!(META_USAGE).record(f64::from(usage.pct));
+        }
+        Ok(_) => {}
+        Err(e) => metrics::counter!(META_ERRORS, "Class" => e.kind.as_str()).increment(1),
     }
 }
 
