@@ -8,6 +8,7 @@ mod api;
 mod capi;
 mod fault;
 mod fault_platforms;
+mod identity;
 mod leadads;
 mod login;
 mod operations;

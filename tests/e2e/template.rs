@@ -230,7 +230,8 @@ fn every_event_fixture_deserialises_into_its_handlers_event_type() {
         if name.starts_with("api-") {
             let req =
                 lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-            adtrail_api::auth::Caller::from_request(&req).unwrap_or_else(|e| panic!("{name}: {e}"));
+            adtrail_api::auth::Caller::from_request(&req, &Default::default())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
         } else if name.starts_with("dispatcher-") || name.starts_with("sweeper-") {
             serde_json::from_str::<
                 aws_lambda_events::eventbridge::EventBridgeEvent<serde_json::Value>,

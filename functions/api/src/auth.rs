@@ -1,6 +1,12 @@
 //! Who is calling: the JWT claims API Gateway's authorizer verified, in its
 //! shape (every claim a string; an array arrives as `"[a b]"`). The handler
 //! enforces scope, grant and ownership itself from them.
+//!
+//! The identity provider names the scopes and the grant its own way
+//! ([`Identity`]): `adtrail:host` by default, `adtrail/host` from a Cognito
+//! resource server `adtrail`; the sites in `sites` by default, or in any
+//! claim a provider can add. Inside, the scopes always carry their default
+//! names.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -16,6 +22,70 @@ use crate::error::ApiError;
 pub const HOST: &str = "adtrail:host";
 pub const CONFIGURE: &str = "adtrail:configure";
 pub const READ: &str = "adtrail:read";
+
+/// How the identity provider spells adtrail's scopes and the site grant:
+/// the stack's `ScopePrefix` and `SitesClaim`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// What comes before `host`, `read` and `configure` in a token's scope.
+    pub scope_prefix: String,
+    /// The claim that lists a dashboard's sites.
+    pub sites_claim: String,
+}
+
+/// A setting of [`Identity`] the template should not have let through.
+#[derive(Debug, thiserror::Error)]
+#[error("{name} must be 1 to 200 visible characters without spaces")]
+pub struct IdentityError {
+    name: &'static str,
+}
+
+impl Default for Identity {
+    fn default() -> Self {
+        Self {
+            scope_prefix: "adtrail:".into(),
+            sites_claim: "sites".into(),
+        }
+    }
+}
+
+impl Identity {
+    /// From `SCOPE_PREFIX` and `SITES_CLAIM`; each unset is its default.
+    ///
+    /// # Errors
+    /// [`IdentityError`] naming a setting that is empty, too long or spaced.
+    pub fn from_env() -> Result<Self, IdentityError> {
+        let mut identity = Self::default();
+        for (name, value) in [
+            ("SCOPE_PREFIX", &mut identity.scope_prefix),
+            ("SITES_CLAIM", &mut identity.sites_claim),
+        ] {
+            if let Ok(set) = std::env::var(name) {
+                let visible = set.chars().all(|c| c.is_ascii_graphic());
+                if set.is_empty() || set.len() > 200 || !visible {
+                    return Err(IdentityError { name });
+                }
+                *value = set;
+            }
+        }
+        Ok(identity)
+    }
+
+    /// The scopes a token's `scope` claim grants, by their default names;
+    /// any other scope (another API's) is left out.
+    fn scopes(&self, claim: &str) -> BTreeSet<String> {
+        words(claim)
+            .iter()
+            .filter_map(|w| w.strip_prefix(self.scope_prefix.as_str()))
+            .filter_map(|name| {
+                [HOST, READ, CONFIGURE]
+                    .into_iter()
+                    .find(|s| s.strip_prefix("adtrail:") == Some(name))
+            })
+            .map(str::to_owned)
+            .collect()
+    }
+}
 
 /// The `purpose` of a token that forwards one Lead Ads lead.
 pub const LEADGEN_PURPOSE: &str = "meta_leadgen";
@@ -83,7 +153,7 @@ fn words(value: &str) -> BTreeSet<String> {
 impl Caller {
     /// # Errors
     /// `UNAUTHENTICATED` when the request carries no verified claims.
-    pub fn from_request(req: &Request) -> Result<Self, ApiError> {
+    pub fn from_request(req: &Request, identity: &Identity) -> Result<Self, ApiError> {
         let claims: Option<HashMap<String, String>> = match req.request_context_ref() {
             Some(RequestContext::ApiGatewayV2(ctx)) => ctx
                 .authorizer
@@ -116,12 +186,18 @@ impl Caller {
                 ));
             }
         }
-        let scopes = claims.get("scope").map(|s| words(s)).unwrap_or_default();
-        let sites = claims.get("sites").map(|s| words(s)).unwrap_or_default();
+        let scopes = claims
+            .get("scope")
+            .map(|s| identity.scopes(s))
+            .unwrap_or_default();
+        let sites = claims
+            .get(&identity.sites_claim)
+            .map(|s| words(s))
+            .unwrap_or_default();
         if sub.is_empty() || scopes.is_empty() {
             return Err(ApiError::new(
                 ErrorCode::Unauthenticated,
-                "the token carries no subject or scope",
+                "the token carries no subject or adtrail scope",
             ));
         }
         Ok(Self {
@@ -297,6 +373,36 @@ mod tests {
         );
         assert_eq!(words("adtrail:read adtrail:configure").len(), 2);
         assert!(words("").is_empty());
+    }
+
+    #[test]
+    fn a_providers_own_scope_names_map_to_adtrails() {
+        let cognito = Identity {
+            scope_prefix: "adtrail/".into(),
+            sites_claim: "adtrail_sites".into(),
+        };
+        assert_eq!(
+            cognito.scopes("adtrail/read adtrail/configure aws.cognito.signin.user.admin"),
+            [READ.to_owned(), CONFIGURE.to_owned()].into()
+        );
+        assert!(
+            cognito.scopes("adtrail:host").is_empty(),
+            "the default spelling is not Cognito's"
+        );
+        assert!(cognito.scopes("adtrail/hostile adtrail/").is_empty());
+        let default = Identity::default();
+        assert_eq!(
+            default.scopes("adtrail:host openid"),
+            [HOST.to_owned()].into()
+        );
+        let okta = Identity {
+            scope_prefix: "api://adtrail/".into(),
+            ..Identity::default()
+        };
+        assert_eq!(
+            okta.scopes("[api://adtrail/read]"),
+            [READ.to_owned()].into()
+        );
     }
 
     #[test]

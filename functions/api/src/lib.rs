@@ -39,6 +39,8 @@ pub struct Api {
     pub limits: ReportLimits,
     /// The stack's `LeadAds` parameter: Meta's form leads are taken.
     pub lead_ads: bool,
+    /// How the identity provider names the scopes and the site grant.
+    pub identity: auth::Identity,
 }
 
 /// The read budgets of one report. Fixed in production; tests lower them to
@@ -91,10 +93,19 @@ pub async fn handle(api: &Api, req: Request) -> Result<Response<Body>, lambda_ht
     let name = routes::find(&method, &segments).map_or("-", |r| r.path);
     let span = tracing::info_span!("request", method = %method, route = %name);
     let answer = async {
+        // A browser's preflight (the template routes it here outside the
+        // authorizer, having no token): nothing to do but agree. API
+        // Gateway adds the CORS headers for the origins the stack allows.
+        if method == "OPTIONS" && req.headers().contains_key("access-control-request-method") {
+            return Ok(Response::builder()
+                .status(204)
+                .body(Body::Empty)
+                .expect("a static answer"));
+        }
         if let Some(route) = routes::find(&method, &segments).filter(|r| r.public) {
             return routes::public(api, &req, route).await;
         }
-        let caller = Caller::from_request(&req)?;
+        let caller = Caller::from_request(&req, &api.identity)?;
         routes::route(api, &caller, &req, &method, &segments).await
     }
     .instrument(span)

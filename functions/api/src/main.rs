@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use adtrail_api::auth::Identity;
 use adtrail_api::{Api, handle};
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
@@ -21,6 +22,7 @@ async fn main() -> Result<(), Error> {
         clock: Arc::new(SystemClock),
         limits: Default::default(),
         lead_ads: std::env::var("LEAD_ADS").is_ok_and(|v| v == "on"),
+        identity: Identity::from_env()?,
     };
     run(service_fn(|req: Request| {
         let request_id = req

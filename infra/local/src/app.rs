@@ -85,6 +85,9 @@ pub async fn start(
     let local = Arc::new(Local {
         runner,
         keys: DevKeys::local(),
+        allowed_origins: std::sync::RwLock::new(crate::http::origins(
+            &std::env::var("ALLOWED_ORIGINS").unwrap_or_default(),
+        )),
     });
     let (bound, _task) = serve(local.clone(), api_addr).await?;
     if let Some(fake) = &fake {

@@ -1,15 +1,17 @@
 //! The local HTTP API: what API Gateway does in the cloud (verify the
 //! RS256 bearer token, hand the function its claims in API Gateway's v2
-//! event shape), plus the local-only admin routes `/_local/tick` and
-//! `/_local/clock`, which never exist in the Lambda.
+//! event shape, add the CORS headers of the template's `CorsConfiguration`
+//! for the origins allowed), plus the local-only admin routes
+//! `/_local/tick`, `/_local/clock` and `/_local/token`, which never exist
+//! in the Lambda.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde_json::{Value, json};
@@ -21,6 +23,23 @@ use crate::runner::Runner;
 pub struct Local {
     pub runner: Runner,
     pub keys: DevKeys,
+    /// The browser origins allowed (the `AllowedOrigins` parameter):
+    /// `ALLOWED_ORIGINS` at start, comma-separated.
+    pub allowed_origins: RwLock<Vec<String>>,
+}
+
+/// The template's `CorsConfiguration`, which a template test keeps equal.
+pub const CORS_METHODS: [&str; 5] = ["GET", "PUT", "POST", "DELETE", "OPTIONS"];
+pub const CORS_HEADERS: [&str; 2] = ["authorization", "content-type"];
+pub const CORS_MAX_AGE: u32 = 600;
+
+/// The origins in a comma-separated list (`AllowedOrigins`' form).
+pub fn origins(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Serves the API on `addr` until the process ends.
@@ -87,7 +106,74 @@ async fn handle(
                 ),
             }
         }
-        _ => invoke_api(&local, &method, &uri, &headers, &body).await,
+        ("POST", "/_local/token") => mint_token(&local, &body),
+        _ => {
+            let mut answer = invoke_api(&local, &method, &uri, &headers, &body).await;
+            let allowed = local
+                .allowed_origins
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            add_cors(&allowed, &method, &headers, answer.headers_mut());
+            answer
+        }
+    }
+}
+
+/// A dashboard's token for front-end work against `make local`:
+/// `{sub, scope, sites}` signed with the local issuer's key.
+fn mint_token(local: &Local, body: &[u8]) -> Response {
+    let ask: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let bad = |field: &str, what: &str| {
+        json_response(
+            StatusCode::BAD_REQUEST,
+            json!({"error": {"code": "INVALID_ARGUMENT", "field": field, "message": what}}),
+        )
+    };
+    let Some(sub) = ask["sub"]
+        .as_str()
+        .filter(|s| !s.is_empty() && s.len() <= 200)
+    else {
+        return bad("sub", "a subject of 1 to 200 characters");
+    };
+    let Some(scope) = ask["scope"].as_str().filter(|s| !s.trim().is_empty()) else {
+        return bad("scope", "space-separated scopes, e.g. \"adtrail:read\"");
+    };
+    let sites = match &ask["sites"] {
+        Value::Null => vec![],
+        Value::Array(items) if items.iter().all(Value::is_string) => items.clone(),
+        _ => return bad("sites", "an array of site ids"),
+    };
+    let token = local
+        .keys
+        .sign(json!({"sub": sub, "scope": scope, "sites": sites}));
+    json_response(StatusCode::OK, json!({"token": token}))
+}
+
+/// What API Gateway adds to an answer when CORS is configured: the
+/// origin, when allowed; on a preflight, the methods, headers and how long
+/// a browser may keep them.
+pub fn add_cors(allowed: &[String], method: &Method, request: &HeaderMap, answer: &mut HeaderMap) {
+    let Some(origin) = request.get("origin").and_then(|o| o.to_str().ok()) else {
+        return;
+    };
+    let allow = if allowed.iter().any(|a| a == "*") {
+        "*"
+    } else if allowed.iter().any(|a| a == origin) {
+        origin
+    } else {
+        return;
+    };
+    let Ok(allow) = HeaderValue::from_str(allow) else {
+        return;
+    };
+    answer.insert("access-control-allow-origin", allow);
+    answer.insert("vary", HeaderValue::from_static("origin"));
+    if method == Method::OPTIONS && request.contains_key("access-control-request-method") {
+        let list = |items: &[&str]| HeaderValue::from_str(&items.join(",")).expect("static");
+        answer.insert("access-control-allow-methods", list(&CORS_METHODS));
+        answer.insert("access-control-allow-headers", list(&CORS_HEADERS));
+        answer.insert("access-control-max-age", HeaderValue::from(CORS_MAX_AGE));
     }
 }
 
@@ -95,6 +181,10 @@ async fn handle(
 /// the template, which a template test keeps equal to the handler's
 /// table).
 fn is_public(method: &str, path: &str) -> bool {
+    // The template's `Preflight` route: OPTIONS on any path.
+    if method == "OPTIONS" {
+        return true;
+    }
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     adtrail_api::ROUTES.iter().any(|r| {
         let parts: Vec<&str> = r.path.trim_matches('/').split('/').collect();

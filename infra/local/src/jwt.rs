@@ -83,6 +83,12 @@ impl DevKeys {
                 claims[k] = v;
             }
         }
+        self.sign_exact(&claims)
+    }
+
+    /// Signs `claims` as they are (a provider's own shape: a Cognito access
+    /// token has no `aud`).
+    pub fn sign_exact(&self, claims: &Value) -> String {
         let header = URL_SAFE_NO_PAD.encode(json!({"alg": "RS256", "typ": "JWT"}).to_string());
         let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
         let input = format!("{header}.{payload}");
@@ -138,7 +144,10 @@ impl DevKeys {
         let aud_ok = match claims.get("aud") {
             Some(Value::String(a)) => *a == self.audience,
             Some(Value::Array(a)) => a.iter().any(|v| v.as_str() == Some(&self.audience)),
-            _ => false,
+            // API Gateway reads `client_id` only when `aud` is absent: a
+            // Cognito access token carries its app client there.
+            None => claims.get("client_id").and_then(Value::as_str) == Some(&self.audience),
+            Some(_) => false,
         };
         if claims.get("iss").and_then(Value::as_str) != Some(self.issuer.as_str()) || !aud_ok {
             return Err(JwtError::Claims);
@@ -185,6 +194,30 @@ mod tests {
         assert_eq!(claims["sites"], "[a b]");
         assert_eq!(claims["scope"], "adtrail:read");
         assert!(claims["exp"].parse::<i64>().is_ok());
+    }
+
+    #[test]
+    fn a_token_without_aud_is_addressed_by_its_client_id() {
+        let keys = DevKeys::local();
+        // A Cognito access token: no `aud`, the app client in `client_id`.
+        let now = unix_now();
+        let cognito = |client: &str| {
+            keys.sign_exact(
+                &json!({"sub": "u", "iss": LOCAL_ISSUER, "client_id": client,
+                "token_use": "access", "scope": "adtrail/read", "iat": now, "exp": now + 3_600}),
+            )
+        };
+        assert_eq!(
+            keys.verify(&cognito(LOCAL_AUDIENCE)).unwrap()["client_id"],
+            LOCAL_AUDIENCE
+        );
+        assert_eq!(
+            keys.verify(&cognito("another-client")),
+            Err(JwtError::Claims)
+        );
+        // With both, `aud` decides.
+        let both = keys.sign(json!({"sub": "u", "aud": "elsewhere", "client_id": LOCAL_AUDIENCE}));
+        assert_eq!(keys.verify(&both), Err(JwtError::Claims));
     }
 
     #[test]

@@ -55,7 +55,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                     std::env::var("META_GRAPH_URL").unwrap_or_default()
                 ),
             }
-            println!("  admin:     POST /_local/tick, POST /_local/clock {{\"advanceMs\":N}}");
+            println!(
+                "  admin:     POST /_local/tick, POST /_local/clock {{\"advanceMs\":N}}, POST /_local/token {{\"sub\",\"scope\",\"sites\"}}"
+            );
             println!("\nexport TOKEN={}", app.host_token());
             // The schedules: the dispatcher every minute, the sweeper every
             // five, each followed by draining the queues.

@@ -164,6 +164,7 @@ impl Runner {
                 limits: Default::default(),
                 // The local stack runs with `LeadAds` on.
                 lead_ads: true,
+                identity: Default::default(),
             },
             dispatcher: Dispatcher {
                 store: stack.store_for("DispatcherFunction"),
