@@ -15,4 +15,5 @@ mod operations;
 mod runtime;
 mod store;
 mod sync;
+mod telemetry;
 mod template;
