@@ -40,6 +40,16 @@ fn encoded(token: &str) -> String {
     url::form_urlencoded::byte_serialize(token.as_bytes()).collect()
 }
 
+/// Tokens of the scenario: the agency's refused one and its second.
+const REFUSED: &str = "EAAB-invalid-refused-token-42";
+const SECOND: &str = "EAAB-second-agency-token-0003";
+/// A plain phone a host sends as `meta` by mistake.
+const PLAIN_PHONE: &str = "5511999991234";
+/// Facebook Login's codes: a system user token's and a user token's.
+const LOGIN_CODES: [&str; 2] = ["secret-login-code-4711", "secret-user-token-code-99"];
+/// A form lead's answers: a person's name, e-mail and phone.
+const FORM_ANSWERS: [&str; 3] = ["Lia Segredo", "lia.segredo@example.com", "+5511955554444"];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_token_appears_in_any_log_line_answer_or_event() {
     // SAFETY: set before any thread of this test process reads them.
@@ -55,8 +65,48 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
     let tap = h.tap_bus().await;
 
     let mut answers: Vec<Value> = vec![];
-    let refused = "EAAB-invalid-refused-token-42";
-    let second = "EAAB-second-agency-token-0003";
+    syncs_throttles_and_a_dying_token(&h, &mut answers).await;
+    // Conversions: contact hashes go to Meta and nowhere else; a plain phone
+    // sent by mistake as `meta` is ignored without being repeated.
+    let hashes = [
+        adtrail_domain::contact::sha256_hex(PLAIN_PHONE),
+        adtrail_domain::contact::sha256_hex("contact-ana"),
+    ];
+    conversions_with_contact_hashes(&h, &mut answers, &hashes).await;
+    facebook_logins(&h, &mut answers).await;
+    a_form_lead_with_a_persons_answers(&h, &mut answers).await;
+
+    let tapped = tap.take(&h).await;
+    let events: Vec<String> = tapped.iter().map(|e| e.raw.clone()).collect();
+    let kinds: Vec<String> = tapped.iter().map(|e| e.detail_type.clone()).collect();
+    assert!(kinds.iter().any(|k| k == "AccountSyncFailed"), "{kinds:?}");
+    assert!(
+        kinds.iter().any(|k| k == "ConnectionTokenInvalid"),
+        "{kinds:?}"
+    );
+    assert!(kinds.iter().any(|k| k == "ConversionFailed"), "{kinds:?}");
+    let log_text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let found = Haystacks {
+        logs: log_text,
+        answers: serde_json::to_string(&answers).unwrap(),
+        events: events.join("\n"),
+        table: h.table_text().await,
+    };
+    assert!(
+        found.logs.len() > 10_000,
+        "the capture saw the run's logs ({} bytes)",
+        found.logs.len()
+    );
+    found.hold_no_secret(&h);
+    found.hold_no_contact_data(&hashes);
+    control_lines_are_found(&logs, &hashes);
+}
+
+/// The agency linked and synced; a refused token, a throttle
+/// (`AccountSyncFailed`), the token dying (`ConnectionTokenInvalid`), a
+/// new token; the reads that show connections, status and spend.
+async fn syncs_throttles_and_a_dying_token(h: &Harness, answers: &mut Vec<Value>) {
+    let (refused, second) = (REFUSED, SECOND);
     h.link_agency().await;
     answers.push(
         h.call(
@@ -104,14 +154,17 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         .await
         .1,
     );
+}
 
-    // Conversions: contact hashes go to Meta and nowhere else; a plain phone
-    // sent by mistake as `meta` is ignored without being repeated.
-    let plain_phone = "5511999991234";
-    let hashes = [
-        adtrail_domain::contact::sha256_hex(plain_phone),
-        adtrail_domain::contact::sha256_hex("contact-ana"),
-    ];
+/// A pixel, a board and its event map, a lead's changes with `meta`
+/// hashes (one a plain phone by mistake), and a permission failure that
+/// puts `ConversionFailed` on the bus.
+async fn conversions_with_contact_hashes(
+    h: &Harness,
+    answers: &mut Vec<Value>,
+    hashes: &[String; 2],
+) {
+    let plain_phone = PLAIN_PHONE;
     let meta = json!({"ph": [hashes[0]], "externalId": hashes[1]});
     for (method, path, body) in [
         (
@@ -169,10 +222,12 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
     ] {
         answers.push(h.call("GET", path, None).await.1);
     }
+}
 
-    // Facebook Login: a system user token (with `/debug_token`, whose
-    // query carries the token) and a user token traded for a long-lived one.
-    let login_codes = ["secret-login-code-4711", "secret-user-token-code-99"];
+/// Facebook Login: a system user token (with `/debug_token`, whose
+/// query carries the token) and a user token traded for a long-lived one.
+async fn facebook_logins(h: &Harness, answers: &mut Vec<Value>) {
+    let login_codes = LOGIN_CODES;
     for (owner, code) in [("login-a", login_codes[0]), ("login-b", login_codes[1])] {
         let (s, body) = h
             .call(
@@ -189,10 +244,13 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
                 .1,
         );
     }
+}
 
-    // Lead Ads: a form lead on Loja X's Page, with a person's answers.
-    // The one-lead read shows them (to the host, by design); nothing else
-    // may: no log line, other answer, event or item.
+/// Lead Ads: a form lead on Loja X's Page, with a person's answers. The
+/// one-lead read shows them (to the host, by design); nothing else may:
+/// no log line, other answer, event or item.
+async fn a_form_lead_with_a_persons_answers(h: &Harness, answers: &mut Vec<Value>) {
+    let form_answers = FORM_ANSWERS;
     h.expect(
         201,
         "PUT",
@@ -200,7 +258,6 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         Some(json!({"ownerKey": "agency"})),
     )
     .await;
-    let form_answers = ["Lia Segredo", "lia.segredo@example.com", "+5511955554444"];
     let lead = h
         .fake()
         .submit_lead(adtrail_fake_meta::Submission {
@@ -230,99 +287,98 @@ async fn no_token_appears_in_any_log_line_answer_or_event() {
         read.to_string().contains(form_answers[1]),
         "the host reads them"
     );
+}
 
-    let tapped = tap.take(&h).await;
-    let events: Vec<String> = tapped.iter().map(|e| e.raw.clone()).collect();
-    let kinds: Vec<String> = tapped.iter().map(|e| e.detail_type.clone()).collect();
-    assert!(kinds.iter().any(|k| k == "AccountSyncFailed"), "{kinds:?}");
-    assert!(
-        kinds.iter().any(|k| k == "ConnectionTokenInvalid"),
-        "{kinds:?}"
-    );
+/// Where a secret must not be: every log line, answer, event and item.
+struct Haystacks {
+    logs: String,
+    answers: String,
+    events: String,
+    table: String,
+}
 
-    let log_text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
-    assert!(
-        log_text.len() > 10_000,
-        "the capture saw the run's logs ({} bytes)",
-        log_text.len()
-    );
-    let answers_text = serde_json::to_string(&answers).unwrap();
-    let table = h.table_text().await;
-    let events_text = events.join("\n");
-    for token in [TOKEN, refused, second] {
-        for needle in [token.to_owned(), encoded(token)] {
-            assert!(!log_text.contains(&needle), "a log line carries {needle}");
+impl Haystacks {
+    /// The Meta tokens raw and URL-encoded; the login's codes, the app's
+    /// secret, every token Meta issued, the Pages' tokens, the webhook's
+    /// verify token and a form lead's answers, in items too.
+    fn hold_no_secret(&self, h: &Harness) {
+        for token in [TOKEN, REFUSED, SECOND] {
+            self.lack(token);
+        }
+        let issued: Vec<String> = h
+            .fake()
+            .requests()
+            .iter()
+            .filter_map(|r| r.authorization.as_deref()?.strip_prefix("Bearer "))
+            .filter(|t| t.starts_with("EAAS-") || t.starts_with("EAAL-") || t.starts_with("EAAU-"))
+            .map(str::to_owned)
+            .collect();
+        assert!(
+            issued.len() >= 2,
+            "the logins' tokens were used: {issued:?}"
+        );
+        for needle in LOGIN_CODES
+            .iter()
+            .map(|c| (*c).to_owned())
+            .chain([adtrail_fake_meta::FAKE_APP_SECRET.to_owned()])
+            .chain(issued)
+            // The Pages' tokens the connects listed (Lead Ads is on locally),
+            // the webhook's verify token, a form lead's answers.
+            .chain(
+                adtrail_fake_meta::SAMPLE_PAGES
+                    .iter()
+                    .map(|(id, _, _)| adtrail_fake_meta::page_token(id)),
+            )
+            .chain([adtrail_fake_meta::FAKE_WEBHOOK_VERIFY_TOKEN.to_owned()])
+            .chain(FORM_ANSWERS.map(str::to_owned))
+        {
+            assert!(!self.table.contains(&needle), "an item carries {needle}");
+            self.lack(&needle);
+        }
+    }
+
+    /// `needle`, raw and URL-encoded, in no log line, answer or event.
+    fn lack(&self, needle: &str) {
+        for needle in [needle.to_owned(), encoded(needle)] {
+            assert!(!self.logs.contains(&needle), "a log line carries {needle}");
             assert!(
-                !answers_text.contains(&needle),
+                !self.answers.contains(&needle),
                 "an answer carries {needle}"
             );
-            assert!(!events_text.contains(&needle), "an event carries {needle}");
+            assert!(!self.events.contains(&needle), "an event carries {needle}");
         }
     }
 
-    // The login's code, the app's secret, every token Meta issued and the
-    // Pages' tokens.
-    let issued: Vec<String> = h
-        .fake()
-        .requests()
-        .iter()
-        .filter_map(|r| r.authorization.as_deref()?.strip_prefix("Bearer "))
-        .filter(|t| t.starts_with("EAAS-") || t.starts_with("EAAL-") || t.starts_with("EAAU-"))
-        .map(str::to_owned)
-        .collect();
-    assert!(
-        issued.len() >= 2,
-        "the logins' tokens were used: {issued:?}"
-    );
-    for needle in login_codes
-        .iter()
-        .map(|c| (*c).to_owned())
-        .chain([adtrail_fake_meta::FAKE_APP_SECRET.to_owned()])
-        .chain(issued)
-        // The Pages' tokens the connects listed (Lead Ads is on locally),
-        // the webhook's verify token, a form lead's answers.
-        .chain(
-            adtrail_fake_meta::SAMPLE_PAGES
-                .iter()
-                .map(|(id, _, _)| adtrail_fake_meta::page_token(id)),
-        )
-        .chain([adtrail_fake_meta::FAKE_WEBHOOK_VERIFY_TOKEN.to_owned()])
-        .chain(form_answers.map(str::to_owned))
-    {
-        assert!(!table.contains(&needle), "an item carries {needle}");
-        for needle in [needle.clone(), encoded(&needle)] {
-            assert!(!log_text.contains(&needle), "a log line carries {needle}");
+    /// The hashes and the plain phone: a log line that has one is shown
+    /// with the value masked.
+    fn hold_no_contact_data(&self, hashes: &[String; 2]) {
+        let log_text = &self.logs;
+        for needle in hashes.iter().map(String::as_str).chain([PLAIN_PHONE]) {
+            if let Some(at) = log_text.find(needle) {
+                let start = log_text[..at].rfind('\n').map_or(0, |i| i + 1);
+                let end = log_text[at..].find('\n').map_or(log_text.len(), |i| at + i);
+                let line: String = log_text[start..end]
+                    .replace(needle, "<HERE>")
+                    .chars()
+                    .take(1500)
+                    .collect();
+                panic!("a log line carries contact data: {line}");
+            }
             assert!(
-                !answers_text.contains(&needle),
-                "an answer carries {needle}"
+                !self.answers.contains(needle),
+                "an answer carries contact data"
             );
-            assert!(!events_text.contains(&needle), "an event carries {needle}");
+            assert!(
+                !self.events.contains(needle),
+                "an event carries contact data"
+            );
         }
     }
+}
 
-    assert!(kinds.iter().any(|k| k == "ConversionFailed"), "{kinds:?}");
-    for needle in hashes.iter().map(String::as_str).chain([plain_phone]) {
-        if let Some(at) = log_text.find(needle) {
-            let start = log_text[..at].rfind('\n').map_or(0, |i| i + 1);
-            let end = log_text[at..].find('\n').map_or(log_text.len(), |i| at + i);
-            let line: String = log_text[start..end]
-                .replace(needle, "<HERE>")
-                .chars()
-                .take(1500)
-                .collect();
-            panic!("a log line carries contact data: {line}");
-        }
-        assert!(
-            !answers_text.contains(needle),
-            "an answer carries contact data"
-        );
-        assert!(
-            !events_text.contains(needle),
-            "an event carries contact data"
-        );
-    }
-
-    // The control: a token planted in a log line is found where we looked.
+/// The control: a token and a hash planted in a log line are found where
+/// we looked.
+fn control_lines_are_found(logs: &Capture, hashes: &[String; 2]) {
     tracing::warn!(planted = TOKEN, "control line");
     let log_text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
     assert!(

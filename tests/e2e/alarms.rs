@@ -202,6 +202,33 @@ fn the_dashboard_shows_every_metric_the_functions_write_and_every_queue_and_func
     let dashboard = &r[&Value::from("Dashboard")]["Properties"];
     let body: serde_json::Value =
         serde_json::from_str(&substituted(&dashboard["DashboardBody"])).expect("JSON");
+    let (shown, searched) = dashboard_lines(&body, &namespace);
+    for (name, _) in METRICS {
+        assert!(
+            shown.iter().any(|(ns, n, _)| *ns == namespace && n == name)
+                || searched.iter().any(|n| n == name),
+            "the dashboard shows {name}"
+        );
+    }
+    // Nothing of the stack's own is shown that no function writes, and no
+    // id is a dimension.
+    for (ns, name, dims) in &shown {
+        if *ns == namespace {
+            assert!(METRICS.iter().any(|(n, _)| n == name), "{name} is written");
+            assert!(dims.len() <= 2, "{name}: one bounded dimension at most");
+        }
+    }
+    every_function_and_queue_is_shown(r, &shown);
+    alarms_read_what_the_functions_write(r);
+}
+
+/// A metric the dashboard shows: its namespace, its name, its dimensions.
+type Line = (String, String, Vec<String>);
+
+/// The dashboard's metric lines: those it shows (namespace, name,
+/// dimensions) and the names its SEARCH expressions find, each under the
+/// stack's namespace.
+fn dashboard_lines(body: &serde_json::Value, namespace: &str) -> (Vec<Line>, Vec<String>) {
     let mut shown: Vec<(String, String, Vec<String>)> = vec![];
     let mut searched: Vec<String> = vec![];
     for w in body["widgets"].as_array().unwrap() {
@@ -224,21 +251,11 @@ fn the_dashboard_shows_every_metric_the_functions_write_and_every_queue_and_func
             shown.push((text[0].clone(), text[1].clone(), text[2..].to_vec()));
         }
     }
-    for (name, _) in METRICS {
-        assert!(
-            shown.iter().any(|(ns, n, _)| *ns == namespace && n == name)
-                || searched.iter().any(|n| n == name),
-            "the dashboard shows {name}"
-        );
-    }
-    // Nothing of the stack's own is shown that no function writes, and no
-    // id is a dimension.
-    for (ns, name, dims) in &shown {
-        if *ns == namespace {
-            assert!(METRICS.iter().any(|(n, _)| n == name), "{name} is written");
-            assert!(dims.len() <= 2, "{name}: one bounded dimension at most");
-        }
-    }
+    (shown, searched)
+}
+
+/// Each function's and each queue's figures are on the dashboard.
+fn every_function_and_queue_is_shown(r: &Mapping, shown: &[Line]) {
     let names_shown = |ns: &str, dimension: &str| -> Vec<String> {
         let mut v: Vec<String> = shown
             .iter()
@@ -261,7 +278,11 @@ fn the_dashboard_shows_every_metric_the_functions_write_and_every_queue_and_func
         .collect();
     queues.sort();
     assert_eq!(names_shown("AWS/SQS", "QueueName"), queues);
-    // The alarms on the stack's own metrics read names the functions write.
+}
+
+/// The alarms on the stack's own metrics read names the functions write.
+fn alarms_read_what_the_functions_write(r: &Mapping) {
+    use adtrail_domain::telemetry::METRICS;
     for (id, a) in of_type(r, "AWS::CloudWatch::Alarm") {
         let p = &a["Properties"];
         let mut own: Vec<&str> = p["Metrics"]

@@ -45,7 +45,59 @@ async fn ten_thousand_conversions_through_faults() {
     unsafe { std::env::set_var("META_TIMEOUT_MS", "1000") };
     let h = Harness::start().await;
     let started = std::time::Instant::now();
-    loja_with_pixel(&h).await;
+    three_pixel_groups(&h).await;
+    let (all, lost) = write_the_outbox(&h, total).await;
+    let setup = started.elapsed();
+    drain_through_faults(&h, &all, started).await;
+    let (pending, rows) = pending_and_rows(&h).await;
+    assert_eq!(pending, 0, "nothing is left pending");
+    assert_eq!(rows.len(), total);
+    let accepted = h.fake().accepted_events();
+    // Meta received an event twice only where the sender could not know
+    // Meta took it (its answer never came, or the sender died before
+    // writing it down): such a row is marked unsure, sent again with the
+    // same event_id, and Meta's deduplication drops the copy.
+    let mut seen = HashSet::new();
+    let again: HashSet<String> = accepted
+        .iter()
+        .filter(|e| !seen.insert(e.event_id.clone()))
+        .map(|e| e.event_id.clone())
+        .collect();
+    let twice = accepted.len() - seen.len();
+    let unanswered = h.fake().unanswered_events();
+    let killed = h.runner().stack.cloud.killed_recordings();
+    assert_eq!(killed, 1, "the sender died");
+    for r in rows.iter().filter(|r| again.contains(&r.event_id)) {
+        assert!(r.unsure, "sent twice without a reason to be unsure: {r:?}");
+    }
+    let (counts, by_error) = every_row_ended_as_the_rules_say(&rows, &accepted);
+    let recount_today = counters_equal_a_recount(&h, &rows).await;
+    let retried = rows
+        .iter()
+        .filter(|r| r.status == ConversionStatus::Sent && r.attempts > 1)
+        .count();
+    assert!(retried > 0, "the faults made some sends retry");
+    let requests = h
+        .fake()
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/events"))
+        .count();
+    let dynamodb = h.runner().stack.cloud.report().faults;
+    println!(
+        "fault run: {total} conversions, {} sent, {} failed {by_error:?}, {lost} messages dropped before the queue (sent again by the sweeper or a late duplicate), {retried} sent after a first attempt, {} Meta requests ({} accepted events), {recount_today} sent today, {twice} events Meta received more than once ({unanswered} accepted and left unanswered, {killed} sender killed between Meta's answer and its write), DynamoDB faults survived {dynamodb:?}; setup {setup:?}, total {:?}",
+        counts.get("sent").unwrap_or(&0),
+        counts.get("failed").unwrap_or(&0),
+        requests,
+        accepted.len(),
+        started.elapsed()
+    );
+}
+
+/// Pet Mania sends with the agency's connection, Loja Y with a token of
+/// its own, Loja X with its pixel: three groups.
+async fn three_pixel_groups(h: &Harness) {
+    loja_with_pixel(h).await;
     for (site, currency, pixel) in [
         ("pet-mania", "USD", PET_PIXEL.0),
         ("loja-y", "BRL", LOJA_PIXEL.0),
@@ -73,8 +125,15 @@ async fn ten_thousand_conversions_through_faults() {
         )
         .await;
     }
+}
 
-    // The outbox: four events a lead, written as the API writes them.
+/// The outbox: four events a lead, written as the API writes them; the
+/// queue: a tenth lost on the way, a tenth handed twice. Answers every
+/// message and how many were lost.
+async fn write_the_outbox(
+    h: &Harness,
+    total: usize,
+) -> (Vec<adtrail_store::queue::SendMessage>, usize) {
     let now = h.now();
     let writes = (0..total.div_ceil(4)).map(|i| {
         let site = SITES[i % SITES.len()];
@@ -114,8 +173,17 @@ async fn ten_thousand_conversions_through_faults() {
         .enqueue_sends(&messages)
         .await
         .expect("queue");
-    let setup = started.elapsed();
+    (all, lost)
+}
 
+/// Two senders drain at once, round after round on the virtual clock,
+/// with the sweeper between, until nothing is pending.
+async fn drain_through_faults(
+    h: &Harness,
+    all: &[adtrail_store::queue::SendMessage],
+    started: std::time::Instant,
+) {
+    let store = h.store();
     h.fake().tune(|k| {
         k.random_faults = Some(RandomFaults {
             pct: 30,
@@ -147,7 +215,7 @@ async fn ten_thousand_conversions_through_faults() {
             late_duplicates = true;
             continue;
         }
-        let pending = pending_count(&h).await;
+        let pending = pending_count(h).await;
         if pending == 0 {
             println!("fault run: settled after {round} rounds");
             break;
@@ -157,33 +225,20 @@ async fn ten_thousand_conversions_through_faults() {
         h.runner().advance(5 * MINUTE_MS).await.expect("advance");
         h.runner().sweep().await.expect("sweep");
     }
+}
 
-    let (pending, rows) = pending_and_rows(&h).await;
-    assert_eq!(pending, 0, "nothing is left pending");
-    assert_eq!(rows.len(), total);
-    let accepted = h.fake().accepted_events();
-    // Meta received an event twice only where the sender could not know
-    // Meta took it (its answer never came, or the sender died before
-    // writing it down): such a row is marked unsure, sent again with the
-    // same event_id, and Meta's deduplication drops the copy.
-    let mut seen = HashSet::new();
-    let again: HashSet<String> = accepted
-        .iter()
-        .filter(|e| !seen.insert(e.event_id.clone()))
-        .map(|e| e.event_id.clone())
-        .collect();
-    let twice = accepted.len() - seen.len();
-    let unanswered = h.fake().unanswered_events();
-    let killed = h.runner().stack.cloud.killed_recordings();
-    assert_eq!(killed, 1, "the sender died");
-    for r in rows.iter().filter(|r| again.contains(&r.event_id)) {
-        assert!(r.unsure, "sent twice without a reason to be unsure: {r:?}");
-    }
+/// Each row sent, or failed after three attempts for a reason the faults
+/// explain, never once Meta took it; hashes erased; Meta holds exactly the
+/// sent rows. Answers the rows by status and the failures by code.
+fn every_row_ended_as_the_rules_say(
+    rows: &[adtrail_domain::capi::Conversion],
+    accepted: &[adtrail_fake_meta::AcceptedEvent],
+) -> (BTreeMap<&'static str, usize>, BTreeMap<String, usize>) {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     let mut by_error: BTreeMap<String, usize> = BTreeMap::new();
     let mut sent_ids = HashSet::new();
     let mut days: HashMap<(i64, EventName), i64> = HashMap::new();
-    for r in &rows {
+    for r in rows {
         *counts.entry(r.status.as_str()).or_default() += 1;
         assert!(r.hashes.is_none(), "hashes erased once delivery ended");
         match r.status {
@@ -214,7 +269,12 @@ async fn ten_thousand_conversions_through_faults() {
     let accepted_ids: HashSet<String> = accepted.iter().map(|e| e.event_id.clone()).collect();
     assert_eq!(accepted_ids, sent_ids, "Meta holds exactly the sent rows");
 
-    // The counters equal a recount from the rows.
+    (counts, by_error)
+}
+
+/// The counters equal a recount from the rows, site by site: answers how
+/// many went today.
+async fn counters_equal_a_recount(h: &Harness, rows: &[adtrail_domain::capi::Conversion]) -> usize {
     let mut recount_today = 0;
     for site in SITES {
         let (s, status) = h
@@ -246,26 +306,7 @@ async fn ten_thousand_conversions_through_faults() {
             assert_eq!(c["last30d"][e.as_str()], want, "{site} {e:?}");
         }
     }
-    let retried = rows
-        .iter()
-        .filter(|r| r.status == ConversionStatus::Sent && r.attempts > 1)
-        .count();
-    assert!(retried > 0, "the faults made some sends retry");
-    let requests = h
-        .fake()
-        .requests()
-        .iter()
-        .filter(|r| r.path.ends_with("/events"))
-        .count();
-    let dynamodb = h.runner().stack.cloud.report().faults;
-    println!(
-        "fault run: {total} conversions, {} sent, {} failed {by_error:?}, {lost} messages dropped before the queue (sent again by the sweeper or a late duplicate), {retried} sent after a first attempt, {} Meta requests ({} accepted events), {recount_today} sent today, {twice} events Meta received more than once ({unanswered} accepted and left unanswered, {killed} sender killed between Meta's answer and its write), DynamoDB faults survived {dynamodb:?}; setup {setup:?}, total {:?}",
-        counts.get("sent").unwrap_or(&0),
-        counts.get("failed").unwrap_or(&0),
-        requests,
-        accepted.len(),
-        started.elapsed()
-    );
+    recount_today
 }
 
 /// Pending conversions, from the sites' counters (cheap) rather than the

@@ -35,9 +35,65 @@ async fn posted_events_to_three_destinations_through_faults() {
     // SAFETY: set before the stack and its clients start, as the other
     // fault run does (the same value).
     unsafe { std::env::set_var("META_TIMEOUT_MS", "1000") };
-    let h = Harness::start().await;
+    let started_h = Harness::start().await;
+    let h = &started_h;
     let started = std::time::Instant::now();
-    loja_with_pixel(&h).await;
+    loja_with_a_tiktok_and_a_pinterest_destination(h).await;
+    post_every_event_a_tenth_twice(h, total).await;
+    let setup = started.elapsed();
+    drain_through_faults(h, started).await;
+    let all = rows(h, "loja-x").await;
+    assert_eq!(all.len(), total * 3);
+    assert!(
+        all.iter().all(|r| r.status != ConversionStatus::Pending),
+        "nothing is left pending"
+    );
+    let (recount, twice) = each_platform_holds_exactly_the_sent_rows(h, &all);
+    // The faults did make sends go again: rows sent after a first attempt,
+    // by destination.
+    let mut retried: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in all
+        .iter()
+        .filter(|r| r.status == ConversionStatus::Sent && r.attempts > 1)
+    {
+        *retried
+            .entry(r.destination.as_deref().unwrap_or("meta"))
+            .or_default() += 1;
+    }
+    assert!(
+        retried.keys().any(|slug| *slug != "meta"),
+        "the platforms' faults made some sends go again: {retried:?}"
+    );
+    // Each destination's counters equal the recount.
+    let st = h
+        .expect(200, "GET", "/v1/meta/status?siteIds=loja-x", None)
+        .await;
+    for (slug, (sent, failed)) in &recount {
+        let c = &st["sites"][0]["conversions"]["destinations"][slug.as_str()];
+        assert_eq!(
+            (
+                c["pending"].as_i64(),
+                c["sent"].as_i64(),
+                c["failed"].as_i64()
+            ),
+            (Some(0), Some(*sent), Some(*failed)),
+            "{slug}: {c}"
+        );
+    }
+    println!(
+        "fault run (platforms): {total} events to 3 destinations, sent/failed {recount:?}, sent after a first attempt {retried:?}, {twice} taken twice (unsure rows only), {} platform requests, {} Meta requests; setup {setup:?}, total {:?}",
+        h.platforms().requests(),
+        h.fake()
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/events"))
+            .count(),
+        started.elapsed()
+    );
+}
+
+async fn loja_with_a_tiktok_and_a_pinterest_destination(h: &Harness) {
+    loja_with_pixel(h).await;
     for body in [
         json!({"platform": "tiktok", "pixelCode": "C4FAULTRUN", "credentials": {"accessToken": TIKTOK_TOKEN}}),
         json!({"platform": "pinterest", "adAccountId": "549755885175", "credentials": {"accessToken": PINTEREST_TOKEN}}),
@@ -51,8 +107,10 @@ async fn posted_events_to_three_destinations_through_faults() {
         )
         .await;
     }
+}
 
-    // Posted in batches of 100, four at once; a tenth of them twice.
+/// Posted in batches of 100, four at once; a tenth of them twice.
+async fn post_every_event_a_tenth_twice(h: &Harness, total: usize) {
     let now = h.now();
     let batches: Vec<Value> = (0..total)
         .map(|i| purchase(&format!("f-{i}"), now))
@@ -60,7 +118,6 @@ async fn posted_events_to_three_destinations_through_faults() {
         .chunks(100)
         .map(|c| json!({"events": c}))
         .collect();
-    let h = &h;
     let answers: Vec<Value> = futures::stream::iter(batches.iter().enumerate())
         .map(|(i, b)| async move {
             let first = h
@@ -83,8 +140,12 @@ async fn posted_events_to_three_destinations_through_faults() {
         total * 3,
         "every event for every destination, once"
     );
-    let setup = started.elapsed();
+}
 
+/// Every platform failing 30% of its calls, the first platform request
+/// taken and left unanswered; two senders drain at once, round after round
+/// with the sweeper between, until nothing is pending.
+async fn drain_through_faults(h: &Harness, started: std::time::Instant) {
     h.fake().tune(|k| {
         k.random_faults = Some(RandomFaults {
             pct: 30,
@@ -126,14 +187,15 @@ async fn posted_events_to_three_destinations_through_faults() {
         h.runner().advance(5 * MINUTE_MS).await.expect("advance");
         h.runner().sweep().await.expect("sweep");
     }
+}
 
-    let all = rows(h, "loja-x").await;
-    assert_eq!(all.len(), total * 3);
-    assert!(
-        all.iter().all(|r| r.status != ConversionStatus::Pending),
-        "nothing is left pending"
-    );
-    // What each platform holds, by destination slug.
+/// What each platform holds, by destination slug: exactly the sent rows,
+/// twice only for unsure rows; each failure one the faults explain.
+/// Answers the sent and failed rows by slug, and how many were taken twice.
+fn each_platform_holds_exactly_the_sent_rows(
+    h: &Harness,
+    all: &[adtrail_domain::capi::Conversion],
+) -> (BTreeMap<String, (i64, i64)>, usize) {
     let mut taken: HashMap<&str, Vec<String>> = HashMap::new();
     taken.insert(
         "meta",
@@ -191,45 +253,5 @@ async fn posted_events_to_three_destinations_through_faults() {
         let held: HashSet<String> = seen.into_iter().cloned().collect();
         assert_eq!(held, sent, "{slug} holds exactly the sent rows");
     }
-    // The faults did make sends go again: rows sent after a first attempt,
-    // by destination.
-    let mut retried: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in all
-        .iter()
-        .filter(|r| r.status == ConversionStatus::Sent && r.attempts > 1)
-    {
-        *retried
-            .entry(r.destination.as_deref().unwrap_or("meta"))
-            .or_default() += 1;
-    }
-    assert!(
-        retried.keys().any(|slug| *slug != "meta"),
-        "the platforms' faults made some sends go again: {retried:?}"
-    );
-    // Each destination's counters equal the recount.
-    let st = h
-        .expect(200, "GET", "/v1/meta/status?siteIds=loja-x", None)
-        .await;
-    for (slug, (sent, failed)) in &recount {
-        let c = &st["sites"][0]["conversions"]["destinations"][slug.as_str()];
-        assert_eq!(
-            (
-                c["pending"].as_i64(),
-                c["sent"].as_i64(),
-                c["failed"].as_i64()
-            ),
-            (Some(0), Some(*sent), Some(*failed)),
-            "{slug}: {c}"
-        );
-    }
-    println!(
-        "fault run (platforms): {total} events to 3 destinations, sent/failed {recount:?}, sent after a first attempt {retried:?}, {twice} taken twice (unsure rows only), {} platform requests, {} Meta requests; setup {setup:?}, total {:?}",
-        h.platforms().requests(),
-        h.fake()
-            .requests()
-            .iter()
-            .filter(|r| r.path.ends_with("/events"))
-            .count(),
-        started.elapsed()
-    );
+    (recount, twice)
 }

@@ -86,11 +86,6 @@ async fn a_browser_on_an_allowed_origin_preflights_without_a_token_and_reads() {
     };
     let ok = preflight("https://painel.example.com").await.unwrap();
     assert_eq!(ok.status(), 204, "no token, no 401");
-    let header = |r: &reqwest::Response, name: &str| {
-        r.headers()
-            .get(name)
-            .map(|v| v.to_str().unwrap().to_owned())
-    };
     assert_eq!(
         header(&ok, "access-control-allow-origin").as_deref(),
         Some("https://painel.example.com")
@@ -109,7 +104,22 @@ async fn a_browser_on_an_allowed_origin_preflights_without_a_token_and_reads() {
     assert_eq!(foreign.status(), 204);
     assert!(header(&foreign, "access-control-allow-origin").is_none());
 
-    // The dashboard's developer mints a token from the local stack.
+    minted_tokens_read_within_their_grant(&h, &http).await;
+    a_bad_mint_names_its_field(&h, &http).await;
+}
+
+/// A response header as text.
+fn header(r: &reqwest::Response, name: &str) -> Option<String> {
+    r.headers()
+        .get(name)
+        .map(|v| v.to_str().unwrap().to_owned())
+}
+
+/// The dashboard's developer mints a token from the local stack: it reads
+/// within its grant, from an allowed origin; without a token, an actual
+/// request still meets the authorizer.
+async fn minted_tokens_read_within_their_grant(h: &Harness, http: &reqwest::Client) {
+    let url = |path: &str| format!("{}{path}", h.app.api_url);
     let minted: Value = http
         .post(url("/_local/token"))
         .json(&json!({"sub": "dev-1", "scope": "adtrail:read", "sites": ["loja-x"]}))
@@ -139,7 +149,11 @@ async fn a_browser_on_an_allowed_origin_preflights_without_a_token_and_reads() {
     // Without a token, an actual request still meets the authorizer.
     let (status, _) = h.call_as(None, "GET", "/v1/sites/loja-x", None).await;
     assert_eq!(status, 401);
-    // A bad mint names its field.
+}
+
+/// A bad mint names its field.
+async fn a_bad_mint_names_its_field(h: &Harness, http: &reqwest::Client) {
+    let url = |path: &str| format!("{}{path}", h.app.api_url);
     for (ask, field) in [
         (json!({"scope": "adtrail:read"}), "sub"),
         (json!({"sub": "d"}), "scope"),

@@ -36,11 +36,32 @@ fn meta_calls(h: &Harness) -> Vec<String> {
 async fn a_login_trades_the_code_and_records_the_tokens_life() {
     let started = Harness::start().await;
     let h = &started;
-    let now = h.now();
     let mut answers = vec![];
+    a_system_user_token_is_kept_as_it_is(h, &mut answers).await;
+    a_user_token_is_traded_for_a_long_lived_one(h, &mut answers).await;
+    the_sweeper_flags_a_token_about_to_expire(h, &mut answers).await;
+    a_failed_trade_and_a_refused_code(h, &mut answers).await;
+    bad_input_names_the_field_and_calls_nobody(h).await;
+    // No answer carries a token, the code or the app's secret.
+    for a in &answers {
+        let text = a.to_string();
+        for secret in [
+            "EAAS-",
+            "EAAU-",
+            "EAAL-",
+            FAKE_APP_SECRET,
+            "user-token",
+            "sys-code",
+        ] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+    }
+}
 
-    // A system user token: the answer says no lifetime, `/debug_token`
-    // says it never ends; kept as it is.
+/// A system user token: the answer says no lifetime, `/debug_token` says
+/// it never ends; kept as it is. A code works once.
+async fn a_system_user_token_is_kept_as_it_is(h: &Harness, answers: &mut Vec<Value>) {
+    let now = h.now();
     let (s, b) = login(h, "agency", "sys-code-1").await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["adAccounts"].as_array().unwrap().len(), 4, "{b}");
@@ -83,9 +104,12 @@ async fn a_login_trades_the_code_and_records_the_tokens_life() {
     let (s, e) = login(h, "agency", "sys-code-1").await;
     assert_eq!((s, code(&e)), (422, "META_TOKEN_INVALID"), "{e}");
     answers.push(e);
+}
 
-    // A user token (2 hours) is traded for a long-lived one (60 days);
-    // both answers gave their lifetime, so no `/debug_token`.
+/// A user token (2 hours) is traded for a long-lived one (60 days); both
+/// answers gave their lifetime, so no `/debug_token`.
+async fn a_user_token_is_traded_for_a_long_lived_one(h: &Harness, answers: &mut Vec<Value>) {
+    let now = h.now();
     h.fake().clear_requests();
     let (s, b) = login(h, "user", "abc-user-token-1").await;
     assert_eq!(s, 200, "{b}");
@@ -119,9 +143,11 @@ async fn a_login_trades_the_code_and_records_the_tokens_life() {
         .unwrap();
     assert!(me.authorization.unwrap().starts_with("Bearer EAAL-"));
     answers.push(b);
+}
 
-    // The sweeper flags the token once it has under 7 days left, and
-    // tells the bus once.
+/// The sweeper flags the token once it has under 7 days left, and tells
+/// the bus once; a new login starts the clock again.
+async fn the_sweeper_flags_a_token_about_to_expire(h: &Harness, answers: &mut Vec<Value>) {
     let tap = h.tap_bus().await;
     h.runner().sweeper.sweep().await.unwrap();
     let (_, c) = h.call("GET", "/v1/meta/connections/user", None).await;
@@ -147,9 +173,12 @@ async fn a_login_trades_the_code_and_records_the_tokens_life() {
     let (_, b) = login(h, "user", "abc-user-token-2").await;
     assert_eq!(b["expiringSoon"], false, "{b}");
     answers.push(b);
+}
 
-    // The long-lived trade fails: the login stands with the short token,
-    // expiring soon at once, and says why (nothing of Meta's answer).
+/// The long-lived trade fails: the login stands with the short token,
+/// expiring soon at once, and says why (nothing of Meta's answer). A
+/// refused code: 422, nothing stored.
+async fn a_failed_trade_and_a_refused_code(h: &Harness, answers: &mut Vec<Value>) {
     h.fake().tune(|k| k.fail_token_exchange = true);
     let now = h.now();
     let (s, b) = login(h, "brief", "xyz-user-token-3").await;
@@ -185,8 +214,11 @@ async fn a_login_trades_the_code_and_records_the_tokens_life() {
             .is_none()
     );
     answers.push(e);
+}
 
-    // Bad input names the field and calls nobody.
+/// Bad input names the field and calls nobody; http is fine on this
+/// machine.
+async fn bad_input_names_the_field_and_calls_nobody(h: &Harness) {
     h.fake().clear_requests();
     for (body, field) in [
         (
@@ -228,21 +260,6 @@ async fn a_login_trades_the_code_and_records_the_tokens_life() {
         )
         .await;
     assert_eq!(s, 200, "{b}");
-
-    // No answer carries a token, the code or the app's secret.
-    for a in &answers {
-        let text = a.to_string();
-        for secret in [
-            "EAAS-",
-            "EAAU-",
-            "EAAL-",
-            FAKE_APP_SECRET,
-            "user-token",
-            "sys-code",
-        ] {
-            assert!(!text.contains(secret), "{secret} in {text}");
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

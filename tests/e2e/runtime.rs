@@ -7,7 +7,7 @@
 //! they write holds their metrics, in CloudWatch's Embedded Metric Format.
 
 use adtrail_domain::time::{Clock, SystemClock};
-use adtrail_fake_meta::{FAKE_APP_SECRET, FAKE_WEBHOOK_VERIFY_TOKEN, LOJA_PIXEL};
+
 use adtrail_local::http::api_gateway_event;
 use adtrail_tests::runtime::{Function, binary};
 
@@ -16,8 +16,9 @@ use adtrail_tests::*;
 use axum::http::{HeaderMap, HeaderValue, Method, Uri};
 use serde_json::{Value, json};
 
-const PIXEL_TOKEN: &str = "EAAB-loja-own-pixel-token-0009";
-const LOGIN_CODE: &str = "sys-code-runtime-7";
+mod carried;
+
+use carried::{PIXEL_TOKEN, carried, host_calls, secrets_of};
 
 /// An API Gateway event as the host's server causes it: the bearer JWT in
 /// its headers, the verified claims beside.
@@ -94,134 +95,9 @@ async fn the_real_mains_at_trace_log_no_secret() {
         "google-runtime-secret",
         "google-runtime-refresh",
     );
-
-    let plain_phone = "5511988887777";
-    let hashes = [
-        adtrail_domain::contact::sha256_hex(plain_phone),
-        adtrail_domain::contact::sha256_hex("contact-runtime"),
-    ];
-    let meta = json!({"ph": [hashes[0]], "externalId": hashes[1]});
-    // A storefront's plain contact, and each platform's credentials.
-    let contact = json!({"email": "zuleika.runtime@example.com", "phone": "+55 11 97777-6666",
-        "firstName": "Zuleika", "ip": "203.0.113.77", "userAgent": "AdtrailRuntimeAgent/9.9",
-        "fbc": "fb.1.1554763741205.RuntimeClick", "ttclid": "E.C.P.RuntimeTikTok"});
-    let plain = [
-        "zuleika.runtime@example.com",
-        "97777-6666",
-        "5511977776666",
-        "Zuleika",
-        "203.0.113.77",
-        "AdtrailRuntimeAgent/9.9",
-        "RuntimeClick",
-        "RuntimeTikTok",
-    ];
-    let contact_hashes = [
-        adtrail_domain::contact::sha256_hex("zuleika.runtime@example.com"),
-        adtrail_domain::contact::sha256_hex("5511977776666"),
-        adtrail_domain::contact::sha256_hex("+5511977776666"),
-    ];
-    let service_account = h.platforms().google_service_account();
-    let credentials = [
-        (
-            "tiktok",
-            json!({"pixelCode": "C4RUNTIME"}),
-            json!({"accessToken": "tiktok-runtime-secret"}),
-        ),
-        (
-            "google",
-            json!({"operatingAccount": "1234567890", "conversionActions": {"purchase": "42"}}),
-            json!({"clientId": "google-runtime-client", "clientSecret": "google-runtime-secret", "refreshToken": "google-runtime-refresh"}),
-        ),
-        (
-            "google",
-            json!({"operatingAccount": "1234567890", "conversionActions": {"purchase": "43"}}),
-            json!({"clientEmail": service_account.client_email, "privateKey": service_account.private_key}),
-        ),
-        (
-            "pinterest",
-            json!({"adAccountId": "549755885175"}),
-            json!({"accessToken": "pinterest-runtime-secret"}),
-        ),
-        (
-            "snap",
-            json!({"pixelId": "4a5b8c1d-0e2f-4a6b-8c9d-0e1f2a3b4c5d"}),
-            json!({"accessToken": "snap-runtime-secret"}),
-        ),
-    ];
-    let now = SystemClock.now_ms();
+    let carried = carried(&h);
     let mut answers = vec![];
-    for (method, path, body) in [
-        (
-            "PUT",
-            "/v1/sites/loja-x",
-            json!({"name": "Loja X", "currency": "BRL", "country": "BR"}),
-        ),
-        (
-            "PUT",
-            "/v1/meta/connections/agency",
-            json!({"accessToken": TOKEN}),
-        ),
-        (
-            "POST",
-            "/v1/meta/connections/agency/login",
-            json!({"code": LOGIN_CODE, "redirectUri": "https://app.example.com/meta/retorno"}),
-        ),
-        (
-            "PUT",
-            &format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}"),
-            json!({"ownerKey": "agency"}),
-        ),
-        (
-            "PUT",
-            "/v1/sites/loja-x/pixel",
-            json!({"pixelId": LOJA_PIXEL.0, "accessToken": PIXEL_TOKEN}),
-        ),
-        (
-            "PUT",
-            "/v1/sites/loja-x/pipeline",
-            json!({"columns": [{"key": "agendado", "name": "Agendado"}]}),
-        ),
-        (
-            "PUT",
-            "/v1/sites/loja-x/event-map",
-            json!({"columns": {"agendado": "Schedule"}, "sendLeadEvent": true}),
-        ),
-        (
-            "POST",
-            "/v1/sites/loja-x/leads",
-            json!({"leadKey": "ana", "changeId": "r1", "occurredAt": now, "origin": "organic", "meta": meta}),
-        ),
-        (
-            "POST",
-            "/v1/sites/loja-x/leads/ana/stage",
-            json!({"changeId": "r2", "occurredAt": now, "column": "agendado", "meta": {"ph": [plain_phone]}}),
-        ),
-    ]
-    .into_iter()
-    .map(|(m, p, b)| (m, p.to_owned(), b))
-    .chain(credentials.iter().enumerate().map(|(i, (platform, ids, creds))| {
-        let mut body = ids.clone();
-        body["platform"] = json!(platform);
-        body["credentials"] = creds.clone();
-        ("PUT", format!("/v1/sites/loja-x/destinations/{platform}-{i}"), body)
-    }))
-    .chain(std::iter::once((
-            "POST",
-            "/v1/sites/loja-x/events".to_owned(),
-            json!({"events": [{"eventId": "order-runtime", "event": "purchase", "occurredAt": now,
-                "actionSource": "website", "eventSourceUrl": "https://loja-x.example/checkout",
-                "valueCents": 1990, "currency": "BRL", "contact": contact}]}),
-        )))
-    // A lead's change with the same plain contact, fanned out to every
-    // destination.
-    .chain(std::iter::once((
-        "POST",
-        "/v1/sites/loja-x/leads".to_owned(),
-        json!({"leadKey": "zu", "changeId": "r3", "occurredAt": now, "origin": "organic",
-            "column": "agendado", "contact": contact}),
-    )))
-    .collect::<Vec<_>>()
-    {
+    for (method, path, body) in host_calls(&carried, SystemClock.now_ms()) {
         let path = path.as_str();
         let answer = api
             .invoke(api_event(&h, method, path, Some(body)))
@@ -250,19 +126,42 @@ async fn the_real_mains_at_trace_log_no_secret() {
     let (lead_answers, form_answers) = crate::leadads::form_lead_through(&h, &api, &leadgen).await;
     answers.extend(lead_answers);
 
-    // The schedule fires the dispatcher; the worker runs what it queued.
+    sync_and_send(&h, &dispatcher, &worker, &sender, &mut answers).await;
+    let jwt = h.app.host_token();
+    let mut written = String::new();
+    for f in [api, dispatcher, worker, sender, leadgen] {
+        written.push_str(&f.stop().await);
+        written.push('\n');
+    }
+    let secrets = secrets_of(&carried, &jwt, signature, form_answers);
+    no_secret_is_written(
+        &written,
+        &serde_json::to_string(&answers).unwrap(),
+        &secrets,
+    );
+}
+
+/// The schedule fires the dispatcher; the worker runs what it queued; the
+/// sender sends the leads' events with the pixel's own token.
+async fn sync_and_send(
+    h: &Harness,
+    dispatcher: &Function,
+    worker: &Function,
+    sender: &Function,
+    answers: &mut Vec<Value>,
+) {
     let schedule: Value =
         serde_json::from_str(include_str!("../../infra/events/dispatcher-schedule.json")).unwrap();
     dispatcher.invoke(schedule).await.expect("dispatch");
     let mut synced = 0;
-    while let Some(event) = sqs_event(&h, &h.store().names.sync_queue_url).await {
+    while let Some(event) = sqs_event(h, &h.store().names.sync_queue_url).await {
         answers.push(worker.invoke(event).await.expect("sync"));
         synced += 1;
     }
     assert!(synced > 0, "the dispatcher queued the linked account");
     // The sender sends the lead's events with the pixel's own token.
     let mut sends = 0;
-    while let Some(event) = sqs_event(&h, &h.store().names.send_queue_url).await {
+    while let Some(event) = sqs_event(h, &h.store().names.send_queue_url).await {
         answers.push(sender.invoke(event).await.expect("send"));
         sends += 1;
     }
@@ -287,15 +186,13 @@ async fn the_real_mains_at_trace_log_no_secret() {
             .all(|r| r.authorization.as_deref() == Some(&format!("Bearer {PIXEL_TOKEN}"))),
         "sent with the pixel's own token"
     );
+}
 
-    let jwt = h.app.host_token();
-    let mut written = String::new();
-    for f in [api, dispatcher, worker, sender, leadgen] {
-        written.push_str(&f.stop().await);
-        written.push('\n');
-    }
-    crate::telemetry::the_metrics_are_embedded_documents_with_ids_as_properties(&written);
-    crate::telemetry::every_log_line_says_when_where_and_in_which_request(&written);
+/// What the processes wrote holds their metrics and log lines at TRACE,
+/// and no secret, as no answer does.
+fn no_secret_is_written(written: &str, answers: &str, secrets: &[(&str, String)]) {
+    crate::telemetry::the_metrics_are_embedded_documents_with_ids_as_properties(written);
+    crate::telemetry::every_log_line_says_when_where_and_in_which_request(written);
     // The search looks where the logs are: the runtime's JSON lines at
     // TRACE from every process, the sender's own summary among them.
     assert!(
@@ -310,60 +207,7 @@ async fn the_real_mains_at_trace_log_no_secret() {
         written.contains("leadgen batch"),
         "the leadgen worker's log is searched"
     );
-    let answers = serde_json::to_string(&answers).unwrap();
-    let secrets = [
-        ("the connection token", TOKEN.to_owned()),
-        ("the pixel's token", PIXEL_TOKEN.to_owned()),
-        ("the login code", LOGIN_CODE.to_owned()),
-        ("the app secret", FAKE_APP_SECRET.to_owned()),
-        (
-            "the webhook's verify token",
-            FAKE_WEBHOOK_VERIFY_TOKEN.to_owned(),
-        ),
-        ("a webhook delivery's signature", signature.clone()),
-        (
-            "a Page's token",
-            adtrail_fake_meta::page_token(adtrail_fake_meta::SAMPLE_PAGES[0].0),
-        ),
-        ("a contact hash", hashes[0].clone()),
-        ("a contact hash", hashes[1].clone()),
-        ("the plain phone", plain_phone.to_owned()),
-        ("the bearer JWT", jwt.split('.').nth(2).unwrap().to_owned()),
-    ]
-    .into_iter()
-    .chain(
-        plain
-            .iter()
-            .map(|p| ("a plain contact value", (*p).to_owned())),
-    )
-    .chain(
-        form_answers
-            .iter()
-            .map(|a| ("a form lead's answer", (*a).to_owned())),
-    )
-    .chain(
-        contact_hashes
-            .iter()
-            .map(|h| ("a posted contact's hash", h.clone())),
-    )
-    .chain(credentials.iter().flat_map(|(_, _, creds)| {
-        creds
-            .as_object()
-            .unwrap()
-            .values()
-            .map(|v| ("a destination's credential", v.as_str().unwrap().to_owned()))
-            .collect::<Vec<_>>()
-    }))
-    // A line of the service account's key, should any part of it leak.
-    .chain(
-        service_account
-            .private_key
-            .lines()
-            .nth(3)
-            .map(|line| ("a line of a service account's key", line.to_owned())),
-    )
-    .collect::<Vec<_>>();
-    for (what, secret) in &secrets {
+    for (what, secret) in secrets {
         assert!(
             !written.contains(secret.as_str()),
             "{what} is in a log line"

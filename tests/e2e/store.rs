@@ -195,9 +195,10 @@ async fn spend_writes_keep_the_sums_in_step_and_stop_without_the_lease() {
 
 #[tokio::test]
 async fn a_purge_runs_in_steps_and_stops_on_a_relink() {
-    let h = Harness::start().await;
+    let started = Harness::start().await;
+    let h = &started;
     let store = h.store();
-    let run = linked(&h).await;
+    let run = linked(h).await;
     let held = LeaseCondition::Run {
         site_id: "s1".into(),
         ad_account_id: "act_1".into(),
@@ -229,8 +230,14 @@ async fn a_purge_runs_in_steps_and_stops_on_a_relink() {
         store.spend().pending_purges(10).await.unwrap(),
         vec![("s1".to_owned(), "act_1".to_owned())]
     );
-    // Two sweepers take the same step at once: each row goes once, and
-    // the sums drop by it once.
+    two_sweepers_take_each_step_once(h).await;
+    a_relink_stops_a_pending_purge(h, &puts).await;
+}
+
+/// Two sweepers take the same step at once: each row goes once, and the
+/// sums drop by it once.
+async fn two_sweepers_take_each_step_once(h: &Harness) {
+    let store = h.store();
     let spend = store.spend();
     let (a, b) = tokio::join!(
         spend.purge_step("s1", "act_1", 50),
@@ -261,7 +268,11 @@ async fn a_purge_runs_in_steps_and_stops_on_a_relink() {
             .is_empty()
     );
     assert!(store.spend().pending_purges(10).await.unwrap().is_empty());
-    // A relink while a purge is pending stops it.
+}
+
+/// A relink while a purge is pending stops it.
+async fn a_relink_stops_a_pending_purge(h: &Harness, puts: &[RowChange]) {
+    let store = h.store();
     store
         .links()
         .link_account("s1", "o1", &account("act_1"), T0)

@@ -22,55 +22,8 @@ type Seen = (String, Vec<(String, String)>, f64);
 /// the namespace, the dimension set and the metrics, beside their values,
 /// the function, the request and the ids it worked on.
 pub(crate) fn the_metrics_are_embedded_documents_with_ids_as_properties(written: &str) {
-    use adtrail_domain::telemetry::METRICS;
-    use adtrail_tests::runtime::METRICS_NAMESPACE;
     let documents: Vec<Value> = json_lines(written, "_aws");
-    let mut seen: Vec<Seen> = vec![];
-    for d in &documents {
-        let aws = &d["_aws"];
-        assert!(aws["Timestamp"].as_i64().is_some_and(|t| t > 0), "{d}");
-        let cw = &aws["CloudWatchMetrics"][0];
-        assert_eq!(cw["Namespace"], METRICS_NAMESPACE, "{d}");
-        assert!(
-            d["function"]
-                .as_str()
-                .is_some_and(|f| f.starts_with("adtrail-")),
-            "{d}"
-        );
-        assert!(
-            d["requestId"].as_str().is_some_and(|r| !r.is_empty()),
-            "{d}"
-        );
-        let dimensions: Vec<(String, String)> = cw["Dimensions"][0]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|k| {
-                let k = k.as_str().unwrap();
-                (k.to_owned(), d[k].as_str().unwrap_or_default().to_owned())
-            })
-            .collect();
-        for (k, _) in &dimensions {
-            assert!(
-                ["Outcome", "Class", "Platform", "Reason"].contains(&k.as_str()),
-                "a bounded dimension, never an id: {k}"
-            );
-        }
-        for m in cw["Metrics"].as_array().unwrap() {
-            let name = m["Name"].as_str().unwrap();
-            let unit = METRICS.iter().find(|(n, _)| *n == name);
-            assert!(
-                unit.is_some(),
-                "{name} is one of the metrics the template reads"
-            );
-            assert!(m["Unit"].as_str().is_some(), "{name} has a unit");
-            let value = match &d[name] {
-                Value::Array(values) => values.iter().filter_map(Value::as_f64).sum(),
-                v => v.as_f64().expect("a number"),
-            };
-            seen.push((name.to_owned(), dimensions.clone(), value));
-        }
-    }
+    let seen: Vec<Seen> = documents.iter().flat_map(values_of).collect();
     let total = |name: &str, dimension: Option<(&str, &str)>| -> f64 {
         seen.iter()
             .filter(|(n, dims, _)| {
@@ -106,6 +59,59 @@ pub(crate) fn the_metrics_are_embedded_documents_with_ids_as_properties(written:
                 && d["adAccountIds"] == json!([LOJA_PRINCIPAL])),
         "a sync run's document lists its site and account"
     );
+}
+
+/// One metric document checked (its time, namespace, function, request,
+/// bounded dimensions, known metrics with units): each metric's value with
+/// the document's dimensions.
+fn values_of(d: &Value) -> Vec<Seen> {
+    use adtrail_domain::telemetry::METRICS;
+    use adtrail_tests::runtime::METRICS_NAMESPACE;
+    let mut seen = vec![];
+    let aws = &d["_aws"];
+    assert!(aws["Timestamp"].as_i64().is_some_and(|t| t > 0), "{d}");
+    let cw = &aws["CloudWatchMetrics"][0];
+    assert_eq!(cw["Namespace"], METRICS_NAMESPACE, "{d}");
+    assert!(
+        d["function"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("adtrail-")),
+        "{d}"
+    );
+    assert!(
+        d["requestId"].as_str().is_some_and(|r| !r.is_empty()),
+        "{d}"
+    );
+    let dimensions: Vec<(String, String)> = cw["Dimensions"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            let k = k.as_str().unwrap();
+            (k.to_owned(), d[k].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    for (k, _) in &dimensions {
+        assert!(
+            ["Outcome", "Class", "Platform", "Reason"].contains(&k.as_str()),
+            "a bounded dimension, never an id: {k}"
+        );
+    }
+    for m in cw["Metrics"].as_array().unwrap() {
+        let name = m["Name"].as_str().unwrap();
+        let unit = METRICS.iter().find(|(n, _)| *n == name);
+        assert!(
+            unit.is_some(),
+            "{name} is one of the metrics the template reads"
+        );
+        assert!(m["Unit"].as_str().is_some(), "{name} has a unit");
+        let value = match &d[name] {
+            Value::Array(values) => values.iter().filter_map(Value::as_f64).sum(),
+            v => v.as_f64().expect("a number"),
+        };
+        seen.push((name.to_owned(), dimensions.clone(), value));
+    }
+    seen
 }
 
 /// Every JSON log line has its time and function at the top; the lines a

@@ -13,10 +13,18 @@ use adtrail_domain::spend::SpendFigures;
 use adtrail_store::connections::{Connection, ListedAccount, ListedPixel};
 use serde::Serialize;
 
+mod answers;
 mod forms;
+mod leadads;
+mod reads;
+mod reports;
+pub(crate) use answers::*;
 pub(crate) use forms::{
     AnswerView, DayCount, Recent, form_lead_view, form_view, rules_view, simulation_view,
 };
+pub(crate) use leadads::*;
+pub(crate) use reads::*;
+pub(crate) use reports::*;
 
 /// An ad account as a connection lists it.
 #[derive(Serialize)]

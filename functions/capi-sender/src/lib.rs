@@ -20,58 +20,17 @@ mod isolate;
 mod send;
 mod targets;
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
 
 use adtrail_domain::time::SharedClock;
 use adtrail_meta::GraphClient;
 use adtrail_platforms::PlatformClient;
-use adtrail_store::queue::SendMessage;
-use adtrail_store::{Store, StoreError};
+use adtrail_store::Store;
+use adtrail_store::queue::{SendMessage, Visibility};
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 
 pub use send::SendReport;
-
-/// How a message kept for later comes back.
-#[derive(Debug, Clone)]
-pub enum Visibility {
-    /// In AWS: `ChangeMessageVisibility` on the send queue.
-    Sqs { queue_url: String },
-    /// Under the local runner, which plays SQS's timer on its own (possibly
-    /// virtual) clock: the same `ChangeMessageVisibility` (so the role is
-    /// proven to allow it), and each delay recorded by receipt handle for
-    /// the runner to honour.
-    Recorded {
-        queue_url: String,
-        delays: Arc<Mutex<HashMap<String, i64>>>,
-    },
-}
-
-impl Visibility {
-    /// Keeps the message invisible for `delay_ms`.
-    async fn hold(&self, store: &Store, receipt: &str, delay_ms: i64) -> Result<(), StoreError> {
-        match self {
-            Visibility::Sqs { queue_url } => {
-                store
-                    .queues()
-                    .delay_message(queue_url, receipt, delay_ms)
-                    .await?
-            }
-            Visibility::Recorded { queue_url, delays } => {
-                store
-                    .queues()
-                    .delay_message(queue_url, receipt, delay_ms)
-                    .await?;
-                delays
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(receipt.to_owned(), delay_ms.max(0));
-            }
-        }
-        Ok(())
-    }
-}
 
 /// What every batch needs, built once per process.
 #[derive(Debug, Clone)]
@@ -170,7 +129,11 @@ pub async fn handle(
         match disposition {
             Disposition::Done => {}
             Disposition::Later(ms) => {
-                if let Err(error) = sender.visibility.hold(&sender.store, &d.receipt, ms).await {
+                if let Err(error) = sender
+                    .visibility
+                    .hold(sender.store.queues(), &d.receipt, ms)
+                    .await
+                {
                     tracing::warn!(error = %error, "could not delay the message; it returns after the queue's timeout");
                 }
                 response

@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use adtrail_capi_sender::{Sender, Visibility, events_per_request_from_env, handle};
+use adtrail_capi_sender::{Sender, events_per_request_from_env, handle};
 use adtrail_domain::time::SystemClock;
 use adtrail_meta::{GraphClient, GraphConfig};
 use adtrail_platforms::{PLATFORM_TIMEOUT, PlatformClient, PlatformUrls};
+use adtrail_store::queue::Visibility;
 use adtrail_store::{Names, Store, telemetry};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 

@@ -266,24 +266,7 @@ impl Sender {
         now: i64,
         batch: &mut Batch,
     ) -> Vec<Value> {
-        let finishes: Vec<Finish> = jobs
-            .iter()
-            .zip(verdicts)
-            .map(|(job, v)| {
-                let c = &job.conv;
-                let verdict = v
-                    .clone()
-                    .unwrap_or_else(|| Verdict::unexpected("the event was not sent"));
-                Finish {
-                    site_id: c.site_id.clone(),
-                    destination: c.destination.clone(),
-                    sk: c.sk.clone(),
-                    event_id: c.event_id.clone(),
-                    event_name: c.event_name,
-                    end: end_of(verdict, c.attempts, c.unsure, now),
-                }
-            })
-            .collect();
+        let finishes = finishes_of(jobs, verdicts, now);
         let applied = match self
             .store
             .conversions()
@@ -310,37 +293,7 @@ impl Sender {
                 continue;
             }
             adtrail_store::telemetry::note("siteIds", &job.conv.site_id);
-            match &finish.end {
-                SendEnd::Sent => {
-                    batch.report.sent += 1;
-                    metrics::counter!(CONVERSIONS_SENT).increment(1);
-                }
-                SendEnd::Released => {
-                    batch.report.released += 1;
-                    batch.dispositions[job.delivery] = Disposition::Later(0);
-                }
-                SendEnd::Retry { at, .. } => {
-                    batch.report.retried += 1;
-                    metrics::counter!(CONVERSIONS_RETRIED).increment(1);
-                    batch.dispositions[job.delivery] = Disposition::Later(at - now);
-                }
-                SendEnd::Failed { last_error } => {
-                    batch.report.failed += 1;
-                    // Once in total (the alarm's rate) and once by reason.
-                    let reason = LastErrorCode::of(last_error).as_str();
-                    metrics::counter!(CONVERSIONS_FAILED).increment(1);
-                    metrics::counter!(CONVERSIONS_FAILED, "Reason" => reason).increment(1);
-                    failures.push(json!({
-                        "siteId": job.conv.site_id,
-                        "eventId": job.conv.event_id,
-                        "eventName": job.conv.event_name.as_str(),
-                        "destination": job.conv.destination.as_deref().unwrap_or(PIXEL_SLUG),
-                        "leadId": job.conv.lead_id,
-                        "attempts": job.conv.attempts,
-                        "lastError": last_error,
-                    }));
-                }
-            }
+            failures.extend(count_end(job, &finish.end, now, batch));
         }
         failures
     }
@@ -359,6 +312,67 @@ impl Sender {
             Ok(0) => {}
             Ok(n) => tracing::warn!(refused = n, "EventBridge refused some events"),
             Err(error) => tracing::warn!(error = %error, "could not put the failures on the bus"),
+        }
+    }
+}
+
+/// Each row's end as the store records it (a row no verdict reached was
+/// not sent: an unexpected failure, retried like one).
+fn finishes_of(jobs: &[Job], verdicts: &[Option<Verdict>], now: i64) -> Vec<Finish> {
+    jobs.iter()
+        .zip(verdicts)
+        .map(|(job, v)| {
+            let c = &job.conv;
+            let verdict = v
+                .clone()
+                .unwrap_or_else(|| Verdict::unexpected("the event was not sent"));
+            Finish {
+                site_id: c.site_id.clone(),
+                destination: c.destination.clone(),
+                sk: c.sk.clone(),
+                event_id: c.event_id.clone(),
+                event_name: c.event_name,
+                end: end_of(verdict, c.attempts, c.unsure, now),
+            }
+        })
+        .collect()
+}
+
+/// Counts a recorded end in the batch's report and metrics, sets its
+/// message's fate, and answers the `ConversionFailed` detail of a failure.
+fn count_end(job: &Job, end: &SendEnd, now: i64, batch: &mut Batch) -> Option<Value> {
+    match end {
+        SendEnd::Sent => {
+            batch.report.sent += 1;
+            metrics::counter!(CONVERSIONS_SENT).increment(1);
+            None
+        }
+        SendEnd::Released => {
+            batch.report.released += 1;
+            batch.dispositions[job.delivery] = Disposition::Later(0);
+            None
+        }
+        SendEnd::Retry { at, .. } => {
+            batch.report.retried += 1;
+            metrics::counter!(CONVERSIONS_RETRIED).increment(1);
+            batch.dispositions[job.delivery] = Disposition::Later(at - now);
+            None
+        }
+        SendEnd::Failed { last_error } => {
+            batch.report.failed += 1;
+            // Once in total (the alarm's rate) and once by reason.
+            let reason = LastErrorCode::of(last_error).as_str();
+            metrics::counter!(CONVERSIONS_FAILED).increment(1);
+            metrics::counter!(CONVERSIONS_FAILED, "Reason" => reason).increment(1);
+            Some(json!({
+                "siteId": job.conv.site_id,
+                "eventId": job.conv.event_id,
+                "eventName": job.conv.event_name.as_str(),
+                "destination": job.conv.destination.as_deref().unwrap_or(PIXEL_SLUG),
+                "leadId": job.conv.lead_id,
+                "attempts": job.conv.attempts,
+                "lastError": last_error,
+            }))
         }
     }
 }

@@ -21,13 +21,13 @@ use adtrail_changes::forms::{FormsError, read_page_forms};
 use adtrail_changes::{RecordError, Recorded, record};
 use adtrail_domain::SiteId;
 use adtrail_domain::leadads::{
-    FORM_LEAD_ARRIVED, FormDecision, FormLead, FormLeadRecord, FormRules, Question, choices,
-    decide_form_lead, form_lead_arrived,
+    Choices, FORM_LEAD_ARRIVED, FormDecision, FormLead, FormLeadRecord, FormRules, Question,
+    choices, decide_form_lead, form_lead_arrived, lead_read_wait_ms,
 };
 use adtrail_domain::leads::{LeadUpdate, NewLead};
 use adtrail_domain::time::SharedClock;
 use adtrail_meta::{GraphClient, GraphError};
-use adtrail_store::queue::LeadgenMessage;
+use adtrail_store::queue::{LeadgenMessage, Visibility};
 use adtrail_store::{Store, StoreError};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use lambda_runtime::LambdaEvent;
@@ -39,6 +39,8 @@ pub struct LeadgenWorker {
     pub store: Store,
     pub graph: GraphClient,
     pub clock: SharedClock,
+    /// How a message Meta throttled is held back (its queue's visibility).
+    pub visibility: Visibility,
 }
 
 /// Why a message is kept for another try.
@@ -107,6 +109,7 @@ pub async fn handle(
                     cause = ?std::error::Error::source(&error).map(ToString::to_string),
                     "form lead kept for another try");
                 report.kept += 1;
+                worker.hold_if_throttled(record, &error).await;
                 response.add_failure(id);
             }
         }
@@ -121,6 +124,34 @@ pub async fn handle(
     Ok(response)
 }
 
+/// What is kept of a form lead read from Meta: ids, its time, its origin,
+/// the options chosen and the rules' decision, never an answer.
+fn record_of(
+    site: &SiteId,
+    page_id: &str,
+    form_id: String,
+    lead: &FormLead,
+    decision: FormDecision,
+    choices: Choices,
+    now: i64,
+) -> FormLeadRecord {
+    FormLeadRecord {
+        site_id: site.as_str().to_owned(),
+        page_id: page_id.to_owned(),
+        form_id,
+        leadgen_id: lead.leadgen_id.clone(),
+        created_at: lead.created_at,
+        decision,
+        choices,
+        origin: lead.origin().to_owned(),
+        ad_id: lead.ad_id.clone(),
+        adset_id: lead.adset_id.clone(),
+        campaign_id: lead.campaign_id.clone(),
+        received_at: now,
+        returned: None,
+    }
+}
+
 /// Whether SQS has given this message before.
 fn redelivered(record: &SqsMessage) -> bool {
     record
@@ -131,6 +162,30 @@ fn redelivered(record: &SqsMessage) -> bool {
 }
 
 impl LeadgenWorker {
+    /// A lead whose read Meta throttled waits as a throttled
+    /// reconciliation does, not the queue's few minutes: each early try
+    /// would spend the Page's small lead-retrieval quota and a receive of
+    /// the ten before the dead-letter queue. A hold that fails leaves the
+    /// queue's own timeout.
+    async fn hold_if_throttled(&self, record: &SqsMessage, error: &LeadgenError) {
+        let LeadgenError::Graph(e) = error else {
+            return;
+        };
+        let (Some(wait_ms), Some(receipt)) = (
+            lead_read_wait_ms(e.kind, e.regain_ms),
+            record.receipt_handle.as_deref(),
+        ) else {
+            return;
+        };
+        if let Err(error) = self
+            .visibility
+            .hold(self.store.queues(), receipt, wait_ms)
+            .await
+        {
+            tracing::warn!(error = %error, "could not hold the throttled form lead back");
+        }
+    }
+
     /// One message: the link, the token, the lead, the rules' decision, the
     /// record, the event.
     ///
@@ -173,28 +228,17 @@ impl LeadgenWorker {
         // The answers are read only here, for the options chosen.
         let chosen = choices(&questions, &std::mem::take(&mut lead.answers).0);
         let now = self.clock.now_ms();
-        let record = FormLeadRecord {
-            site_id: site.as_str().to_owned(),
-            page_id: link.page_id.clone(),
-            form_id,
-            leadgen_id: lead.leadgen_id.clone(),
-            created_at: lead.created_at,
-            decision: decide_form_lead(&rules, &chosen),
-            choices: chosen,
-            origin: lead.origin().to_owned(),
-            ad_id: lead.ad_id.clone(),
-            adset_id: lead.adset_id.clone(),
-            campaign_id: lead.campaign_id.clone(),
-            received_at: now,
-            returned: None,
-        };
+        let decision = decide_form_lead(&rules, &chosen);
+        let record = record_of(&site, &link.page_id, form_id, &lead, decision, chosen, now);
         // The first delivery's decision stands.
         let earlier = self.store.forms().record_form_lead(&record).await?;
         let fresh = earlier.is_none();
         let decision = earlier.map_or(record.decision, |e| e.decision);
         let (lead_id, written) = match &decision {
             FormDecision::Column { column, .. } => {
-                let (id, written) = self.to_board(&site, &lead, column.clone(), now).await?;
+                let (id, written) = self
+                    .to_board(&site, &lead, &record.form_id, column.clone(), now)
+                    .await?;
                 (Some(id), written)
             }
             FormDecision::Discard { .. } => (None, false),
@@ -245,12 +289,13 @@ impl LeadgenWorker {
         Ok((questions, FormRules::default()))
     }
 
-    /// Records the lead on the board in `column` (once per `leadgen_id`):
-    /// its id, and whether this call wrote it.
+    /// Records the lead on the board in `column` (once per `leadgen_id`),
+    /// counted under its form: its id, and whether this call wrote it.
     async fn to_board(
         &self,
         site: &SiteId,
         lead: &FormLead,
+        form_id: &str,
         column: Option<String>,
         now: i64,
     ) -> Result<(String, bool), LeadgenError> {
@@ -266,6 +311,7 @@ impl LeadgenWorker {
         let new = NewLead {
             origin: lead.origin().to_owned(),
             ad_id: lead.paid_ad().map(str::to_owned),
+            form_id: Some(form_id.to_owned()),
             label: None,
         };
         let key = lead.lead_key();

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use adtrail_domain::time::SystemClock;
 use adtrail_leadgen_worker::{LeadgenWorker, handle};
 use adtrail_meta::{GraphClient, GraphConfig};
+use adtrail_store::queue::Visibility;
 use adtrail_store::{Names, Store, telemetry};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
@@ -14,8 +15,16 @@ async fn main() -> Result<(), Error> {
     adtrail_store::logging::init();
     telemetry::init();
     let config = aws_config::load_from_env().await;
+    let store = Store::new(&config, Names::from_env()?);
     let worker = LeadgenWorker {
-        store: Store::new(&config, Names::from_env()?),
+        visibility: Visibility::Sqs {
+            queue_url: store
+                .names
+                .leadgen_queue_url
+                .clone()
+                .ok_or("LEADGEN_QUEUE_URL is not set")?,
+        },
+        store,
         graph: GraphClient::new(GraphConfig::from_env()?)?,
         clock: Arc::new(SystemClock),
     };

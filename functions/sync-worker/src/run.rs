@@ -19,6 +19,7 @@ use adtrail_store::seal::Purpose;
 use serde_json::json;
 
 use crate::catalog::{entry_of_ad, entry_of_row};
+use crate::read::Part;
 use crate::stopped::{failed, read_through, stopped};
 use crate::{Worker, WorkerError};
 
@@ -51,6 +52,13 @@ pub(crate) enum Stop {
     OutOfTime,
     LostLease,
     Store(adtrail_store::StoreError),
+}
+
+/// What every write of one run is conditional on, and its times.
+struct RunScope {
+    cond: LeaseCondition,
+    started_at: i64,
+    stop_reads_at: Instant,
 }
 
 impl From<adtrail_store::StoreError> for Stop {
@@ -149,10 +157,14 @@ impl Worker {
             ));
         };
         let plan = plan_sync(&cursor, started_at);
-        let cond = LeaseCondition::Run {
-            site_id: msg.site_id.clone(),
-            ad_account_id: msg.ad_account_id.clone(),
-            run_id: msg.run_id.clone(),
+        let run = RunScope {
+            cond: LeaseCondition::Run {
+                site_id: msg.site_id.clone(),
+                ad_account_id: msg.ad_account_id.clone(),
+                run_id: msg.run_id.clone(),
+            },
+            started_at,
+            stop_reads_at,
         };
         let mut usage = Usage::default();
         let mut parts = vec![];
@@ -168,84 +180,25 @@ impl Worker {
             )
             .await;
         // What came is saved under the lease, whatever stopped the reading.
-        let mut catalog: BTreeMap<String, CatalogEntry> = BTreeMap::new();
-        for part in &parts {
-            self.save_part(&cond, part, report).await?;
-            for row in &part.rows {
-                learn(&mut catalog, entry_of_row(row));
-            }
-        }
+        let mut catalog = self.save_parts(&run.cond, &parts, report).await?;
         if let Err(stop) = read {
-            // A backfill goes on next time from the first day not read.
-            let done = match plan {
-                SyncPlan::Backfill { range, .. } => read_through(range, &parts),
-                SyncPlan::Live { .. } => None,
-            };
-            let (Some(done), Stop::OutOfTime | Stop::Graph(_)) = (done, &stop) else {
-                return Err(stop);
-            };
-            self.save_catalog(
-                &cond,
-                catalog,
-                HashMap::new(),
-                started_at,
-                stop_reads_at,
-                report,
-            )
-            .await?;
-            return Ok(RunOutcome::Partial {
-                next_from: shift(done, 1),
-                stopped: Box::new(stopped(stop)),
-            });
+            return self
+                .stopped_reading(&run, &plan, &parts, catalog, stop, report)
+                .await;
         }
         let mut thumbnails = HashMap::new();
         if plan.full_catalog() {
             if Instant::now() >= stop_reads_at {
-                // The block is read, not the catalog: the next run reads the
-                // block's last day again, and then the catalog.
-                return match plan {
-                    SyncPlan::Backfill { range, .. } if range.since < range.until => {
-                        self.save_catalog(
-                            &cond,
-                            catalog,
-                            HashMap::new(),
-                            started_at,
-                            stop_reads_at,
-                            report,
-                        )
-                        .await?;
-                        Ok(RunOutcome::Partial {
-                            next_from: range.until,
-                            stopped: Box::new(stopped(Stop::OutOfTime)),
-                        })
-                    }
-                    _ => Err(Stop::OutOfTime),
-                };
+                return self.no_time_for_catalog(&run, &plan, catalog, report).await;
             }
-            let listed = self
-                .graph
-                .ads(&token, &link.ad_account_id, None)
-                .await
-                .map_err(Stop::Graph)?;
-            usage = usage.merge(listed.usage);
-            for mut ad in listed.ads {
-                if let Some(url) = ad.thumbnail_url.take() {
-                    thumbnails.insert(ad.id.clone(), url);
-                }
-                learn(&mut catalog, entry_of_ad(ad));
-            }
+            usage = usage.merge(
+                self.list_ads(&token, link, &mut catalog, &mut thumbnails)
+                    .await?,
+            );
         }
-        self.save_catalog(
-            &cond,
-            catalog,
-            thumbnails,
-            started_at,
-            stop_reads_at,
-            report,
-        )
-        .await?;
+        self.save_learnt(&run, catalog, thumbnails, report).await?;
         if matches!(plan, SyncPlan::Live { .. }) && Instant::now() < stop_reads_at {
-            self.name_lead_ads(&token, &cond, started_at, report)
+            self.name_lead_ads(&token, &run.cond, started_at, report)
                 .await?;
         }
         Ok(RunOutcome::Ok {
@@ -257,6 +210,115 @@ impl Worker {
             },
             truncated: parts.iter().any(|p| !p.complete),
         })
+    }
+
+    /// The account's ads, learnt into the catalog with their thumbnails'
+    /// URLs; answers the listing's usage.
+    async fn list_ads(
+        &self,
+        token: &str,
+        link: &SiteAdAccount,
+        catalog: &mut BTreeMap<String, CatalogEntry>,
+        thumbnails: &mut HashMap<String, String>,
+    ) -> Result<Usage, Stop> {
+        let listed = self
+            .graph
+            .ads(token, &link.ad_account_id, None)
+            .await
+            .map_err(Stop::Graph)?;
+        for mut ad in listed.ads {
+            if let Some(url) = ad.thumbnail_url.take() {
+                thumbnails.insert(ad.id.clone(), url);
+            }
+            learn(catalog, entry_of_ad(ad));
+        }
+        Ok(listed.usage)
+    }
+
+    /// Saves each part read under the lease, and answers what its rows
+    /// say of the catalog.
+    async fn save_parts(
+        &self,
+        cond: &LeaseCondition,
+        parts: &[Part],
+        report: &mut RunReport,
+    ) -> Result<BTreeMap<String, CatalogEntry>, Stop> {
+        let mut catalog = BTreeMap::new();
+        for part in parts {
+            self.save_part(cond, part, report).await?;
+            for row in &part.rows {
+                learn(&mut catalog, entry_of_row(row));
+            }
+        }
+        Ok(catalog)
+    }
+
+    /// The reading stopped: a backfill goes on next time from the first
+    /// day not read; anything else is the stop's own outcome.
+    async fn stopped_reading(
+        &self,
+        run: &RunScope,
+        plan: &SyncPlan,
+        parts: &[Part],
+        catalog: BTreeMap<String, CatalogEntry>,
+        stop: Stop,
+        report: &mut RunReport,
+    ) -> Result<RunOutcome, Stop> {
+        let done = match plan {
+            SyncPlan::Backfill { range, .. } => read_through(*range, parts),
+            SyncPlan::Live { .. } => None,
+        };
+        let (Some(done), Stop::OutOfTime | Stop::Graph(_)) = (done, &stop) else {
+            return Err(stop);
+        };
+        self.save_learnt(run, catalog, HashMap::new(), report)
+            .await?;
+        Ok(RunOutcome::Partial {
+            next_from: shift(done, 1),
+            stopped: Box::new(stopped(stop)),
+        })
+    }
+
+    /// The block is read, not the catalog: the next run reads the block's
+    /// last day again, and then the catalog.
+    async fn no_time_for_catalog(
+        &self,
+        run: &RunScope,
+        plan: &SyncPlan,
+        catalog: BTreeMap<String, CatalogEntry>,
+        report: &mut RunReport,
+    ) -> Result<RunOutcome, Stop> {
+        match plan {
+            SyncPlan::Backfill { range, .. } if range.since < range.until => {
+                self.save_learnt(run, catalog, HashMap::new(), report)
+                    .await?;
+                Ok(RunOutcome::Partial {
+                    next_from: range.until,
+                    stopped: Box::new(stopped(Stop::OutOfTime)),
+                })
+            }
+            _ => Err(Stop::OutOfTime),
+        }
+    }
+
+    /// Saves what the run learnt of the catalog, with the thumbnails it
+    /// found, within the run's time.
+    async fn save_learnt(
+        &self,
+        run: &RunScope,
+        catalog: BTreeMap<String, CatalogEntry>,
+        thumbnails: HashMap<String, String>,
+        report: &mut RunReport,
+    ) -> Result<(), Stop> {
+        self.save_catalog(
+            &run.cond,
+            catalog,
+            thumbnails,
+            run.started_at,
+            run.stop_reads_at,
+            report,
+        )
+        .await
     }
 
     /// The connection's token, or the outcome of a run that cannot have it:

@@ -120,6 +120,23 @@ fn check_conversion_leads(
     Ok(())
 }
 
+/// A Purchase carries its value and its currency in `custom_data`.
+fn check_purchase(custom: Option<&Value>) -> Result<(), &'static str> {
+    let c = custom.ok_or("Invalid parameter: a Purchase needs custom_data")?;
+    let value_ok = c
+        .get("value")
+        .and_then(Value::as_f64)
+        .is_some_and(|v| v >= 0.0);
+    let currency_ok = c
+        .get("currency")
+        .and_then(Value::as_str)
+        .is_some_and(|s| s.len() == 3 && s.bytes().all(|b| b.is_ascii_uppercase()));
+    if !value_ok || !currency_ok {
+        return Err("Invalid parameter: a Purchase needs custom_data.value and currency");
+    }
+    Ok(())
+}
+
 /// Checks one event; `Err` is Meta's message.
 fn check_event(
     e: &Value,
@@ -177,20 +194,7 @@ fn check_event(
     let custom = e.get("custom_data").cloned();
     check_conversion_leads(user, source, custom.as_ref())?;
     if name == "Purchase" {
-        let c = custom
-            .as_ref()
-            .ok_or("Invalid parameter: a Purchase needs custom_data")?;
-        let value_ok = c
-            .get("value")
-            .and_then(Value::as_f64)
-            .is_some_and(|v| v >= 0.0);
-        let currency_ok = c
-            .get("currency")
-            .and_then(Value::as_str)
-            .is_some_and(|s| s.len() == 3 && s.bytes().all(|b| b.is_ascii_uppercase()));
-        if !value_ok || !currency_ok {
-            return Err("Invalid parameter: a Purchase needs custom_data.value and currency");
-        }
+        check_purchase(custom.as_ref())?;
     }
     Ok(AcceptedEvent {
         pixel_id: String::new(),

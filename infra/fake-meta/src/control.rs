@@ -1,13 +1,19 @@
 //! What tests, the demo and the local stack see and steer of the fake in
 //! process: its address, its knobs, the requests it served and the events
 //! it accepted, tokens it refuses from now on (or takes again), and the
-//! Pages the app is subscribed to.
+//! Pages the app is subscribed to; and the same knobs and requests over
+//! HTTP (`/_fake/knobs`, `/_fake/requests`) for a stack in another process.
 
 use std::net::SocketAddr;
 
+use axum::Json;
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
 use crate::capi::AcceptedEvent;
 use crate::knobs::{Knobs, RecordedRequest};
-use crate::server::{FakeMeta, Inner};
+use crate::server::{FakeMeta, Inner, Shared};
 
 impl FakeMeta {
     /// `http://127.0.0.1:PORT`.
@@ -61,5 +67,29 @@ impl FakeMeta {
 
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.shared.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The fake's own controls over HTTP: its knobs, and the requests it
+/// recorded.
+pub(crate) fn over_http(
+    shared: &Shared,
+    method: &Method,
+    path: &str,
+    body: &[u8],
+) -> Option<Response> {
+    match (method, path) {
+        (&Method::POST, "/_fake/knobs") => Some(match serde_json::from_slice::<Knobs>(body) {
+            Ok(k) => {
+                shared.inner.lock().unwrap_or_else(|e| e.into_inner()).knobs = k;
+                StatusCode::NO_CONTENT.into_response()
+            }
+            Err(_) => StatusCode::BAD_REQUEST.into_response(),
+        }),
+        (&Method::GET, "/_fake/requests") => {
+            let inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
+            Some(Json(json!(inner.requests)).into_response())
+        }
+        _ => None,
     }
 }

@@ -99,36 +99,8 @@ pub(crate) fn graph_get(
     let parts: Vec<&str> = rest.split('/').collect();
     match parts.as_slice() {
         ["me"] => Json(json!({"id": ME_ID, "name": ME_NAME})).into_response(),
-        ["me", "adaccounts"] => {
-            let size = match page_size(query, knobs, 25) {
-                Ok(s) => s,
-                Err(r) => return r,
-            };
-            let mut items: Vec<Value> = shared
-                .accounts
-                .iter()
-                .map(|a| json!({"id": a.id, "account_id": &a.id[4..], "name": a.name, "currency": a.currency, "timezone_name": a.timezone}))
-                .collect();
-            items.extend((0..knobs.extra_accounts).map(|i| {
-                let id = extra_account(i);
-                json!({"id": id, "account_id": &id[4..], "name": format!("Agency account {i}"), "currency": "BRL", "timezone_name": "America/Sao_Paulo"})
-            }));
-            paged(shared, rest, query, items, size, token)
-        }
-        ["me", "accounts"] => {
-            let size = match page_size(query, knobs, 25) {
-                Ok(s) => s,
-                Err(r) => return r,
-            };
-            let items: Vec<Value> = SAMPLE_PAGES
-                .iter()
-                .map(|(id, name, tasks)| {
-                    json!({"id": id, "name": name, "tasks": tasks, "category": "Shopping & retail",
-                           "access_token": page_token(id)})
-                })
-                .collect();
-            paged(shared, rest, query, items, size, token)
-        }
+        ["me", "adaccounts"] => ad_accounts(shared, rest, query, knobs, token),
+        ["me", "accounts"] => pages_listing(shared, rest, query, knobs, token),
         [act, "adspixels"] if extra_index(act, knobs).is_some() => {
             let i = extra_index(act, knobs).unwrap_or_default();
             let items = if i < knobs.pixel_accounts {
@@ -158,40 +130,101 @@ pub(crate) fn graph_get(
             "(#200) Missing permissions to read the ad account's pixels",
             false,
         ),
-        [act, "adspixels"] => match account(shared, act) {
-            Some(acc) if query.contains_key("fields") => {
-                let size = match page_size(query, knobs, 25) {
-                    Ok(s) => s,
-                    Err(r) => return r,
-                };
-                let items = acc
-                    .pixels
-                    .iter()
-                    .map(|(id, name)| json!({"id": id, "name": name}))
-                    .collect();
-                paged(shared, rest, query, items, size, token)
-            }
-            Some(_) => bad_param("Invalid parameter: fields"),
-            None => no_object("Unsupported get request. Object does not exist"),
-        },
-        [id] if id.bytes().all(|b| b.is_ascii_digit()) => {
-            match shared
-                .accounts
-                .iter()
-                .flat_map(|a| a.pixels.iter())
-                .find(|(p, _)| p == id)
-            {
-                Some((id, name)) => Json(json!({"id": id, "name": name})).into_response(),
-                None => no_object(
-                    "Unsupported get request. Object does not exist, cannot be loaded due to missing permissions, or does not support this operation",
-                ),
-            }
-        }
+        [act, "adspixels"] => account_pixels(shared, rest, act, query, knobs, token),
+        [id] if id.bytes().all(|b| b.is_ascii_digit()) => pixel_by_id(shared, id),
         [act, "ads"] => match account(shared, act) {
             Some(acc) => ads(shared, rest, acc, query, knobs, token),
             None => no_object("Unsupported get request. Object does not exist"),
         },
         _ => no_object("Unsupported get request"),
+    }
+}
+
+/// `GET /me/adaccounts`: the sample agency's accounts and the knobs' extra ones.
+fn ad_accounts(
+    shared: &Shared,
+    rest: &str,
+    query: &BTreeMap<String, String>,
+    knobs: &Knobs,
+    token: &str,
+) -> Response {
+    let size = match page_size(query, knobs, 25) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let mut items: Vec<Value> = shared
+        .accounts
+        .iter()
+        .map(|a| json!({"id": a.id, "account_id": &a.id[4..], "name": a.name, "currency": a.currency, "timezone_name": a.timezone}))
+        .collect();
+    items.extend((0..knobs.extra_accounts).map(|i| {
+        let id = extra_account(i);
+        json!({"id": id, "account_id": &id[4..], "name": format!("Agency account {i}"), "currency": "BRL", "timezone_name": "America/Sao_Paulo"})
+    }));
+    paged(shared, rest, query, items, size, token)
+}
+
+/// `GET /me/accounts`: the user's Pages with their tasks and Page tokens.
+fn pages_listing(
+    shared: &Shared,
+    rest: &str,
+    query: &BTreeMap<String, String>,
+    knobs: &Knobs,
+    token: &str,
+) -> Response {
+    let size = match page_size(query, knobs, 25) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let items: Vec<Value> = SAMPLE_PAGES
+        .iter()
+        .map(|(id, name, tasks)| {
+            json!({"id": id, "name": name, "tasks": tasks, "category": "Shopping & retail",
+                   "access_token": page_token(id)})
+        })
+        .collect();
+    paged(shared, rest, query, items, size, token)
+}
+
+/// `GET /{act}/adspixels`: an account's pixels (`fields` required).
+fn account_pixels(
+    shared: &Shared,
+    rest: &str,
+    act: &str,
+    query: &BTreeMap<String, String>,
+    knobs: &Knobs,
+    token: &str,
+) -> Response {
+    match account(shared, act) {
+        Some(acc) if query.contains_key("fields") => {
+            let size = match page_size(query, knobs, 25) {
+                Ok(s) => s,
+                Err(r) => return r,
+            };
+            let items = acc
+                .pixels
+                .iter()
+                .map(|(id, name)| json!({"id": id, "name": name}))
+                .collect();
+            paged(shared, rest, query, items, size, token)
+        }
+        Some(_) => bad_param("Invalid parameter: fields"),
+        None => no_object("Unsupported get request. Object does not exist"),
+    }
+}
+
+/// `GET /{pixel}`: one pixel of any sample account.
+fn pixel_by_id(shared: &Shared, id: &str) -> Response {
+    match shared
+        .accounts
+        .iter()
+        .flat_map(|a| a.pixels.iter())
+        .find(|(p, _)| *p == id)
+    {
+        Some((id, name)) => Json(json!({"id": id, "name": name})).into_response(),
+        None => no_object(
+            "Unsupported get request. Object does not exist, cannot be loaded due to missing permissions, or does not support this operation",
+        ),
     }
 }
 
@@ -343,3 +376,13 @@ pub(crate) const PNG_1X1: [u8; 67] = [
     0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae,
     0x42, 0x60, 0x82,
 ];
+
+/// An ad's thumbnail on the fake's CDN (`/thumbs/{ad}.png`).
+pub(crate) fn thumbnail(path: &str) -> Option<Response> {
+    let ad = path.strip_prefix("/thumbs/")?.strip_suffix(".png")?;
+    Some(if ad.bytes().all(|b| b.is_ascii_digit()) {
+        ([("content-type", "image/png")], PNG_1X1.to_vec()).into_response()
+    } else {
+        StatusCode::NOT_FOUND.into_response()
+    })
+}

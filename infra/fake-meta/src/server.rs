@@ -10,19 +10,18 @@ use std::time::Duration;
 /// timeout (the tests' is at most 10 seconds).
 const ANSWER_LOST_MS: u64 = 15_000;
 
+use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
-use axum::{Json, Router};
-use serde_json::json;
 
 use adtrail_domain::time::{SharedClock, SystemClock};
 
 use crate::agency::{SampleAccount, sample_accounts};
 use crate::capi::AcceptedEvent;
-use crate::graph::{PNG_1X1, graph_get, post_events};
+use crate::graph::{graph_get, post_events};
 use crate::knobs::{Knobs, RecordedRequest};
 use crate::wire::{VERSION, bad_param, meta_error};
 
@@ -150,6 +149,51 @@ impl FakeMeta {
     }
 }
 
+/// One call to the fake, as it came.
+struct Call<'a> {
+    method: &'a Method,
+    path: &'a str,
+    query: &'a BTreeMap<String, String>,
+    auth: Option<&'a str>,
+    body: &'a [u8],
+}
+
+/// The call's answer, through the fault drawn for it: Meta failing,
+/// throttling, timing out, or taking the call and never answering.
+async fn answer_with(shared: &Shared, fault: Option<Fault>, call: &Call<'_>) -> Response {
+    match fault {
+        Some(Fault::Unavailable) => meta_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            1,
+            None,
+            "An unknown error occurred",
+            true,
+        ),
+        Some(Fault::Throttled) => meta_error(
+            StatusCode::BAD_REQUEST,
+            17,
+            None,
+            "User request limit reached",
+            true,
+        ),
+        Some(Fault::Timeout(ms)) => {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+        Some(Fault::AcceptThenTimeout(ms)) => {
+            let before = shared.inner.lock().map(|i| i.accepted.len()).unwrap_or(0);
+            let answer = route(shared, call);
+            if let Ok(mut inner) = shared.inner.lock() {
+                inner.unanswered += inner.accepted.len() - before;
+            }
+            // The caller gives up first; this answer is never read.
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            answer
+        }
+        None => route(shared, call),
+    }
+}
+
 async fn handle(
     State(shared): State<Arc<Shared>>,
     method: Method,
@@ -187,51 +231,14 @@ async fn handle(
             .unwrap_or_else(|e| e.into_inner())
             .draw_fault(&path)
     };
-    let response = match fault {
-        Some(Fault::Unavailable) => meta_error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            1,
-            None,
-            "An unknown error occurred",
-            true,
-        ),
-        Some(Fault::Throttled) => meta_error(
-            StatusCode::BAD_REQUEST,
-            17,
-            None,
-            "User request limit reached",
-            true,
-        ),
-        Some(Fault::Timeout(ms)) => {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            StatusCode::SERVICE_UNAVAILABLE.into_response()
-        }
-        Some(Fault::AcceptThenTimeout(ms)) => {
-            let before = shared.inner.lock().map(|i| i.accepted.len()).unwrap_or(0);
-            let answer = route(
-                &shared,
-                &method,
-                &path,
-                &query,
-                authorization.as_deref(),
-                &body,
-            );
-            if let Ok(mut inner) = shared.inner.lock() {
-                inner.unanswered += inner.accepted.len() - before;
-            }
-            // The caller gives up first; this answer is never read.
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            answer
-        }
-        None => route(
-            &shared,
-            &method,
-            &path,
-            &query,
-            authorization.as_deref(),
-            &body,
-        ),
+    let call = Call {
+        method: &method,
+        path: &path,
+        query: &query,
+        auth: authorization.as_deref(),
+        body: &body,
     };
+    let response = answer_with(&shared, fault, &call).await;
     let status = response.status().as_u16();
     if !path.starts_with("/_fake/") {
         shared
@@ -250,39 +257,13 @@ async fn handle(
     response
 }
 
-fn route(
-    shared: &Shared,
-    method: &Method,
-    path: &str,
-    query: &BTreeMap<String, String>,
-    auth: Option<&str>,
-    body: &[u8],
-) -> Response {
-    // The fake's own controls.
-    match (method, path) {
-        (&Method::POST, "/_fake/knobs") => {
-            return match serde_json::from_slice::<Knobs>(body) {
-                Ok(k) => {
-                    shared.inner.lock().unwrap_or_else(|e| e.into_inner()).knobs = k;
-                    StatusCode::NO_CONTENT.into_response()
-                }
-                Err(_) => StatusCode::BAD_REQUEST.into_response(),
-            };
-        }
-        (&Method::GET, "/_fake/requests") => {
-            let inner = shared.inner.lock().unwrap_or_else(|e| e.into_inner());
-            return Json(json!(inner.requests)).into_response();
-        }
-        _ => {}
-    }
-    if let Some(ad) = path
-        .strip_prefix("/thumbs/")
-        .and_then(|p| p.strip_suffix(".png"))
+fn route(shared: &Shared, call: &Call<'_>) -> Response {
+    let (method, path, query, auth, body) =
+        (call.method, call.path, call.query, call.auth, call.body);
+    if let Some(answer) = crate::control::over_http(shared, method, path, body)
+        .or_else(|| crate::graph::thumbnail(path))
     {
-        if ad.bytes().all(|b| b.is_ascii_digit()) {
-            return ([("content-type", "image/png")], PNG_1X1.to_vec()).into_response();
-        }
-        return StatusCode::NOT_FOUND.into_response();
+        return answer;
     }
     let Some(rest) = path.strip_prefix(&format!("/{VERSION}/")) else {
         return meta_error(

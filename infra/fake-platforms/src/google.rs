@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{Accepted, Answer, Request, Shared, fault_answer, google_sa, is_digest};
+use crate::{Accepted, Answer, Inner, Request, Shared, fault_answer, google_sa, is_digest};
 
 /// RFC 7523's grant: a service account's signed assertion.
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -192,6 +192,52 @@ fn rfc3339_seconds(t: &str) -> Option<i64> {
         .map(|d| d.timestamp())
 }
 
+/// The events Google takes, each checked; the first it refuses refuses
+/// the whole request.
+fn take_events(
+    events: &[Value],
+    refs: &HashSet<String>,
+    account: &str,
+    now_s: i64,
+    validate: bool,
+    inner: &Inner,
+) -> Result<Vec<Accepted>, &'static str> {
+    let mut taken = vec![];
+    for e in events {
+        let id = check_event(e, refs, now_s, &inner.knobs.reject_event_ids)?;
+        taken.push(Accepted {
+            platform: "google",
+            account: account.to_owned(),
+            event_id: id,
+            event_name: e["destinationReferences"][0]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            event: e.clone(),
+            test: validate.then(|| "validateOnly".to_owned()),
+        });
+    }
+    Ok(taken)
+}
+
+/// Google's answer to an outage.
+fn unavailable() -> Answer {
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "UNAVAILABLE",
+        "The service is unavailable.",
+    )
+}
+
+/// Google's answer to a throttled caller.
+fn exhausted() -> Answer {
+    error(
+        StatusCode::TOO_MANY_REQUESTS,
+        "RESOURCE_EXHAUSTED",
+        "Quota exceeded.",
+    )
+}
+
 /// `POST /v1/events:ingest`.
 pub(crate) fn ingest(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<Answer> {
     if rest != "/v1/events:ingest" || req.method != Method::POST {
@@ -217,23 +263,7 @@ pub(crate) fn ingest(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
         ));
     }
     let fault = inner.draw_fault();
-    if let Some(a) = fault_answer(
-        fault,
-        || {
-            error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "UNAVAILABLE",
-                "The service is unavailable.",
-            )
-        },
-        || {
-            error(
-                StatusCode::TOO_MANY_REQUESTS,
-                "RESOURCE_EXHAUSTED",
-                "Quota exceeded.",
-            )
-        },
-    ) {
+    if let Some(a) = fault_answer(fault, unavailable, exhausted) {
         return Some(a);
     }
     let invalid = |m: &str| Some(error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", m));
@@ -264,24 +294,10 @@ pub(crate) fn ingest(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    let now_s = shared.now_s();
-    let mut taken = vec![];
-    for e in &events {
-        match check_event(e, &refs, now_s, &inner.knobs.reject_event_ids) {
-            Ok(id) => taken.push(Accepted {
-                platform: "google",
-                account: account.clone(),
-                event_id: id,
-                event_name: e["destinationReferences"][0]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-                event: e.clone(),
-                test: validate.then(|| "validateOnly".to_owned()),
-            }),
-            Err(m) => return invalid(m),
-        }
-    }
+    let taken = match take_events(&events, &refs, &account, shared.now_s(), validate, &inner) {
+        Ok(taken) => taken,
+        Err(m) => return invalid(m),
+    };
     let n = taken.len();
     inner.accepted.extend(taken);
     let ok = Answer::new(

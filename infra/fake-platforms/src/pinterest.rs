@@ -10,7 +10,7 @@
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{Accepted, Answer, Request, Shared, event_id, fault_answer, hashed_list};
+use crate::{Accepted, Answer, Inner, Request, Shared, event_id, fault_answer, hashed_list};
 
 const MAX_EVENTS: usize = 1_000;
 const MAX_AGE_S: i64 = 7 * 86_400;
@@ -97,6 +97,41 @@ fn check_event(e: &Value, now_s: i64, reject: &[String]) -> Result<(String, Stri
     Ok((id.to_owned(), name.to_owned()))
 }
 
+/// Checks each event, keeping those Pinterest takes: each one's status,
+/// and how many were processed.
+fn take_events(
+    inner: &mut Inner,
+    account: &str,
+    events: &[Value],
+    now_s: i64,
+    test: bool,
+) -> (Vec<Value>, usize) {
+    let mut statuses = vec![];
+    let mut processed = 0;
+    for e in events {
+        match check_event(e, now_s, &inner.knobs.reject_event_ids) {
+            Ok((id, name)) => {
+                processed += 1;
+                inner.accepted.push(Accepted {
+                    platform: "pinterest",
+                    account: account.to_owned(),
+                    event_id: id,
+                    event_name: name,
+                    event: e.clone(),
+                    test: test.then(|| "test=true".to_owned()),
+                });
+                statuses.push(
+                    json!({"status": "processed", "error_message": null, "warning_message": null}),
+                );
+            }
+            Err(message) => statuses.push(
+                json!({"status": "failed", "error_message": message, "warning_message": null}),
+            ),
+        }
+    }
+    (statuses, processed)
+}
+
 pub(crate) fn handle(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<Answer> {
     let account = rest
         .strip_prefix("/v5/ad_accounts/")?
@@ -155,30 +190,7 @@ pub(crate) fn handle(shared: &Shared, req: &Request<'_>, rest: &str) -> Option<A
             json!({"code": 4196, "message": "data must hold 1 to 1000 events."}),
         ));
     }
-    let now_s = shared.now_s();
-    let mut statuses = vec![];
-    let mut processed = 0;
-    for e in &events {
-        match check_event(e, now_s, &inner.knobs.reject_event_ids) {
-            Ok((id, name)) => {
-                processed += 1;
-                inner.accepted.push(Accepted {
-                    platform: "pinterest",
-                    account: account.clone(),
-                    event_id: id,
-                    event_name: name,
-                    event: e.clone(),
-                    test: test.then(|| "test=true".to_owned()),
-                });
-                statuses.push(
-                    json!({"status": "processed", "error_message": null, "warning_message": null}),
-                );
-            }
-            Err(message) => statuses.push(
-                json!({"status": "failed", "error_message": message, "warning_message": null}),
-            ),
-        }
-    }
+    let (statuses, processed) = take_events(&mut inner, &account, &events, shared.now_s(), test);
     let counts = json!({
         "num_events_received": events.len(),
         "num_events_processed": processed,

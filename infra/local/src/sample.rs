@@ -46,6 +46,7 @@ pub fn lead_write(site: &str, currency: &str, i: usize, events: usize, now: i64)
             lead_id,
             origin: "organic".into(),
             ad_id: None,
+            form_id: None,
             label: None,
             column: None,
             stage: Stage::Won,

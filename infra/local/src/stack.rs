@@ -74,6 +74,40 @@ fn key_schema(keys: &[KeyElement]) -> Result<Vec<KeySchemaElement>, StackError> 
         .collect()
 }
 
+/// The token key, the thumbnail bucket and the bus under `prefix`.
+async fn create_key_bucket_bus(
+    bootstrap: &Store,
+    prefix: &str,
+) -> Result<(String, String, String), StackError> {
+    let key_id = bootstrap
+        .kms
+        .create_key()
+        .description(format!("{prefix} tokens"))
+        .send()
+        .await
+        .map_err(|e| create("the key")(Box::new(e)))?
+        .key_metadata
+        .map(|m| m.key_id)
+        .unwrap_or_default();
+    let bucket = format!("{prefix}-thumbnails").to_ascii_lowercase();
+    bootstrap
+        .s3
+        .create_bucket()
+        .bucket(&bucket)
+        .send()
+        .await
+        .map_err(|e| create("the bucket")(Box::new(e)))?;
+    let bus = format!("{prefix}-adtrail");
+    bootstrap
+        .events
+        .create_event_bus()
+        .name(&bus)
+        .send()
+        .await
+        .map_err(|e| create("the bus")(Box::new(e)))?;
+    Ok((key_id, bucket, bus))
+}
+
 impl LocalStack {
     /// Creates every resource under `prefix`.
     ///
@@ -99,33 +133,7 @@ impl LocalStack {
         );
         let table = create_table(&bootstrap, &template, prefix).await?;
         let queues = create_queues(&bootstrap, &template, prefix).await?;
-        let key_id = bootstrap
-            .kms
-            .create_key()
-            .description(format!("{prefix} tokens"))
-            .send()
-            .await
-            .map_err(|e| create("the key")(Box::new(e)))?
-            .key_metadata
-            .map(|m| m.key_id)
-            .unwrap_or_default();
-        let bucket = format!("{prefix}-thumbnails").to_ascii_lowercase();
-        bootstrap
-            .s3
-            .create_bucket()
-            .bucket(&bucket)
-            .send()
-            .await
-            .map_err(|e| create("the bucket")(Box::new(e)))?;
-        let bus = format!("{prefix}-adtrail");
-        bootstrap
-            .events
-            .create_event_bus()
-            .name(&bus)
-            .send()
-            .await
-            .map_err(|e| create("the bus")(Box::new(e)))?;
-
+        let (key_id, bucket, bus) = create_key_bucket_bus(&bootstrap, prefix).await?;
         let consumed_by = |function: &str| {
             queues
                 .iter()

@@ -111,6 +111,79 @@ fn keys(v: &Value) -> Vec<KeyElement> {
         .collect()
 }
 
+/// The table's attributes, keys and indexes from its properties.
+fn table_of(p: &Value) -> TableDef {
+    TableDef {
+        attributes: p["AttributeDefinitions"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| Some((text(&a["AttributeName"])?, text(&a["AttributeType"])?)))
+            .collect(),
+        keys: keys(&p["KeySchema"]),
+        indexes: p["GlobalSecondaryIndexes"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| {
+                Some(IndexDef {
+                    name: text(&g["IndexName"])?,
+                    keys: keys(&g["KeySchema"]),
+                    projection: text(&g["Projection"]["ProjectionType"])
+                        .unwrap_or_else(|| "ALL".into()),
+                    non_key: g["Projection"]["NonKeyAttributes"]
+                        .as_sequence()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(text)
+                        .collect(),
+                })
+            })
+            .collect(),
+    }
+}
+
+/// A queue from its properties, with the function whose SQS event reads
+/// it (its batch size and batching window).
+fn queue_of(id: String, p: &Value, functions: &[(String, &Value)]) -> QueueDef {
+    let redrive = p["RedrivePolicy"].as_mapping().and_then(|_| {
+        let target = text(&p["RedrivePolicy"]["deadLetterTargetArn"])?;
+        Some((
+            target.trim_end_matches(".Arn").to_owned(),
+            p["RedrivePolicy"]["maxReceiveCount"].as_i64()?,
+        ))
+    });
+    let mut batching_window_ms = 0;
+    let consumer = functions.iter().find_map(|(fid, f)| {
+        f["Properties"]["Events"]
+            .as_mapping()?
+            .values()
+            .find_map(|e| {
+                let source = text(&e["Properties"]["Queue"])?;
+                (e["Type"].as_str() == Some("SQS") && source.trim_end_matches(".Arn") == id).then(
+                    || {
+                        batching_window_ms = e["Properties"]["MaximumBatchingWindowInSeconds"]
+                            .as_i64()
+                            .unwrap_or(0)
+                            * 1_000;
+                        (
+                            fid.clone(),
+                            e["Properties"]["BatchSize"].as_i64().unwrap_or(10),
+                        )
+                    },
+                )
+            })
+    });
+    QueueDef {
+        visibility_timeout: p["VisibilityTimeout"].as_i64().unwrap_or(30),
+        retention: p["MessageRetentionPeriod"].as_i64(),
+        redrive,
+        consumer,
+        batching_window_ms,
+        logical_id: id,
+    }
+}
+
 impl Template {
     /// # Errors
     /// [`TemplateError`] when the file cannot be read or lacks the table.
@@ -130,79 +203,12 @@ impl Template {
             .into_iter()
             .next()
             .ok_or_else(|| TemplateError::Missing("a table".into()))?;
-        let p = &table["Properties"];
-        let table_def = TableDef {
-            attributes: p["AttributeDefinitions"]
-                .as_sequence()
-                .into_iter()
-                .flatten()
-                .filter_map(|a| Some((text(&a["AttributeName"])?, text(&a["AttributeType"])?)))
-                .collect(),
-            keys: keys(&p["KeySchema"]),
-            indexes: p["GlobalSecondaryIndexes"]
-                .as_sequence()
-                .into_iter()
-                .flatten()
-                .filter_map(|g| {
-                    Some(IndexDef {
-                        name: text(&g["IndexName"])?,
-                        keys: keys(&g["KeySchema"]),
-                        projection: text(&g["Projection"]["ProjectionType"])
-                            .unwrap_or_else(|| "ALL".into()),
-                        non_key: g["Projection"]["NonKeyAttributes"]
-                            .as_sequence()
-                            .into_iter()
-                            .flatten()
-                            .filter_map(text)
-                            .collect(),
-                    })
-                })
-                .collect(),
-        };
+        let table_def = table_of(&table["Properties"]);
         let functions: Vec<(String, &Value)> = of_type("AWS::Serverless::Function");
         let global_timeout = raw["Globals"]["Function"]["Timeout"].as_i64().unwrap_or(3);
         let queues = of_type("AWS::SQS::Queue")
             .into_iter()
-            .map(|(id, q)| {
-                let p = &q["Properties"];
-                let redrive = p["RedrivePolicy"].as_mapping().and_then(|_| {
-                    let target = text(&p["RedrivePolicy"]["deadLetterTargetArn"])?;
-                    Some((
-                        target.trim_end_matches(".Arn").to_owned(),
-                        p["RedrivePolicy"]["maxReceiveCount"].as_i64()?,
-                    ))
-                });
-                let mut batching_window_ms = 0;
-                let consumer = functions.iter().find_map(|(fid, f)| {
-                    f["Properties"]["Events"]
-                        .as_mapping()?
-                        .values()
-                        .find_map(|e| {
-                            let source = text(&e["Properties"]["Queue"])?;
-                            (e["Type"].as_str() == Some("SQS")
-                                && source.trim_end_matches(".Arn") == id)
-                                .then(|| {
-                                    batching_window_ms =
-                                        e["Properties"]["MaximumBatchingWindowInSeconds"]
-                                            .as_i64()
-                                            .unwrap_or(0)
-                                            * 1_000;
-                                    (
-                                        fid.clone(),
-                                        e["Properties"]["BatchSize"].as_i64().unwrap_or(10),
-                                    )
-                                })
-                        })
-                });
-                QueueDef {
-                    visibility_timeout: p["VisibilityTimeout"].as_i64().unwrap_or(30),
-                    retention: p["MessageRetentionPeriod"].as_i64(),
-                    redrive,
-                    consumer,
-                    batching_window_ms,
-                    logical_id: id,
-                }
-            })
+            .map(|(id, q)| queue_of(id, &q["Properties"], &functions))
             .collect();
         let functions = functions
             .iter()

@@ -23,10 +23,10 @@ pub use forms::{
     tally,
 };
 pub use reconcile::{
-    MAX_BACKFILL_DAYS, RECONCILE_EVERY_MS, RECONCILE_OVERLAP_MS, reconcile_error,
-    reconcile_retry_ms, reconcile_since,
+    MAX_BACKFILL_DAYS, RECONCILE_EVERY_MS, RECONCILE_OVERLAP_MS, lead_read_wait_ms,
+    reconcile_error, reconcile_retry_ms, reconcile_since,
 };
-pub use report::{FormFigures, form_figures};
+pub use report::{FormCount, FormFigures};
 
 /// The most leads one webhook delivery is read for: Meta batches changes,
 /// and a delivery past this is cut (the 15-minute reconciliation reads

@@ -129,6 +129,9 @@ pub struct Lead {
     pub lead_id: String,
     pub origin: String,
     pub ad_id: Option<String>,
+    /// The Meta instant form a Lead Ads lead came from: its cohort counts
+    /// under the form too (the forms report).
+    pub form_id: Option<String>,
     pub label: Option<String>,
     pub column: Option<String>,
     pub stage: Stage,
@@ -151,7 +154,34 @@ pub struct Lead {
     pub version: i64,
 }
 
+/// Where a lead came in: a conversation the host's CRM records (`chat`:
+/// WhatsApp, Messenger, a sales call), or a Meta instant form (`form`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    Chat,
+    Form,
+}
+
+impl Channel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Form => "form",
+        }
+    }
+}
+
 impl Lead {
+    /// Its channel: a Lead Ads lead is known by its key, made from its
+    /// `leadgen_id`; every other lead is one the host records.
+    pub fn channel(&self) -> Channel {
+        if crate::leadads::meta_lead_id(&self.lead_key).is_some() {
+            Channel::Form
+        } else {
+            Channel::Chat
+        }
+    }
+
     /// The references of every row its changes queued: its pixel's and
     /// its destinations'.
     pub fn row_refs(&self) -> Vec<String> {

@@ -140,16 +140,6 @@ pub enum Finish {
 
 /// What a run's end makes of its account.
 pub fn finish(link: LinkProgress, outcome: &RunOutcome, started_at: i64, now: i64) -> Finish {
-    let keep = |next_sync_at, sync_state, failures, last_error| LinkUpdate {
-        next_sync_at,
-        sync_state,
-        failures,
-        last_error,
-        backfill_from: Change::Keep,
-        last_sync_at: None,
-        last_daily_resync_at: None,
-        last_full_resync_at: None,
-    };
     match outcome {
         RunOutcome::Partial { next_from, stopped } => {
             finish_partial(link, *next_from, stopped, started_at, now)
@@ -159,57 +149,9 @@ pub fn finish(link: LinkProgress, outcome: &RunOutcome, started_at: i64, now: i6
             regain_ms,
             plan,
             truncated,
-        } => {
-            let busy = *usage_pct > USAGE_BACKOFF_PCT;
-            let wait = if busy {
-                regain_ms.unwrap_or(0).max(THROTTLE_BACKOFF_MS)
-            } else {
-                0
-            };
-            let error = if *truncated {
-                Some(last_error(
-                    LastErrorCode::MetaTruncated,
-                    "Meta listed more rows than one call reads for a day; that day may be short",
-                ))
-            } else if busy {
-                Some(last_error(LastErrorCode::RateLimited, "backing off"))
-            } else {
-                None
-            };
-            match plan {
-                PlanDone::Backfill {
-                    next_from: Some(next),
-                } => Finish::Update(LinkUpdate {
-                    backfill_from: Change::Set(*next),
-                    ..keep(
-                        now + wait.max(BACKFILL_NEXT_BLOCK_MS),
-                        SyncState::Backfill,
-                        0,
-                        error,
-                    )
-                }),
-                _ => {
-                    let next = if link.sync_requested {
-                        now
-                    } else if wait > 0 {
-                        now + wait
-                    } else {
-                        now + SYNC_INTERVAL_MS
-                    };
-                    let (daily, weekly) = match plan {
-                        PlanDone::Live { daily, weekly } => (*daily, *weekly),
-                        PlanDone::Backfill { .. } => (true, true),
-                    };
-                    Finish::Update(LinkUpdate {
-                        backfill_from: Change::Clear,
-                        last_sync_at: Some(started_at),
-                        last_daily_resync_at: daily.then_some(started_at),
-                        last_full_resync_at: weekly.then_some(started_at),
-                        ..keep(next, SyncState::Live, 0, error)
-                    })
-                }
-            }
-        }
+        } => finish_ok(
+            link, *usage_pct, *regain_ms, plan, *truncated, started_at, now,
+        ),
         RunOutcome::Failed {
             kind: FailureKind::Token,
             reason,
@@ -229,43 +171,133 @@ pub fn finish(link: LinkProgress, outcome: &RunOutcome, started_at: i64, now: i6
             kind,
             reason,
             regain_ms,
-        } => {
-            let failures = link.failures.saturating_add(1);
-            let (delay, code, state) = match kind {
-                FailureKind::Throttled => (
-                    regain_ms.unwrap_or(0).max(THROTTLE_BACKOFF_MS),
-                    LastErrorCode::RateLimited,
-                    link.sync_state,
-                ),
-                FailureKind::Permission => (
-                    PERMISSION_RETRY_MS,
-                    LastErrorCode::MetaPermissionMissing,
-                    SyncState::Error,
-                ),
-                FailureKind::SealingKey => (
-                    retry_delay(failures),
-                    LastErrorCode::SealingKeyUnavailable,
-                    link.sync_state,
-                ),
-                FailureKind::OutOfTime => (
-                    retry_delay(failures),
-                    LastErrorCode::RunTimeout,
-                    link.sync_state,
-                ),
-                FailureKind::Unavailable | FailureKind::Token => (
-                    retry_delay(failures),
-                    LastErrorCode::MetaUnavailable,
-                    link.sync_state,
-                ),
-            };
-            let next = if link.sync_requested {
-                now
-            } else {
-                now + delay
-            };
-            Finish::Update(keep(next, state, failures, Some(last_error(code, reason))))
-        }
+        } => finish_failed(link, *kind, reason, *regain_ms, now),
     }
+}
+
+/// An update that moves the schedule, the state, the failures and the
+/// error, and keeps the rest of the link as it is.
+fn keep(
+    next_sync_at: i64,
+    sync_state: SyncState,
+    failures: u32,
+    last_error: Option<String>,
+) -> LinkUpdate {
+    LinkUpdate {
+        next_sync_at,
+        sync_state,
+        failures,
+        last_error,
+        backfill_from: Change::Keep,
+        last_sync_at: None,
+        last_daily_resync_at: None,
+        last_full_resync_at: None,
+    }
+}
+
+/// A run that read what it planned: the next block of a backfill, or the
+/// next live sync (sooner when asked for, later when Meta is busy).
+fn finish_ok(
+    link: LinkProgress,
+    usage_pct: u32,
+    regain_ms: Option<i64>,
+    plan: &PlanDone,
+    truncated: bool,
+    started_at: i64,
+    now: i64,
+) -> Finish {
+    let busy = usage_pct > USAGE_BACKOFF_PCT;
+    let wait = if busy {
+        regain_ms.unwrap_or(0).max(THROTTLE_BACKOFF_MS)
+    } else {
+        0
+    };
+    let error = if truncated {
+        Some(last_error(
+            LastErrorCode::MetaTruncated,
+            "Meta listed more rows than one call reads for a day; that day may be short",
+        ))
+    } else if busy {
+        Some(last_error(LastErrorCode::RateLimited, "backing off"))
+    } else {
+        None
+    };
+    if let PlanDone::Backfill {
+        next_from: Some(next),
+    } = plan
+    {
+        return Finish::Update(LinkUpdate {
+            backfill_from: Change::Set(*next),
+            ..keep(
+                now + wait.max(BACKFILL_NEXT_BLOCK_MS),
+                SyncState::Backfill,
+                0,
+                error,
+            )
+        });
+    }
+    let next = if link.sync_requested {
+        now
+    } else if wait > 0 {
+        now + wait
+    } else {
+        now + SYNC_INTERVAL_MS
+    };
+    let (daily, weekly) = match plan {
+        PlanDone::Live { daily, weekly } => (*daily, *weekly),
+        PlanDone::Backfill { .. } => (true, true),
+    };
+    Finish::Update(LinkUpdate {
+        backfill_from: Change::Clear,
+        last_sync_at: Some(started_at),
+        last_daily_resync_at: daily.then_some(started_at),
+        last_full_resync_at: weekly.then_some(started_at),
+        ..keep(next, SyncState::Live, 0, error)
+    })
+}
+
+/// A failed run (not a refused token): its back-off, state and code.
+fn finish_failed(
+    link: LinkProgress,
+    kind: FailureKind,
+    reason: &str,
+    regain_ms: Option<i64>,
+    now: i64,
+) -> Finish {
+    let failures = link.failures.saturating_add(1);
+    let (delay, code, state) = match kind {
+        FailureKind::Throttled => (
+            regain_ms.unwrap_or(0).max(THROTTLE_BACKOFF_MS),
+            LastErrorCode::RateLimited,
+            link.sync_state,
+        ),
+        FailureKind::Permission => (
+            PERMISSION_RETRY_MS,
+            LastErrorCode::MetaPermissionMissing,
+            SyncState::Error,
+        ),
+        FailureKind::SealingKey => (
+            retry_delay(failures),
+            LastErrorCode::SealingKeyUnavailable,
+            link.sync_state,
+        ),
+        FailureKind::OutOfTime => (
+            retry_delay(failures),
+            LastErrorCode::RunTimeout,
+            link.sync_state,
+        ),
+        FailureKind::Unavailable | FailureKind::Token => (
+            retry_delay(failures),
+            LastErrorCode::MetaUnavailable,
+            link.sync_state,
+        ),
+    };
+    let next = if link.sync_requested {
+        now
+    } else {
+        now + delay
+    };
+    Finish::Update(keep(next, state, failures, Some(last_error(code, reason))))
 }
 
 /// A backfill that stopped part-way: the stop's own ending, with the

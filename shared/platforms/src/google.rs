@@ -179,6 +179,44 @@ impl<'a> Grant<'a> {
     }
 }
 
+/// The token endpoint's form for a grant: the refresh token with its
+/// client, or a service account's assertion signed for `token_url`.
+fn token_form(
+    grant: &Grant<'_>,
+    token_url: &str,
+    now_ms: i64,
+) -> Result<Vec<(&'static str, String)>, (Refusal, String)> {
+    Ok(match grant {
+        Grant::Refresh {
+            client_id,
+            client_secret,
+            refresh_token,
+        } => vec![
+            ("grant_type", "refresh_token".into()),
+            ("client_id", (*client_id).into()),
+            ("client_secret", (*client_secret).into()),
+            ("refresh_token", (*refresh_token).into()),
+        ],
+        Grant::ServiceAccount {
+            client_email,
+            private_key,
+        } => {
+            let jwt = google_jwt::assertion(
+                client_email,
+                private_key,
+                token_url,
+                now_ms.div_euclid(1_000),
+            )
+            // A key that cannot sign is the destination's to mend.
+            .map_err(|e| (Refusal::TokenInvalid, e.to_string()))?;
+            vec![
+                ("grant_type", google_jwt::JWT_BEARER.into()),
+                ("assertion", jwt),
+            ]
+        }
+    })
+}
+
 impl PlatformClient {
     /// An access token for `key`'s credentials: the cached one while it
     /// has more than a minute left, else a new one from the refresh token
@@ -205,35 +243,7 @@ impl PlatformClient {
             return Ok(token);
         }
         let url = Self::at(&self.urls.google_oauth, "/token");
-        let form: Vec<(&str, String)> = match grant {
-            Grant::Refresh {
-                client_id,
-                client_secret,
-                refresh_token,
-            } => vec![
-                ("grant_type", "refresh_token".into()),
-                ("client_id", (*client_id).into()),
-                ("client_secret", (*client_secret).into()),
-                ("refresh_token", (*refresh_token).into()),
-            ],
-            Grant::ServiceAccount {
-                client_email,
-                private_key,
-            } => {
-                let jwt = google_jwt::assertion(
-                    client_email,
-                    private_key,
-                    url.as_str(),
-                    now_ms.div_euclid(1_000),
-                )
-                // A key that cannot sign is the destination's to mend.
-                .map_err(|e| (Refusal::TokenInvalid, e.to_string()))?;
-                vec![
-                    ("grant_type", google_jwt::JWT_BEARER.into()),
-                    ("assertion", jwt),
-                ]
-            }
-        };
+        let form = token_form(grant, url.as_str(), now_ms)?;
         match self.send(self.http().post(url).form(&form)).await {
             Answer::Http {
                 status: 200, body, ..

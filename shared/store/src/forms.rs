@@ -6,17 +6,18 @@
 
 use std::collections::BTreeMap;
 
-use adtrail_domain::leadads::{FORM_LEAD_KEPT_MS, FormLeadRecord, FormRules, LeadForm};
+use adtrail_domain::leadads::{FORM_LEAD_KEPT_MS, FormCount, FormLeadRecord, FormRules, LeadForm};
 
 use crate::attr::{n, s};
 use crate::items::{FormItem, FormLeadItem, FormLeadRefItem, RulesItem, decode, encode};
 use crate::keys::{
-    FORM_SK_PREFIX, SK, form_lead_ref_pk, form_lead_sk, form_leads_pk, form_sk, rules_sk,
+    FORM_SK_PREFIX, PK, SK, form_lead_ref_pk, form_lead_sk, form_leads_pk, form_sk, rules_sk,
     site_forms_pk,
 };
-use crate::write::applied;
 use crate::{Forms, StoreError};
-use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
+
+use crate::form_counts::form_day_update;
 
 /// Query pages read for one site's forms and rules.
 const MAX_FORM_PAGES: usize = 10;
@@ -173,9 +174,18 @@ impl Forms<'_> {
                 )
                 .build())
         };
+        // Counted once, with the record: a second delivery's puts fail
+        // and take the counters' update with them.
         let items = vec![
             put(encode(&record, "form lead")?)?,
             put(encode(&reference, "form lead reference")?)?,
+            form_day_update(
+                &self.names.table,
+                &r.site_id,
+                &r.form_id,
+                r.created_at,
+                &FormCount::of_decision(&r.decision),
+            )?,
         ];
         if self.transact(items).await?.is_none() {
             return Ok(None);
@@ -219,18 +229,28 @@ impl Forms<'_> {
         reason: &str,
         at: i64,
     ) -> Result<bool, StoreError> {
-        let update = self
-            .update_item(
-                form_leads_pk(&r.site_id, &r.form_id),
-                form_lead_sk(r.created_at, &r.leadgen_id),
-            )
+        let mark = Update::builder()
+            .table_name(&self.names.table)
+            .key(PK, s(form_leads_pk(&r.site_id, &r.form_id)))
+            .key(SK, s(form_lead_sk(r.created_at, &r.leadgen_id)))
             .update_expression("SET returnedAt = :at, returnedReason = :reason")
             .condition_expression("attribute_exists(pk) AND attribute_not_exists(returnedAt)")
             .expression_attribute_values(":at", n(at))
             .expression_attribute_values(":reason", s(reason))
-            .send()
-            .await;
-        Ok(applied(update)?.is_some())
+            .build()
+            .map_err(StoreError::ddb)?;
+        // Counted once, with the mark.
+        let items = vec![
+            TransactWriteItem::builder().update(mark).build(),
+            form_day_update(
+                &self.names.table,
+                &r.site_id,
+                &r.form_id,
+                r.created_at,
+                &[FormCount::Returned],
+            )?,
+        ];
+        Ok(self.transact(items).await?.is_none())
     }
 
     /// The site's form leads after `after` (`<createdAt, 13 digits>#<id>`,

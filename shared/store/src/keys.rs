@@ -16,7 +16,8 @@
 //! | destination (a platform account the site's events go to) | `dest#<siteId>` | `<slug>` | |
 //! | lead | `lead#<siteId>` | `<leadKey>` | |
 //! | an ad that brought a lead (for naming) | `leadad#<siteId>` | `<adId>` | |
-//! | a cohort's lead counters (by origin `o#…` and ad `a#…`) | `rollup#<siteId>` | `<cohortDay>#<dim>` | |
+//! | a cohort's lead counters (by origin `o#…`, ad `a#…` and Lead Ads form `f#…`) | `rollup#<siteId>` | `<cohortDay>#<dim>` | |
+//! | a Lead Ads form's leads of a UTC day, by the rules' decision | `formday#<siteId>#<formId>` | `<dayStart>` | |
 //! | a lead change seen (idempotency) | `change#<siteId>` | `<changeId>` | |
 //! | a lead entering a column on a UTC day | `entry#<siteId>#<column>` | `<dayStart>#<leadId>` | |
 //! | a posted event queued for a destination (idempotency) | `posted#<siteId>` | `<slug>#<eventId>` | |
@@ -177,6 +178,10 @@ pub const FORM_SK_PREFIX: &str = "form#";
 pub fn form_leads_pk(site: &str, form: &str) -> String {
     format!("formleads#{site}#{form}")
 }
+/// A Lead Ads form's day counters (sort key: [`day_sk`]).
+pub fn form_day_pk(site: &str, form: &str) -> String {
+    format!("formday#{site}#{form}")
+}
 pub fn form_lead_sk(created_at: i64, leadgen_id: &str) -> String {
     format!("{created_at:013}#{leadgen_id}")
 }
@@ -225,26 +230,30 @@ pub fn send_shard_n(n: u32) -> String {
     format!("send#{n}")
 }
 
-/// The dimension a lead's cohort counters are kept under: its origin, and
-/// its ad when it has one. The rollup sort key ends with it.
+/// The dimension a lead's cohort counters are kept under: its origin, its
+/// ad when it has one, and the Meta instant form a Lead Ads lead came from.
+/// The rollup sort key ends with it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RollupDim {
     Origin(String),
     Ad(String),
+    Form(String),
 }
 
 impl RollupDim {
-    /// `o#<origin>` or `a#<adId>`.
+    /// `o#<origin>`, `a#<adId>` or `f#<formId>`.
     pub fn key(&self) -> String {
         match self {
             RollupDim::Origin(o) => format!("o#{o}"),
             RollupDim::Ad(a) => format!("a#{a}"),
+            RollupDim::Form(f) => format!("f#{f}"),
         }
     }
     pub fn parse(key: &str) -> Option<Self> {
         match key.split_once('#')? {
             ("o", origin) => Some(RollupDim::Origin(origin.to_owned())),
             ("a", ad) => Some(RollupDim::Ad(ad.to_owned())),
+            ("f", form) => Some(RollupDim::Form(form.to_owned())),
             _ => None,
         }
     }

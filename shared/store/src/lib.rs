@@ -16,6 +16,7 @@ pub mod conversions;
 pub mod counter;
 pub mod destinations;
 pub mod error;
+pub mod form_counts;
 pub mod forms;
 mod items;
 pub mod keys;

@@ -10,6 +10,7 @@ use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
 
 use crate::attr::{FromItem, Item, n, s};
 use crate::connections::ListedAccount;
+use crate::items::{NewLinkItem, encode};
 use crate::keys::*;
 use crate::links::key;
 use crate::write::transaction_failed_at;
@@ -46,23 +47,7 @@ impl Links<'_> {
     ) -> Result<SiteAdAccount, LinkError> {
         let t = &self.names.table;
         let id = &account.ad_account_id;
-        let mut item: Item = key(site, id).into_iter().collect();
-        for (k, v) in [
-            ("siteId", site),
-            ("adAccountId", id),
-            ("ownerKey", owner),
-            ("name", &account.name),
-            ("currency", &account.currency),
-            ("timezone", &account.timezone),
-            ("syncState", SyncState::Backfill.as_str()),
-        ] {
-            item.insert(k.into(), s(v));
-        }
-        item.insert(GSI1_PK.into(), s(owner_pk(owner)));
-        item.insert(GSI1_SK.into(), s(owner_link_sk(site, id)));
-        item.insert(DUE_SHARD.into(), s(due_shard(site, id)));
-        item.insert(NEXT_SYNC_AT.into(), n(now));
-        item.insert("createdAt".into(), n(now));
+        let item = new_link_item(site, owner, account, now)?;
         let put_link = Put::builder()
             .table_name(t)
             .set_item(Some(item.clone()))
@@ -78,18 +63,7 @@ impl Links<'_> {
             .condition_expression("attribute_not_exists(pk)")
             .build()
             .map_err(StoreError::ddb)?;
-        let count = |pk: String, sk: &str, max: usize| {
-            Update::builder()
-                .table_name(t)
-                .key(PK, s(pk))
-                .key(SK, s(sk))
-                .update_expression("ADD linkCount :one")
-                .condition_expression("attribute_exists(pk) AND (attribute_not_exists(linkCount) OR linkCount < :max)")
-                .expression_attribute_values(":one", n(1))
-                .expression_attribute_values(":max", n(max))
-                .build()
-                .map_err(StoreError::ddb)
-        };
+        let count = |pk: String, sk: &str, max: usize| count_link(t, pk, sk, max);
         let stop_purge = Delete::builder()
             .table_name(t)
             .key(PK, s(purge_pk(site)))
@@ -242,4 +216,49 @@ impl Links<'_> {
             Err(e) => Err(StoreError::ddb(e)),
         }
     }
+}
+
+/// A new link's item: due at once for its backfill, in the owner's index.
+fn new_link_item(
+    site: &str,
+    owner: &str,
+    account: &ListedAccount,
+    now: i64,
+) -> Result<Item, StoreError> {
+    let id = &account.ad_account_id;
+    encode(
+        &NewLinkItem {
+            pk: site_pk(site),
+            sk: link_sk(id),
+            site_id: site,
+            ad_account_id: id,
+            owner_key: owner,
+            name: &account.name,
+            currency: &account.currency,
+            timezone: &account.timezone,
+            sync_state: SyncState::Backfill.as_str(),
+            gsi1_pk: owner_pk(owner),
+            gsi1_sk: owner_link_sk(site, id),
+            due_shard: due_shard(site, id),
+            next_sync_at: now,
+            created_at: now,
+        },
+        "link",
+    )
+}
+
+/// One more link counted on a site or a connection, below `max`.
+fn count_link(table: &str, pk: String, sk: &str, max: usize) -> Result<Update, StoreError> {
+    Update::builder()
+        .table_name(table)
+        .key(PK, s(pk))
+        .key(SK, s(sk))
+        .update_expression("ADD linkCount :one")
+        .condition_expression(
+            "attribute_exists(pk) AND (attribute_not_exists(linkCount) OR linkCount < :max)",
+        )
+        .expression_attribute_values(":one", n(1))
+        .expression_attribute_values(":max", n(max))
+        .build()
+        .map_err(StoreError::ddb)
 }

@@ -28,11 +28,15 @@ use adtrail_domain::destinations::slug_or_pixel;
 
 use crate::leads::lead_item;
 
-/// The dimensions a lead counts in: its origin, and its ad if it has one.
+/// The dimensions a lead counts in: its origin, its ad if it has one, its
+/// form if it came from one.
 fn dims(lead: &Lead) -> Vec<String> {
     let mut dims = vec![RollupDim::Origin(lead.origin.clone())];
     if let Some(ad) = &lead.ad_id {
         dims.push(RollupDim::Ad(ad.clone()));
+    }
+    if let Some(form) = &lead.form_id {
+        dims.push(RollupDim::Form(form.clone()));
     }
     dims.iter().map(RollupDim::key).collect()
 }
@@ -103,13 +107,13 @@ fn tx_put(
 
 // A change's transaction: its marker, the lead, its ad, its column entry,
 // three pixel rows, a row per destination for each of its three events at
-// most, two cohort rollups and two counter items: within DynamoDB's 100.
-const _: () = assert!(11 + 3 * adtrail_domain::destinations::MAX_LIVE_DESTINATIONS <= 100);
+// most, three cohort rollups and two counter items: within DynamoDB's 100.
+const _: () = assert!(12 + 3 * adtrail_domain::destinations::MAX_LIVE_DESTINATIONS <= 100);
 
 /// The rows a lead's removal deletes in one transaction. Each row may move
 /// its own day's counter item (a sent row leaves the day it was sent on),
 /// so a transaction holds up to 45 rows, 45 day items, the totals, the lead
-/// and its two cohort rollups: under DynamoDB's 100 items.
+/// and its three cohort rollups: under DynamoDB's 100 items.
 const ROWS_PER_REMOVAL: usize = 45;
 
 /// Deletes of a lead's rows, each only in the status it was read in; their

@@ -1,8 +1,12 @@
 //! The queues' messages and how they travel: the sync queue's
 //! [`SyncMessage`], the send queue's [`SendMessage`] and the leadgen queue's
 //! [`LeadgenMessage`], sent in batches of
-//! ten (the most SQS takes in one call), and the visibility change the
-//! `capi-sender` uses as its retry timer.
+//! ten (the most SQS takes in one call), and the visibility change a
+//! consumer (the `capi-sender`, the `leadgen-worker`) uses as its retry
+//! timer: [`Visibility`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use serde::{Deserialize, Serialize};
@@ -55,6 +59,48 @@ fn bodies<T: Serialize>(messages: &[T]) -> Result<Vec<String>, StoreError> {
         .iter()
         .map(|m| serde_json::to_string(m).map_err(|e| StoreError::Malformed(e.to_string())))
         .collect()
+}
+
+/// How a message kept for later comes back.
+#[derive(Debug, Clone)]
+pub enum Visibility {
+    /// In AWS: `ChangeMessageVisibility` on the consumer's queue.
+    Sqs { queue_url: String },
+    /// Under the local runner, which plays SQS's timer on its own (possibly
+    /// virtual) clock: the same `ChangeMessageVisibility` (so the role is
+    /// proven to allow it), and each delay recorded by receipt handle for
+    /// the runner to honour.
+    Recorded {
+        queue_url: String,
+        delays: Arc<Mutex<HashMap<String, i64>>>,
+    },
+}
+
+impl Visibility {
+    /// Keeps the message invisible for `delay_ms`.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when SQS refuses the change.
+    pub async fn hold(
+        &self,
+        queues: Queues<'_>,
+        receipt: &str,
+        delay_ms: i64,
+    ) -> Result<(), StoreError> {
+        match self {
+            Visibility::Sqs { queue_url } => {
+                queues.delay_message(queue_url, receipt, delay_ms).await?
+            }
+            Visibility::Recorded { queue_url, delays } => {
+                queues.delay_message(queue_url, receipt, delay_ms).await?;
+                delays
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(receipt.to_owned(), delay_ms.max(0));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Queues<'_> {

@@ -137,58 +137,12 @@ impl Conversions<'_> {
             rows.insert((c.site_id.clone(), c.sk.clone()), c);
         }
         let until = now + lease_ms;
-        let mut claims: Vec<Claim> = Vec::with_capacity(keys.len());
-        let mut due: Vec<usize> = vec![];
-        for (i, key) in keys.iter().enumerate() {
-            let claim = match rows.get(key) {
-                None => Claim::Gone,
-                Some(c) if c.status != ConversionStatus::Pending => Claim::Gone,
-                Some(c) => match wait_before_claim(c, now) {
-                    Some(ms) => Claim::Wait(ms),
-                    None => {
-                        due.push(i);
-                        Claim::Gone
-                    }
-                },
-            };
-            claims.push(claim);
-        }
+        let (mut claims, due) = sort_claims(keys, &rows, now);
         for chunk in due.chunks(100) {
             let mut items = vec![];
             for i in chunk {
                 let (site, sk) = &keys[*i];
-                let c = &rows[&keys[*i]];
-                // A lease still on the row is an attempt that never ended:
-                // it may have reached Meta.
-                let unsure = c.unsure || c.lease_until.is_some();
-                let mut update = Update::builder()
-                    .table_name(&self.names.table)
-                    .key(PK, s(conv_pk(site)))
-                    .key(SK, s(sk))
-                    .update_expression(
-                        "SET attempts = :next, leaseId = :id, leaseUntil = :until, workAt = :until, unsure = :unsure",
-                    )
-                    .expression_attribute_values(":unsure", AttributeValue::Bool(unsure))
-                    .condition_expression(
-                        "#status = :pending AND attempts = :seen AND nextAttemptAt <= :now AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
-                    )
-                    .expression_attribute_names("#status", "status")
-                    .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()))
-                    .expression_attribute_values(":seen", n(c.attempts))
-                    .expression_attribute_values(":next", n(c.attempts + 1))
-                    .expression_attribute_values(":id", s(lease_id))
-                    .expression_attribute_values(":until", n(until))
-                    .expression_attribute_values(":now", n(now));
-                if c.next_attempt_at.is_none() {
-                    update = update.condition_expression(
-                        "#status = :pending AND attempts = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
-                    );
-                }
-                items.push(
-                    TransactWriteItem::builder()
-                        .update(update.build().map_err(StoreError::ddb)?)
-                        .build(),
-                );
+                items.push(self.claim_item(site, sk, &rows[&keys[*i]], lease_id, until, now)?);
             }
             match self.transact(items).await? {
                 None => {
@@ -211,6 +165,48 @@ impl Conversions<'_> {
             }
         }
         Ok(claims)
+    }
+
+    /// The update that claims one row as it was read: its attempt counted
+    /// and leased until `until`, conditional on nobody having moved it.
+    fn claim_item(
+        &self,
+        site: &str,
+        sk: &str,
+        c: &Conversion,
+        lease_id: &str,
+        until: i64,
+        now: i64,
+    ) -> Result<TransactWriteItem, StoreError> {
+        // A lease still on the row is an attempt that never ended: it may
+        // have reached Meta.
+        let unsure = c.unsure || c.lease_until.is_some();
+        let mut update = Update::builder()
+            .table_name(&self.names.table)
+            .key(PK, s(conv_pk(site)))
+            .key(SK, s(sk))
+            .update_expression(
+                "SET attempts = :next, leaseId = :id, leaseUntil = :until, workAt = :until, unsure = :unsure",
+            )
+            .expression_attribute_values(":unsure", AttributeValue::Bool(unsure))
+            .condition_expression(
+                "#status = :pending AND attempts = :seen AND nextAttemptAt <= :now AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
+            )
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()))
+            .expression_attribute_values(":seen", n(c.attempts))
+            .expression_attribute_values(":next", n(c.attempts + 1))
+            .expression_attribute_values(":id", s(lease_id))
+            .expression_attribute_values(":until", n(until))
+            .expression_attribute_values(":now", n(now));
+        if c.next_attempt_at.is_none() {
+            update = update.condition_expression(
+                "#status = :pending AND attempts = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
+            );
+        }
+        Ok(TransactWriteItem::builder()
+            .update(update.build().map_err(StoreError::ddb)?)
+            .build())
     }
 
     /// Ends attempts held under `lease_id`: sent and failed rows lose their
@@ -317,4 +313,30 @@ impl Conversions<'_> {
         items.extend(tally.updates(t, site, shard)?);
         Ok(self.transact(items).await?.is_none())
     }
+}
+
+/// Each key's claim as its row was read (`Gone` or `Wait`), and the
+/// indexes of the rows due now, to be claimed.
+fn sort_claims(
+    keys: &[(String, String)],
+    rows: &BTreeMap<(String, String), Conversion>,
+    now: i64,
+) -> (Vec<Claim>, Vec<usize>) {
+    let mut claims: Vec<Claim> = Vec::with_capacity(keys.len());
+    let mut due: Vec<usize> = vec![];
+    for (i, key) in keys.iter().enumerate() {
+        let claim = match rows.get(key) {
+            None => Claim::Gone,
+            Some(c) if c.status != ConversionStatus::Pending => Claim::Gone,
+            Some(c) => match wait_before_claim(c, now) {
+                Some(ms) => Claim::Wait(ms),
+                None => {
+                    due.push(i);
+                    Claim::Gone
+                }
+            },
+        };
+        claims.push(claim);
+    }
+    (claims, due)
 }

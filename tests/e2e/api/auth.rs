@@ -222,8 +222,16 @@ async fn every_route_checks_token_scope_and_grant() {
 
 #[tokio::test]
 async fn dashboards_read_only_their_granted_sites() {
-    let h = Harness::start().await;
+    let started = Harness::start().await;
+    let h = &started;
     h.link_agency().await;
+    a_reader_reads_its_grant_and_configures_nothing(h).await;
+    a_connection_shows_links_outside_the_grant_without_their_site(h).await;
+}
+
+/// A reader reads its granted site, never another (named nowhere in the
+/// refusal), and configures nothing.
+async fn a_reader_reads_its_grant_and_configures_nothing(h: &Harness) {
     let keys = &h.app.local.keys;
     let reader = keys.sign(json!({"sub": "u1", "scope": "adtrail:read", "sites": ["loja-x"]}));
     let (status, _) = h
@@ -261,7 +269,13 @@ async fn dashboards_read_only_their_granted_sites() {
         )
         .await;
     assert_eq!(status, 403, "reading is not configuring");
-    // A connection listing shows a link outside the grant without its site.
+}
+
+/// A connection listing shows a link outside the grant without its site:
+/// another owner's connection is refused; its own (the same agency token)
+/// shows the accounts linked outside its grant without naming the site.
+async fn a_connection_shows_links_outside_the_grant_without_their_site(h: &Harness) {
+    let keys = &h.app.local.keys;
     let configure =
         keys.sign(json!({"sub": "u1", "scope": "adtrail:configure", "sites": ["loja-x"]}));
     let (status, _) = h

@@ -103,10 +103,18 @@ async fn the_sample_agency_lists_every_page_of_accounts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refresh_preview_and_forgetting_an_owner() {
-    let h = Harness::start().await;
+    let started = Harness::start().await;
+    let h = &started;
     h.link_agency().await;
     h.sync_until_live(10).await;
-    // What unlinking would take from the site.
+    an_unlink_preview_says_what_unlinking_takes(h).await;
+    a_refresh_reads_every_page_of_the_listing(h).await;
+    forgetting_the_owner_takes_its_links_pixels_and_token(h).await;
+}
+
+/// What unlinking would take from the site: its spend, days and
+/// campaigns; an account the site does not have is not found.
+async fn an_unlink_preview_says_what_unlinking_takes(h: &Harness) {
     let path = format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}/unlink-preview");
     let (s, preview) = h.call("GET", &path, None).await;
     assert_eq!(s, 200, "{preview}");
@@ -130,10 +138,11 @@ async fn refresh_preview_and_forgetting_an_owner() {
         )
         .await;
     assert_eq!(s, 404);
+}
 
-    // A refresh reads the listing again with the stored token, every page
-    // (the alignment of links with a listing is the connect's, tested
-    // there).
+/// A refresh reads the listing again with the stored token, every page
+/// (the alignment of links with a listing is the connect's, tested there).
+async fn a_refresh_reads_every_page_of_the_listing(h: &Harness) {
     h.fake().tune(|k| k.max_page = Some(1));
     let b = h
         .expect(200, "POST", "/v1/meta/connections/agency/refresh", None)
@@ -143,9 +152,11 @@ async fn refresh_preview_and_forgetting_an_owner() {
         4,
         "every page read"
     );
+}
 
-    // Forgetting the owner: its links (their spend leaves in batches), its
-    // pixels, its token.
+/// Forgetting the owner: its links (their spend leaves in batches), its
+/// pixels, its token; forgetting it again removes nothing.
+async fn forgetting_the_owner_takes_its_links_pixels_and_token(h: &Harness) {
     let (s, _) = h
         .call(
             "PUT",

@@ -6,12 +6,57 @@ use serde_json::{Value, json};
 
 use super::code;
 
+/// The report's two days and the ad that brought Ana.
+struct Days {
+    ad: String,
+    today: i64,
+    yesterday: i64,
+}
+
+impl Days {
+    /// The daily report over the two days, with `q` added to its query.
+    async fn report(&self, h: &Harness, q: String) -> (u16, Value) {
+        let path = format!(
+            "/v1/reports/daily?siteIds=loja-x&from={}&to={}{q}",
+            self.yesterday, self.today
+        );
+        h.call("GET", &path, None).await
+    }
+
+    /// Loja X's spend on `day`, from the stored day sums.
+    async fn site_spend(&self, h: &Harness, day: i64) -> i64 {
+        let mut total = 0;
+        for acct in [LOJA_PRINCIPAL, LOJA_MANAUS] {
+            total += h
+                .store()
+                .spend()
+                .day_sums("loja-x", acct, day, day)
+                .await
+                .unwrap()
+                .values()
+                .map(|f| f.spend_cents)
+                .sum::<i64>();
+        }
+        total
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_daily_report_counts_by_cohort_next_to_the_spend() {
     let started = Harness::start().await;
     let h = &started;
     h.link_agency().await;
     h.sync_until_live(10).await;
+    let d = three_leads_two_sales(h).await;
+    leads_land_on_the_day_they_arrived(h, &d).await;
+    origins_costs_and_the_return(h, &d).await;
+    one_ads_leads_and_its_own_spend(h, &d).await;
+    bad_filters_currencies_and_a_removed_lead(h, &d).await;
+}
+
+/// Carl yesterday, Ana (from an ad) and Bia today; Ana and Carl won (Carl's
+/// sale today lands on yesterday, his cohort), Bia qualified.
+async fn three_leads_two_sales(h: &Harness) -> Days {
     let ad = adtrail_fake_meta::sample_accounts()
         .into_iter()
         .find(|a| a.id == LOJA_PRINCIPAL)
@@ -59,26 +104,15 @@ async fn the_daily_report_counts_by_cohort_next_to_the_spend() {
         )
         .await;
     }
-    let report = |q: String| {
-        let path = format!("/v1/reports/daily?siteIds=loja-x&from={yesterday}&to={today}{q}");
-        async move { h.call("GET", &path, None).await }
-    };
-    let site_spend = |day: i64| async move {
-        let mut total = 0;
-        for acct in [LOJA_PRINCIPAL, LOJA_MANAUS] {
-            total += h
-                .store()
-                .spend()
-                .day_sums("loja-x", acct, day, day)
-                .await
-                .unwrap()
-                .values()
-                .map(|f| f.spend_cents)
-                .sum::<i64>();
-        }
-        total
-    };
-    let (s, r) = report(String::new()).await;
+    Days {
+        ad,
+        today,
+        yesterday,
+    }
+}
+
+async fn leads_land_on_the_day_they_arrived(h: &Harness, d: &Days) {
+    let (s, r) = d.report(h, String::new()).await;
     assert_eq!(s, 200, "{r}");
     let days = r["days"].as_array().unwrap();
     assert_eq!(days.len(), 2);
@@ -102,14 +136,18 @@ async fn the_daily_report_counts_by_cohort_next_to_the_spend() {
         (json!(2), json!(2), json!(1), json!(45_990)),
         "{r}"
     );
-    assert_eq!(days[0]["spendCents"], site_spend(yesterday).await);
-    assert_eq!(days[1]["spendCents"], site_spend(today).await);
+    assert_eq!(days[0]["spendCents"], d.site_spend(h, d.yesterday).await);
+    assert_eq!(days[1]["spendCents"], d.site_spend(h, d.today).await);
     assert_eq!(
         (r["spendCurrency"].clone(), r["currencyMismatch"].clone()),
         (json!("BRL"), json!(false))
     );
-    // Organic leads bought nothing: no spend.
-    let (_, r) = report("&origin=organic".into()).await;
+}
+
+/// Organic leads bought nothing: no spend; paid leads: the costs and the
+/// return the spend bought; the totals (organic included) carry none.
+async fn origins_costs_and_the_return(h: &Harness, d: &Days) {
+    let (_, r) = d.report(h, "&origin=organic".into()).await;
     assert_eq!(
         (
             r["days"][1]["leads"].clone(),
@@ -118,7 +156,7 @@ async fn the_daily_report_counts_by_cohort_next_to_the_spend() {
         (json!(1), Value::Null),
         "{r}"
     );
-    let (_, r) = report("&origin=paid".into()).await;
+    let (_, r) = d.report(h, "&origin=paid".into()).await;
     assert_eq!(
         (r["days"][1]["won"].clone(), r["days"][0]["leads"].clone()),
         (json!(1), json!(0)),
@@ -126,8 +164,8 @@ async fn the_daily_report_counts_by_cohort_next_to_the_spend() {
     );
     // Paid leads: the costs and the return the spend bought; the totals
     // (organic included) carry none.
-    let (_, r) = report("&origin=paid".into()).await;
-    let spend_today = site_spend(today).await;
+    let (_, r) = d.report(h, "&origin=paid".into()).await;
+    let spend_today = d.site_spend(h, d.today).await;
     let paid = &r["days"][1];
     assert_eq!(
         paid["costPerLeadCents"], spend_today,
@@ -139,14 +177,17 @@ async fn the_daily_report_counts_by_cohort_next_to_the_spend() {
         (paid["returnOnSpend"].as_f64().unwrap() - ros).abs() < 1e-9,
         "{r}"
     );
-    let (_, all) = report(String::new()).await;
+    let (_, all) = d.report(h, String::new()).await;
     assert!(all["days"][1]["costPerLeadCents"].is_null(), "{all}");
-    // One ad: its leads and its own spend.
-    let (_, r) = report(format!("&adId={ad}")).await;
+}
+
+/// One ad: its leads and its own spend.
+async fn one_ads_leads_and_its_own_spend(h: &Harness, d: &Days) {
+    let (_, r) = d.report(h, format!("&adId={}", d.ad)).await;
     let rows = h.all_rows("loja-x", LOJA_PRINCIPAL).await;
     let ad_today: i64 = rows
         .iter()
-        .filter(|x| x.ad_id == ad && x.day_start == today)
+        .filter(|x| x.ad_id == d.ad && x.day_start == d.today)
         .map(|x| x.figures.spend_cents)
         .sum();
     assert_eq!(
@@ -157,15 +198,21 @@ async fn the_daily_report_counts_by_cohort_next_to_the_spend() {
         (json!(1), json!(ad_today)),
         "{r}"
     );
+}
+
+/// Both filters, or a range past 92 days: 400; two currencies never sum;
+/// a removed lead leaves its cohort.
+async fn bad_filters_currencies_and_a_removed_lead(h: &Harness, d: &Days) {
     // Both filters, or a range past 92 days: 400.
-    let (s, e) = report(format!("&adId={ad}&origin=paid")).await;
+    let (s, e) = d.report(h, format!("&adId={}&origin=paid", d.ad)).await;
     assert_eq!((s, code(&e)), (400, "INVALID_ARGUMENT"));
     let (s, _) = h
         .call(
             "GET",
             &format!(
-                "/v1/reports/daily?siteIds=loja-x&from={}&to={today}",
-                today - 92 * 86_400_000
+                "/v1/reports/daily?siteIds=loja-x&from={}&to={}",
+                d.today - 92 * 86_400_000,
+                d.today
             ),
             None,
         )
@@ -175,7 +222,10 @@ async fn the_daily_report_counts_by_cohort_next_to_the_spend() {
     let (_, r) = h
         .call(
             "GET",
-            &format!("/v1/reports/daily?siteIds=loja-x,pet-mania&from={yesterday}&to={today}"),
+            &format!(
+                "/v1/reports/daily?siteIds=loja-x,pet-mania&from={}&to={}",
+                d.yesterday, d.today
+            ),
             None,
         )
         .await;
@@ -190,7 +240,7 @@ async fn the_daily_report_counts_by_cohort_next_to_the_spend() {
     // A removed lead leaves its cohort.
     let (s, _) = h.call("DELETE", "/v1/sites/loja-x/leads/ana", None).await;
     assert_eq!(s, 200);
-    let (_, r) = report(String::new()).await;
+    let (_, r) = d.report(h, String::new()).await;
     assert_eq!(
         (
             r["days"][1]["leads"].clone(),

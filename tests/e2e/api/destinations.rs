@@ -51,7 +51,8 @@ fn assert_no_secret(body: &Value) {
 #[tokio::test]
 async fn a_site_registers_destinations_on_several_platforms_and_lists_them_with_its_pixel() {
     use adtrail_fake_meta::LOJA_PIXEL;
-    let h = Harness::start().await;
+    let started = Harness::start().await;
+    let h = &started;
     h.link_agency().await;
     h.expect(
         200,
@@ -60,6 +61,13 @@ async fn a_site_registers_destinations_on_several_platforms_and_lists_them_with_
         Some(json!({"pixelId": LOJA_PIXEL.0, "ownerKey": "agency"})),
     )
     .await;
+    tiktok_and_google_registered_without_their_secrets(h).await;
+    pinterest_and_snap_then_the_list_with_the_pixel(h).await;
+    credentials_open_under_their_site_and_slug_only(h).await;
+}
+
+/// TikTok and Google registered: each answer shows its ids, never a secret.
+async fn tiktok_and_google_registered_without_their_secrets(h: &Harness) {
     let b = h
         .expect(
             201,
@@ -100,7 +108,12 @@ async fn a_site_registers_destinations_on_several_platforms_and_lists_them_with_
         d["conversionActions"],
         json!({"lead": "555002", "purchase": "555001"})
     );
-    // Pinterest and Snap, each with its own ids and test mode.
+}
+
+/// Pinterest and Snap, each with its own ids and test mode; the list
+/// shows them with the pixel as `meta`, and each reads alone.
+async fn pinterest_and_snap_then_the_list_with_the_pixel(h: &Harness) {
+    use adtrail_fake_meta::LOJA_PIXEL;
     h.expect(
         201,
         "PUT",
@@ -156,9 +169,12 @@ async fn a_site_registers_destinations_on_several_platforms_and_lists_them_with_
         .expect(200, "GET", "/v1/sites/loja-x/destinations/meta", None)
         .await;
     assert_eq!(b["destination"]["pixelId"], LOJA_PIXEL.0);
-    // The credentials are sealed for this site and slug: they open under
-    // that context and no other.
-    let tiktok_br = stored(&h, "tiktok-br").await.expect("stored");
+}
+
+/// The credentials are sealed for this site and slug: they open under
+/// that context and no other.
+async fn credentials_open_under_their_site_and_slug_only(h: &Harness) {
+    let tiktok_br = stored(h, "tiktok-br").await.expect("stored");
     let sealer = h.store().sealer();
     let opened = sealer
         .unseal_destination("loja-x", "tiktok-br", &tiktok_br.sealed_credentials)
@@ -227,12 +243,10 @@ async fn a_slug_keeps_its_platform_its_credentials_and_once_archived_its_archive
     assert_eq!((s, code(&b)), (404, "NOT_FOUND"), "{b}");
 }
 
-#[tokio::test]
-async fn bad_registrations_name_their_field_and_store_nothing() {
-    let h = Harness::start().await;
-    h.put_site("loja-x", "BRL").await;
-    let path = "/v1/sites/loja-x/destinations/d1";
-    let cases = [
+/// Registrations each refused for one field, with the field's name (a
+/// `:` ends a name that is a prefix of others).
+fn bad_bodies() -> Vec<(Value, &'static str)> {
+    vec![
         (
             json!({"platform": "bing", "credentials": {"accessToken": "t"}}),
             "platform:",
@@ -285,8 +299,15 @@ async fn bad_registrations_name_their_field_and_store_nothing() {
             json!({"platform": "snap", "pixelId": "not-a-uuid", "credentials": {"accessToken": "t"}}),
             "pixelId",
         ),
-    ];
-    for (body, field) in cases {
+    ]
+}
+
+#[tokio::test]
+async fn bad_registrations_name_their_field_and_store_nothing() {
+    let h = Harness::start().await;
+    h.put_site("loja-x", "BRL").await;
+    let path = "/v1/sites/loja-x/destinations/d1";
+    for (body, field) in bad_bodies() {
         let (s, b) = h.call("PUT", path, Some(body.clone())).await;
         assert_eq!((s, code(&b)), (400, "INVALID_ARGUMENT"), "{body}: {b}");
         assert!(

@@ -17,10 +17,41 @@ fn report_ads(r: &Value) -> Vec<Value> {
         .collect()
 }
 
+/// The report's range and what the stored rows say, to compare with.
+struct Fixture {
+    from: i64,
+    today: i64,
+    /// The sample's first ad, which brought two leads and a sale.
+    ad: String,
+    /// Loja X's spend, impressions and clicks over the range.
+    site_spend: (i64, i64, i64),
+    /// Loja X's spend per ad over the range.
+    by_ad: std::collections::BTreeMap<String, i64>,
+}
+
+impl Fixture {
+    fn path(&self, sites: &str) -> String {
+        format!(
+            "/v1/reports/leads?siteIds={sites}&from={}&to={}",
+            self.from, self.today
+        )
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_leads_report_puts_spend_next_to_leads() {
     let started = Harness::start().await;
     let h = &started;
+    let f = record_leads_over_synced_spend(h).await;
+    one_site_with_its_tree_and_thumbnails(h, &f).await;
+    two_currencies_and_a_site_without_accounts(h, &f).await;
+    past_the_budgets(h, &f).await;
+    bad_ranges_and_lists_name_the_field(h, &f).await;
+}
+
+/// The agency synced, Loja Z without accounts, four leads (two from an
+/// ad of Loja X, one of them won), and the stored spend.
+async fn record_leads_over_synced_spend(h: &Harness) -> Fixture {
     h.link_agency().await;
     h.sync_until_live(10).await;
     h.expect(
@@ -57,7 +88,6 @@ async fn the_leads_report_puts_spend_next_to_leads() {
             "/v1/sites/loja-x/leads/ana/stage",
             Some(json!({"changeId": "ana-won", "occurredAt": now, "stage": "won", "revenueCents": 45_990}))).await;
 
-    // What the stored rows say, to compare with.
     let mut site_spend = (0, 0, 0);
     let mut by_ad: std::collections::BTreeMap<String, i64> = Default::default();
     for acct in [LOJA_PRINCIPAL, LOJA_MANAUS] {
@@ -79,9 +109,17 @@ async fn the_leads_report_puts_spend_next_to_leads() {
         }
     }
     assert!(site_spend.0 > 0, "the sample spends in the last week");
-    let path = |sites: &str| format!("/v1/reports/leads?siteIds={sites}&from={from}&to={today}");
+    Fixture {
+        from,
+        today,
+        ad,
+        site_spend,
+        by_ad,
+    }
+}
 
-    let (s, r) = h.call("GET", &path("loja-x"), None).await;
+async fn one_site_with_its_tree_and_thumbnails(h: &Harness, f: &Fixture) {
+    let (s, r) = h.call("GET", &f.path("loja-x"), None).await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(
         (
@@ -96,9 +134,9 @@ async fn the_leads_report_puts_spend_next_to_leads() {
             json!(3),
             json!(1),
             json!(45_990),
-            json!(site_spend.0),
-            json!(site_spend.1),
-            json!(site_spend.2)
+            json!(f.site_spend.0),
+            json!(f.site_spend.1),
+            json!(f.site_spend.2)
         ),
         "{r}"
     );
@@ -130,7 +168,11 @@ async fn the_leads_report_puts_spend_next_to_leads() {
             paid["spendCents"].clone(),
             paid["costPerLeadCents"].clone()
         ),
-        (json!(2), json!(site_spend.0), json!((site_spend.0 + 1) / 2)),
+        (
+            json!(2),
+            json!(f.site_spend.0),
+            json!((f.site_spend.0 + 1) / 2)
+        ),
         "{r}"
     );
     let organic = origin("organic");
@@ -143,15 +185,20 @@ async fn the_leads_report_puts_spend_next_to_leads() {
         (json!(1), Value::Null, Value::Null),
         "{r}"
     );
-    // Every ad that spent is listed, with or without leads; the tree sums
-    // to the site's spend.
-    let ads = report_ads(&r);
+    ads_tree_and_thumbnails(h, &r, f).await;
+}
+
+/// Every ad that spent is listed, with or without leads; the tree sums
+/// to the site's spend; each ad's thumbnail comes from the private bucket
+/// through a signed URL; the site's own line.
+async fn ads_tree_and_thumbnails(h: &Harness, r: &Value, f: &Fixture) {
+    let ads = report_ads(r);
     let listed: std::collections::BTreeSet<String> = ads
         .iter()
         .map(|a| a["adId"].as_str().unwrap().to_owned())
         .collect();
-    let mut expected: std::collections::BTreeSet<String> = by_ad.keys().cloned().collect();
-    expected.insert(ad.clone());
+    let mut expected: std::collections::BTreeSet<String> = f.by_ad.keys().cloned().collect();
+    expected.insert(f.ad.clone());
     assert_eq!(listed, expected);
     let tree_spend: i64 = r["campaigns"]
         .as_array()
@@ -159,14 +206,14 @@ async fn the_leads_report_puts_spend_next_to_leads() {
         .iter()
         .map(|c| c["spendCents"].as_i64().unwrap())
         .sum();
-    assert_eq!(tree_spend, site_spend.0);
+    assert_eq!(tree_spend, f.site_spend.0);
     let burner = ads
         .iter()
         .find(|a| a["leads"] == 0 && a["spendCents"].as_i64().unwrap_or(0) > 0)
         .expect("an ad that spent without bringing a lead");
     assert!(burner["costPerLeadCents"].is_null(), "{burner}");
-    let row = ads.iter().find(|a| a["adId"] == ad.as_str()).unwrap();
-    let ad_spend = by_ad.get(&ad).copied().unwrap_or(0);
+    let row = ads.iter().find(|a| a["adId"] == f.ad.as_str()).unwrap();
+    let ad_spend = f.by_ad.get(&f.ad).copied().unwrap_or(0);
     assert_eq!(
         (
             row["siteId"].clone(),
@@ -192,7 +239,7 @@ async fn the_leads_report_puts_spend_next_to_leads() {
     assert!(url.contains("X-Amz-Signature="), "{url}");
     let got = reqwest::get(url).await.unwrap();
     assert_eq!(got.status(), 200);
-    let key = adtrail_store::blobs::thumbnail_key("loja-x", &ad);
+    let key = adtrail_store::blobs::thumbnail_key("loja-x", &f.ad);
     assert_eq!(
         got.bytes().await.unwrap().to_vec(),
         h.store().blobs().get_thumbnail(&key).await.unwrap()
@@ -210,15 +257,19 @@ async fn the_leads_report_puts_spend_next_to_leads() {
             json!("loja-x"),
             json!(3),
             json!(2),
-            json!(site_spend.0),
-            json!(site_spend.0)
+            json!(f.site_spend.0),
+            json!(f.site_spend.0)
         ),
         "{site}"
     );
+}
 
-    // Two currencies: no spend is summed, each site keeps its own; a site
-    // with no account is unknown, not zero; request order is kept.
-    let (s, r) = h.call("GET", &path("pet-mania,loja-x,loja-z"), None).await;
+/// Two currencies: no spend is summed, each site keeps its own; a site
+/// with no account is unknown, not zero; request order is kept.
+async fn two_currencies_and_a_site_without_accounts(h: &Harness, f: &Fixture) {
+    let (s, r) = h
+        .call("GET", &f.path("pet-mania,loja-x,loja-z"), None)
+        .await;
     assert_eq!(s, 200, "{r}");
     let sites: Vec<&str> = r["bySite"]
         .as_array()
@@ -239,7 +290,7 @@ async fn the_leads_report_puts_spend_next_to_leads() {
     );
     assert_eq!(r["bySite"][0]["spendCurrency"], "USD");
     assert!(r["bySite"][0]["spendCents"].as_i64().unwrap() > 0);
-    assert_eq!(r["bySite"][1]["spendCents"], json!(site_spend.0));
+    assert_eq!(r["bySite"][1]["spendCents"], json!(f.site_spend.0));
     assert_eq!(
         (
             r["bySite"][2]["spendCents"].clone(),
@@ -259,7 +310,7 @@ async fn the_leads_report_puts_spend_next_to_leads() {
             .any(|a| a["impressions"].as_i64().unwrap_or(0) > 0)
     );
     // A site with no account alone: spend unknown everywhere.
-    let (_, r) = h.call("GET", &path("loja-z"), None).await;
+    let (_, r) = h.call("GET", &f.path("loja-z"), None).await;
     assert_eq!(
         (
             r["totals"]["spendCents"].clone(),
@@ -269,17 +320,19 @@ async fn the_leads_report_puts_spend_next_to_leads() {
         (Value::Null, Value::Null, json!([])),
         "{r}"
     );
+}
 
-    // Past the per-ad budget the tree's spend is unknown and the totals stay
-    // exact; past the day budget, every spend; past the rollup budget the
-    // report fails rather than count short.
+/// Past the per-ad budget the tree's spend is unknown and the totals stay
+/// exact; past the day budget, every spend; past the rollup budget the
+/// report fails rather than count short.
+async fn past_the_budgets(h: &Harness, f: &Fixture) {
     let limits = |rollup_rows, day_rows, ad_rows| adtrail_api::ReportLimits {
         rollup_rows,
         day_rows,
         ad_rows,
     };
     let (s, r) = h
-        .call_with_limits(limits(12_000, 12_000, 5), "GET", &path("loja-x"))
+        .call_with_limits(limits(12_000, 12_000, 5), "GET", &f.path("loja-x"))
         .await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(
@@ -287,14 +340,14 @@ async fn the_leads_report_puts_spend_next_to_leads() {
             r["spendIncomplete"].clone(),
             r["totals"]["spendCents"].clone()
         ),
-        (json!(true), json!(site_spend.0))
+        (json!(true), json!(f.site_spend.0))
     );
     assert!(
         report_ads(&r).iter().all(|a| a["spendCents"].is_null()),
         "{r}"
     );
     let (_, r) = h
-        .call_with_limits(limits(12_000, 3, 12_000), "GET", &path("loja-x"))
+        .call_with_limits(limits(12_000, 3, 12_000), "GET", &f.path("loja-x"))
         .await;
     assert_eq!(
         (
@@ -307,11 +360,14 @@ async fn the_leads_report_puts_spend_next_to_leads() {
         "{r}"
     );
     let (s, e) = h
-        .call_with_limits(limits(2, 12_000, 12_000), "GET", &path("loja-x"))
+        .call_with_limits(limits(2, 12_000, 12_000), "GET", &f.path("loja-x"))
         .await;
     assert_eq!((s, code(&e)), (422, "REPORT_INCOMPLETE"), "{e}");
+}
 
-    // Bad ranges and lists name the field.
+/// Bad ranges and lists name the field.
+async fn bad_ranges_and_lists_name_the_field(h: &Harness, f: &Fixture) {
+    let (from, today) = (f.from, f.today);
     for (q, field) in [
         (
             format!(

@@ -12,6 +12,7 @@ mod destination_checks;
 mod destinations;
 mod leads_report;
 mod links;
+mod owners;
 mod pixels;
 mod sites;
 

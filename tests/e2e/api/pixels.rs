@@ -1,10 +1,10 @@
 //! Pixels: listed by a connect, sending with the connection's token or their
-//! own sealed one, and the ownership rules.
+//! own sealed one.
 
 use adtrail_tests::*;
 use serde_json::{Value, json};
 
-use super::{code, message};
+use super::code;
 
 #[tokio::test]
 async fn a_connect_lists_the_pixels_its_accounts_own_once_each() {
@@ -47,10 +47,18 @@ async fn a_connect_lists_the_pixels_its_accounts_own_once_each() {
 
 #[tokio::test]
 async fn a_pixel_sends_with_the_connections_token_or_its_own_sealed_one() {
-    use adtrail_fake_meta::{LOJA_PIXEL, PET_PIXEL};
-    let h = Harness::start().await;
+    let started = Harness::start().await;
+    let h = &started;
     h.link_agency().await;
-    // From the connection's listing.
+    a_pixel_from_the_connections_listing(h).await;
+    let own = a_pixel_with_a_token_of_its_own(h).await;
+    refusals_change_nothing(h, own).await;
+}
+
+/// From the connection's listing: test mode on, named; a pixel the
+/// listing lacks is not found.
+async fn a_pixel_from_the_connections_listing(h: &Harness) {
+    use adtrail_fake_meta::LOJA_PIXEL;
     let (status, body) = h
         .call(
             "PUT",
@@ -89,7 +97,11 @@ async fn a_pixel_sends_with_the_connections_token_or_its_own_sealed_one() {
         )
         .await;
     assert_eq!((status, code(&body)), (404, "NOT_FOUND"));
-    // With a token of its own: checked against the pixel, sealed, never shown.
+}
+
+/// With a token of its own: checked against the pixel, sealed, never shown.
+async fn a_pixel_with_a_token_of_its_own(h: &Harness) -> &'static str {
+    use adtrail_fake_meta::PET_PIXEL;
     let own = "EAAB-pixel-own-token-55";
     let (status, body) = h
         .call(
@@ -127,6 +139,13 @@ async fn a_pixel_sends_with_the_connections_token_or_its_own_sealed_one() {
             .any(|r| r.path == format!("/v25.0/{}", PET_PIXEL.0)
                 && r.authorization.as_deref() == Some(&*format!("Bearer {own}")))
     );
+    own
+}
+
+/// Refusals (a pixel unknown, a refused token, both sources, a bad id or
+/// test code) change nothing; a removed pixel is gone.
+async fn refusals_change_nothing(h: &Harness, own: &str) {
+    use adtrail_fake_meta::PET_PIXEL;
     for (body, status, want) in [
         (
             json!({"pixelId": "999", "accessToken": own}),
@@ -174,208 +193,4 @@ async fn a_pixel_sends_with_the_connections_token_or_its_own_sealed_one() {
     assert_eq!(status, 200);
     let (status, body) = h.call("DELETE", "/v1/sites/pet-mania/pixel", None).await;
     assert_eq!((status, code(&body)), (404, "NOT_FOUND"));
-}
-
-#[tokio::test]
-async fn a_dashboard_never_takes_or_undoes_what_another_owner_made() {
-    let h = Harness::start().await;
-    h.link_agency().await; // the host's owner `agency` linked every account
-    let keys = &h.app.local.keys;
-    let dash = keys.sign(json!({"sub": "u9", "scope": "adtrail:configure", "sites": ["loja-x"]}));
-    let body = |v: Value| Some(v.to_string());
-    let (s, b) = h
-        .call_as(
-            Some(&dash),
-            "PUT",
-            "/v1/meta/connections/me",
-            body(json!({"accessToken": TOKEN})),
-        )
-        .await;
-    assert_eq!(s, 200, "{b}");
-    // Linking or unlinking the agency's link: CONFLICT.
-    let path = format!("/v1/sites/loja-x/ad-accounts/{LOJA_PRINCIPAL}");
-    let (s, b) = h
-        .call_as(Some(&dash), "PUT", &path, body(json!({"ownerKey": "me"})))
-        .await;
-    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
-    let (s, b) = h.call_as(Some(&dash), "DELETE", &path, None).await;
-    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
-    assert!(
-        h.store()
-            .links()
-            .get_link("loja-x", LOJA_PRINCIPAL)
-            .await
-            .unwrap()
-            .is_some()
-    );
-    // The host may, or may ask to be refused the same way.
-    let (s, b) = h
-        .call(
-            "PUT",
-            &path,
-            Some(json!({"ownerKey": "dashboard:u9", "onlyOwn": true})),
-        )
-        .await;
-    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
-    let (s, b) = h
-        .call("DELETE", &format!("{path}?ownerKey=dashboard:u9"), None)
-        .await;
-    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
-    // The pixel: the agency sets it; the dashboard may not replace or
-    // remove it, nor save the event map.
-    h.expect(
-        200,
-        "PUT",
-        "/v1/sites/loja-x/pixel",
-        Some(json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "agency"})),
-    )
-    .await;
-    let (s, b) = h
-        .call_as(
-            Some(&dash),
-            "PUT",
-            "/v1/sites/loja-x/pixel",
-            body(json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "me"})),
-        )
-        .await;
-    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
-    let (s, b) = h
-        .call_as(Some(&dash), "DELETE", "/v1/sites/loja-x/pixel", None)
-        .await;
-    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
-    let (s, _) = h
-        .call(
-            "PUT",
-            "/v1/sites/loja-x/pipeline",
-            Some(json!({"columns": [{"key": "agendado", "name": "Agendado"}]})),
-        )
-        .await;
-    assert_eq!(s, 200);
-    let (s, b) = h
-        .call_as(
-            Some(&dash),
-            "PUT",
-            "/v1/sites/loja-x/event-map",
-            body(json!({"columns": {"agendado": "Schedule"}})),
-        )
-        .await;
-    assert_eq!((s, code(&b)), (409, "CONFLICT"), "{b}");
-    // Status marks what is the caller's own.
-    let (s, status) = h
-        .call_as(Some(&dash), "GET", "/v1/meta/status?siteIds=loja-x", None)
-        .await;
-    assert_eq!(s, 200, "{status}");
-    let site = &status["sites"][0];
-    assert_eq!(site["pixel"]["own"], false);
-    assert!(
-        site["adAccounts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|a| a["own"] == false)
-    );
-    let (_, status) = h
-        .call(
-            "GET",
-            "/v1/meta/status?siteIds=loja-x&ownerKey=agency",
-            None,
-        )
-        .await;
-    let site = &status["sites"][0];
-    assert_eq!(site["pixel"]["own"], true);
-    assert!(
-        site["adAccounts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|a| a["own"] == true)
-    );
-    // Once the agency unlinks, the dashboard links the account as its own.
-    let (s, _) = h
-        .call("DELETE", &format!("{path}?ownerKey=agency"), None)
-        .await;
-    assert_eq!(s, 200);
-    let (s, b) = h
-        .call_as(Some(&dash), "PUT", &path, body(json!({"ownerKey": "me"})))
-        .await;
-    assert_eq!(s, 201, "{b}");
-    let (s, _) = h.call_as(Some(&dash), "DELETE", &path, None).await;
-    assert_eq!(s, 200);
-    // A dashboard whose grant lost a site its owner feeds may not reconnect
-    // the whole owner; the answer names the site.
-    let (s, b) = h
-        .call_as(Some(&dash), "PUT", &path, body(json!({"ownerKey": "me"})))
-        .await;
-    assert_eq!(s, 201, "{b}");
-    let narrower =
-        keys.sign(json!({"sub": "u9", "scope": "adtrail:configure", "sites": ["pet-mania"]}));
-    let (s, b) = h
-        .call_as(
-            Some(&narrower),
-            "PUT",
-            "/v1/meta/connections/me",
-            body(json!({"accessToken": TOKEN})),
-        )
-        .await;
-    assert_eq!((s, code(&b)), (403, "FORBIDDEN"), "{b}");
-    assert!(message(&b).contains("loja-x"), "{b}");
-}
-
-#[tokio::test]
-async fn a_dashboard_whose_grant_shrank_cannot_touch_its_pixel_outside_it() {
-    use adtrail_fake_meta::PET_PIXEL;
-    let h = Harness::start().await;
-    h.link_agency().await;
-    let keys = &h.app.local.keys;
-    let wide = keys
-        .sign(json!({"sub": "u7", "scope": "adtrail:configure", "sites": ["loja-x", "pet-mania"]}));
-    let narrow = keys.sign(json!({"sub": "u7", "scope": "adtrail:configure", "sites": ["loja-x"]}));
-    let body = |v: Value| Some(v.to_string());
-    let (s, b) = h
-        .call_as(
-            Some(&wide),
-            "PUT",
-            "/v1/meta/connections/me",
-            body(json!({"accessToken": TOKEN})),
-        )
-        .await;
-    assert_eq!(s, 200, "{b}");
-    let (s, b) = h
-        .call_as(
-            Some(&wide),
-            "PUT",
-            "/v1/sites/pet-mania/pixel",
-            body(json!({"pixelId": PET_PIXEL.0, "ownerKey": "me"})),
-        )
-        .await;
-    assert_eq!(s, 200, "{b}");
-    // The grant no longer covers pet-mania: removing, reconnecting or
-    // refreshing the owner would delete or mark its pixel there.
-    for (method, path, payload) in [
-        ("DELETE", "/v1/meta/connections/me", None),
-        (
-            "PUT",
-            "/v1/meta/connections/me",
-            body(json!({"accessToken": TOKEN})),
-        ),
-        ("POST", "/v1/meta/connections/me/refresh", None),
-    ] {
-        let (s, b) = h.call_as(Some(&narrow), method, path, payload).await;
-        assert_eq!((s, code(&b)), (403, "FORBIDDEN"), "{method} {path}: {b}");
-        assert!(message(&b).contains("pet-mania"), "{b}");
-    }
-    let pixel = h
-        .store()
-        .pixels()
-        .get_pixel("pet-mania")
-        .await
-        .expect("read")
-        .expect("the pixel is still there");
-    assert_eq!(pixel.owner(), Some("dashboard:u7"));
-    assert!(!pixel.not_granted, "nothing was marked");
-    // With the wide grant again, the owner goes, its pixel with it.
-    let (s, b) = h
-        .call_as(Some(&wide), "DELETE", "/v1/meta/connections/me", None)
-        .await;
-    assert_eq!((s, b["pixelsRemoved"].as_i64()), (200, Some(1)), "{b}");
 }

@@ -132,9 +132,16 @@ async fn live_runs_name_the_ads_that_brought_leads() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_codes_pixels_gone_before_the_send_and_the_list_cursor() {
-    let h = Harness::start().await;
-    loja_with_pixel(&h).await;
-    // A test event code: every event carries it; the status says testMode.
+    let started = Harness::start().await;
+    let h = &started;
+    loja_with_pixel(h).await;
+    a_test_event_code_rides_on_every_event(h).await;
+    a_pixel_turned_off_before_the_send(h).await;
+    the_list_pages_newest_first(h).await;
+}
+
+/// A test event code: every event carries it; the status says testMode.
+async fn a_test_event_code_rides_on_every_event(h: &Harness) {
     let (s, _) = h
         .call("PUT", "/v1/sites/loja-x/pixel", Some(json!({"pixelId": LOJA_PIXEL.0, "ownerKey": "agency", "testEventCode": "TEST12345"})))
         .await;
@@ -142,14 +149,14 @@ async fn test_codes_pixels_gone_before_the_send_and_the_list_cursor() {
     for i in 0..3 {
         let key = format!("l{i}");
         record(
-            &h,
+            h,
             &key,
             &format!("c{i}"),
             json!({"column": "agendado", "meta": meta_for(&key)}),
         )
         .await;
     }
-    drain(&h).await;
+    drain(h).await;
     let accepted = h.fake().accepted_events();
     assert_eq!(accepted.len(), 3);
     assert!(
@@ -159,10 +166,13 @@ async fn test_codes_pixels_gone_before_the_send_and_the_list_cursor() {
     );
     let (_, status) = h.call("GET", "/v1/meta/status?siteIds=loja-x", None).await;
     assert_eq!(status["sites"][0]["pixel"]["testMode"], true);
+}
 
-    // The pixel turned off between the queue and the send.
+/// The pixel turned off between the queue and the send: the row fails,
+/// nothing goes.
+async fn a_pixel_turned_off_before_the_send(h: &Harness) {
     record(
-        &h,
+        h,
         "off",
         "c-off",
         json!({"column": "agendado", "meta": meta_for("off")}),
@@ -176,8 +186,8 @@ async fn test_codes_pixels_gone_before_the_send_and_the_list_cursor() {
         )
         .await;
     assert_eq!(s, 200);
-    drain(&h).await;
-    let off = rows(&h, "loja-x")
+    drain(h).await;
+    let off = rows(h, "loja-x")
         .await
         .into_iter()
         .find(|r| r.lead_key == "off")
@@ -191,8 +201,11 @@ async fn test_codes_pixels_gone_before_the_send_and_the_list_cursor() {
         "{off:?}"
     );
     assert_eq!(h.fake().accepted_events().len(), 3);
+}
 
-    // The list pages newest first by (createdAt, eventId).
+/// The list pages newest first by (createdAt, eventId); a page past 50 is
+/// refused.
+async fn the_list_pages_newest_first(h: &Harness) {
     let (_, page) = h
         .call("GET", "/v1/sites/loja-x/conversions?limit=2", None)
         .await;

@@ -13,17 +13,32 @@ use super::{drain, lead_id};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_row_of_the_seed_table() {
-    let h = Harness::start().await;
-    loja_with_pixel(&h).await;
+    let started = Harness::start().await;
+    let h = &started;
+    loja_with_pixel(h).await;
+    let ana = the_seed_rows_without_lead_events(h).await;
+    let caio = a_new_lead_sends_lead_when_asked(h).await;
+    drain(h).await;
+    metas_payload_one_request(h, &ana, &caio);
+    sent_rows_the_list_and_the_counters_agree(h).await;
+    a_removed_lead_takes_its_conversions(h).await;
+    pixel_off_or_removed_queues_nothing(h).await;
+}
 
+/// The seed's rows without `sendLeadEvent`: a new lead, `qualified`
+/// alone, an unmapped or undeclared column, a won without a value or a
+/// change without `meta` send nothing; a mapped column and a sale do.
+/// Answers Ana's lead id.
+async fn the_seed_rows_without_lead_events(h: &Harness) -> String {
     // A new lead without sendLeadEvent: nothing.
-    let (s, b) = record(&h, "ana", "c1", json!({"meta": meta_for("ana")})).await;
+    let (s, b) = record(h, "ana", "c1", json!({"meta": meta_for("ana")})).await;
     assert_eq!(s, 201, "{b}");
     assert_eq!(b["queued"], json!([]));
+    assert_eq!(b["channel"], json!("chat"), "a lead the host records");
     let ana = lead_id(&b);
     // `qualified` alone sends nothing.
     let (_, b) = move_to(
-        &h,
+        h,
         "ana",
         "c2",
         json!({"stage": "qualified", "meta": meta_for("ana")}),
@@ -32,7 +47,7 @@ async fn every_row_of_the_seed_table() {
     assert_eq!(b["queued"], json!([]), "{b}");
     // A mapped column sends its event.
     let (_, b) = move_to(
-        &h,
+        h,
         "ana",
         "c3",
         json!({"column": "agendado", "meta": meta_for("ana")}),
@@ -41,7 +56,7 @@ async fn every_row_of_the_seed_table() {
     assert_eq!(b["queued"], json!(["Schedule"]), "{b}");
     // An unmapped column sends nothing; an undeclared one is ignored.
     let (_, b) = move_to(
-        &h,
+        h,
         "ana",
         "c4",
         json!({"column": "fechado", "meta": meta_for("ana")}),
@@ -50,7 +65,7 @@ async fn every_row_of_the_seed_table() {
     assert_eq!(b["queued"], json!([]), "{b}");
     assert_eq!(b["column"], "fechado");
     let (s, b) = move_to(
-        &h,
+        h,
         "ana",
         "c5",
         json!({"column": "nope", "meta": meta_for("ana")}),
@@ -59,7 +74,7 @@ async fn every_row_of_the_seed_table() {
     assert_eq!((s, b["column"].clone()), (200, json!("fechado")), "{b}");
     // A sale with a value: Purchase with the site's currency.
     let (_, b) = move_to(
-        &h,
+        h,
         "ana",
         "c6",
         json!({"stage": "won", "revenueCents": 45_990, "meta": meta_for("ana")}),
@@ -67,12 +82,12 @@ async fn every_row_of_the_seed_table() {
     .await;
     assert_eq!(b["queued"], json!(["Purchase"]), "{b}");
     // A won without a value, and a change without meta: nothing.
-    let (_, b) = record(&h, "bia", "c7", json!({})).await;
+    let (_, b) = record(h, "bia", "c7", json!({})).await;
     assert_eq!(b["queued"], json!([]));
-    let (_, b) = move_to(&h, "bia", "c8", json!({"column": "agendado"})).await;
+    let (_, b) = move_to(h, "bia", "c8", json!({"column": "agendado"})).await;
     assert_eq!(b["queued"], json!([]), "no meta, nothing queued");
     let (_, b) = move_to(
-        &h,
+        h,
         "bia",
         "c9",
         json!({"stage": "won", "meta": meta_for("bia")}),
@@ -80,22 +95,30 @@ async fn every_row_of_the_seed_table() {
     .await;
     assert_eq!(b["queued"], json!([]), "won without a value");
 
-    // sendLeadEvent on: a new lead sends Lead.
+    ana
+}
+
+/// `sendLeadEvent` on: a new lead sends `Lead` (and its column's event).
+/// Answers Caio's lead id.
+async fn a_new_lead_sends_lead_when_asked(h: &Harness) -> String {
     let (s, _) = h
         .call("PUT", "/v1/sites/loja-x/event-map", Some(json!({"columns": {"agendado": "Schedule", "qualificado": "QualifiedLead"}, "sendLeadEvent": true})))
         .await;
     assert_eq!(s, 200);
     let (_, b) = record(
-        &h,
+        h,
         "caio",
         "c10",
         json!({"column": "qualificado", "meta": meta_for("caio")}),
     )
     .await;
     assert_eq!(b["queued"], json!(["Lead", "QualifiedLead"]), "{b}");
-    let caio = lead_id(&b);
 
-    drain(&h).await;
+    lead_id(&b)
+}
+
+/// Meta got the four events with its exact payload, in one request.
+fn metas_payload_one_request(h: &Harness, ana: &str, caio: &str) {
     let accepted = h.fake().accepted_events();
     let mut got: Vec<(String, String)> = accepted
         .iter()
@@ -103,11 +126,11 @@ async fn every_row_of_the_seed_table() {
         .collect();
     got.sort();
     let mut want = vec![
-        (event_id(&ana, EventName::Schedule), "Schedule".to_owned()),
-        (event_id(&ana, EventName::Purchase), "Purchase".to_owned()),
-        (event_id(&caio, EventName::Lead), "Lead".to_owned()),
+        (event_id(ana, EventName::Schedule), "Schedule".to_owned()),
+        (event_id(ana, EventName::Purchase), "Purchase".to_owned()),
+        (event_id(caio, EventName::Lead), "Lead".to_owned()),
         (
-            event_id(&caio, EventName::QualifiedLead),
+            event_id(caio, EventName::QualifiedLead),
             "QualifiedLead".to_owned(),
         ),
     ];
@@ -137,9 +160,11 @@ async fn every_row_of_the_seed_table() {
         .filter(|r| r.path.ends_with("/events"))
         .count();
     assert_eq!(posts, 1);
+}
 
-    // Sent rows keep no hashes; the list and the counters agree.
-    for row in rows(&h, "loja-x").await {
+/// Sent rows keep no hashes; the list and the counters agree.
+async fn sent_rows_the_list_and_the_counters_agree(h: &Harness) {
+    for row in rows(h, "loja-x").await {
         assert_eq!(row.status, ConversionStatus::Sent);
         assert!(row.hashes.is_none(), "hashes erased after delivery");
         assert_eq!(row.attempts, 1);
@@ -181,8 +206,10 @@ async fn every_row_of_the_seed_table() {
                "CompleteRegistration": 0, "AddToCart": 0, "InitiateCheckout": 0,
                "ViewContent": 0, "Search": 0})
     );
+}
 
-    // A removed lead takes its conversions and leaves the counters.
+/// A removed lead takes its conversions and leaves the counters.
+async fn a_removed_lead_takes_its_conversions(h: &Harness) {
     let (s, _) = h.call("DELETE", "/v1/sites/loja-x/leads/ana", None).await;
     assert_eq!(s, 200);
     let (_, status) = h
@@ -198,9 +225,11 @@ async fn every_row_of_the_seed_table() {
         (json!(2), json!(2)),
         "{status}"
     );
-    assert_eq!(rows(&h, "loja-x").await.len(), 2);
+    assert_eq!(rows(h, "loja-x").await.len(), 2);
+}
 
-    // Pixel off or removed: nothing is queued, the call succeeds.
+/// Pixel off or removed: nothing is queued, the call succeeds.
+async fn pixel_off_or_removed_queues_nothing(h: &Harness) {
     let (s, _) = h
         .call(
             "PUT",
@@ -209,12 +238,12 @@ async fn every_row_of_the_seed_table() {
         )
         .await;
     assert_eq!(s, 200);
-    let (s, b) = record(&h, "duda", "c11", json!({"meta": meta_for("duda")})).await;
+    let (s, b) = record(h, "duda", "c11", json!({"meta": meta_for("duda")})).await;
     assert_eq!((s, b["queued"].clone()), (201, json!([])), "{b}");
     let (s, _) = h.call("DELETE", "/v1/sites/loja-x/pixel", None).await;
     assert_eq!(s, 200);
     let (_, b) = move_to(
-        &h,
+        h,
         "duda",
         "c12",
         json!({"stage": "won", "revenueCents": 100, "meta": meta_for("duda")}),

@@ -10,10 +10,19 @@ use super::drain;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_per_lead_per_event_and_idempotent_changes() {
-    let h = Harness::start().await;
-    loja_with_pixel(&h).await;
+    let started = Harness::start().await;
+    let h = &started;
+    loja_with_pixel(h).await;
+    each_event_once_whatever_the_lead_does(h).await;
+    the_event_map_counts_distinct_leads(h).await;
+    the_board_and_the_map_change_together(h).await;
+}
+
+/// A change replayed, out of a column and back, a move older than the
+/// last, a second sale: each event goes once.
+async fn each_event_once_whatever_the_lead_does(h: &Harness) {
     let (_, b) = record(
-        &h,
+        h,
         "ana",
         "c1",
         json!({"column": "agendado", "meta": meta_for("ana")}),
@@ -22,7 +31,7 @@ async fn once_per_lead_per_event_and_idempotent_changes() {
     assert_eq!(b["queued"], json!(["Schedule"]));
     // The same change again: nothing.
     let (s, b) = record(
-        &h,
+        h,
         "ana",
         "c1",
         json!({"column": "agendado", "meta": meta_for("ana")}),
@@ -36,7 +45,7 @@ async fn once_per_lead_per_event_and_idempotent_changes() {
     h.runner().advance(MINUTE_MS).await.unwrap();
     // Out and back into the column: not queued again.
     move_to(
-        &h,
+        h,
         "ana",
         "c2",
         json!({"column": "fechado", "meta": meta_for("ana")}),
@@ -44,7 +53,7 @@ async fn once_per_lead_per_event_and_idempotent_changes() {
     .await;
     h.runner().advance(MINUTE_MS).await.unwrap();
     let (_, b) = move_to(
-        &h,
+        h,
         "ana",
         "c3",
         json!({"column": "agendado", "meta": meta_for("ana")}),
@@ -54,7 +63,7 @@ async fn once_per_lead_per_event_and_idempotent_changes() {
     // A move older than the last changes nothing.
     let old = h.now() - 30 * MINUTE_MS;
     let (_, b) = move_to(
-        &h,
+        h,
         "ana",
         "c4",
         json!({"column": "qualificado", "occurredAt": old, "meta": meta_for("ana")}),
@@ -67,21 +76,21 @@ async fn once_per_lead_per_event_and_idempotent_changes() {
     );
     // A second sale of the same lead: one Purchase.
     move_to(
-        &h,
+        h,
         "ana",
         "c5",
         json!({"stage": "won", "revenueCents": 1_000, "meta": meta_for("ana")}),
     )
     .await;
     let (_, b) = move_to(
-        &h,
+        h,
         "ana",
         "c6",
         json!({"stage": "won", "revenueCents": 2_000, "meta": meta_for("ana")}),
     )
     .await;
     assert_eq!(b["queued"], json!([]));
-    drain(&h).await;
+    drain(h).await;
     let names: Vec<String> = h
         .fake()
         .accepted_events()
@@ -89,9 +98,11 @@ async fn once_per_lead_per_event_and_idempotent_changes() {
         .map(|e| e.event_name.clone())
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
+}
 
-    // The event map counts distinct leads that entered a column in 30 days.
-    record(&h, "bia", "c7", json!({"column": "agendado"})).await;
+/// The event map counts distinct leads that entered a column in 30 days.
+async fn the_event_map_counts_distinct_leads(h: &Harness) {
+    record(h, "bia", "c7", json!({"column": "agendado"})).await;
     let (s, map) = h
         .call(
             "GET",
@@ -118,7 +129,12 @@ async fn once_per_lead_per_event_and_idempotent_changes() {
         map["columns"][0]["monthCount"].is_null(),
         "null without now"
     );
-    // A column that is gone leaves the map, one that stays keeps its event.
+}
+
+/// A column that is gone leaves the map, one that stays keeps its event;
+/// a map naming an undeclared column, or a board past 40 columns, is
+/// refused.
+async fn the_board_and_the_map_change_together(h: &Harness) {
     let (s, _) = h
         .call(
             "PUT",

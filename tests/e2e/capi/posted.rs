@@ -27,8 +27,9 @@ async fn two_meta_destinations(h: &Harness) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_posted_event_reaches_every_destination_once_with_its_platforms_hashes() {
-    let h = Harness::start().await;
-    two_meta_destinations(&h).await;
+    let started = Harness::start().await;
+    let h = &started;
+    two_meta_destinations(h).await;
     let now = h.now();
     let batch = json!({"events": [purchase("o-1", now), purchase("o-2", now)]});
     let b = h
@@ -37,7 +38,14 @@ async fn a_posted_event_reaches_every_destination_once_with_its_platforms_hashes
     assert_eq!(b["queued"], 4, "{b}");
     assert_eq!(b["events"][0]["queued"], json!(["meta", "meta-pets"]));
     assert_eq!(b["events"][0]["duplicate"], json!([]));
-    drain(&h).await;
+    each_pixel_got_metas_hashes_and_plain_ids(h, now).await;
+    replays_queue_nothing_but_for_a_new_destination(h, batch, now).await;
+}
+
+/// Each pixel got the events with Meta's hashes, the plain IP, user agent
+/// and click id, and nothing of TikTok's.
+async fn each_pixel_got_metas_hashes_and_plain_ids(h: &Harness, now: i64) {
+    drain(h).await;
     let accepted = h.fake().accepted_events();
     assert_eq!(accepted.len(), 4);
     for pixel in [LOJA_PIXEL.0, PET_PIXEL.0] {
@@ -66,8 +74,14 @@ async fn a_posted_event_reaches_every_destination_once_with_its_platforms_hashes
         assert_eq!(e.custom_data.as_ref().unwrap()["order_id"], "order-o-1");
         assert_eq!(e.custom_data.as_ref().unwrap()["value"], 459.9);
     }
-    // The rows are sent and hold nothing of the contact any more.
-    let all = rows(&h, "loja-x").await;
+}
+
+/// The rows are sent and hold nothing of the contact any more; the same
+/// batch again queues nothing, said per event and destination; a
+/// destination added later gets the replayed event, the others do not; the
+/// history names each row's destination.
+async fn replays_queue_nothing_but_for_a_new_destination(h: &Harness, batch: Value, now: i64) {
+    let all = rows(h, "loja-x").await;
     assert_eq!(all.len(), 4);
     assert!(
         all.iter()
@@ -79,7 +93,7 @@ async fn a_posted_event_reaches_every_destination_once_with_its_platforms_hashes
         .await;
     assert_eq!(b["queued"], 0);
     assert_eq!(b["events"][1]["duplicate"], json!(["meta", "meta-pets"]));
-    drain(&h).await;
+    drain(h).await;
     assert_eq!(h.fake().accepted_events().len(), 4);
     // A destination added later gets the replayed event; the others do not.
     h.expect(

@@ -204,18 +204,27 @@ async fn one_invalid_event_in_500_is_isolated() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_token_stops_its_owner_until_a_new_one() {
-    let h = Harness::start().await;
-    loja_with_pixel(&h).await;
+    let started = Harness::start().await;
+    let h = &started;
+    loja_with_pixel(h).await;
+    a_refused_token_stops_the_connections_pixel(h).await;
+    a_new_token_sends_again(h).await;
+    a_pixels_own_token_refused_stops_it_until_a_new_one(h).await;
+}
+
+/// Meta refuses the connection's token: the row fails, the connection
+/// stops, and its pixel queues nothing more.
+async fn a_refused_token_stops_the_connections_pixel(h: &Harness) {
     h.fake().kill_token(TOKEN);
     record(
-        &h,
+        h,
         "ana",
         "c1",
         json!({"column": "agendado", "meta": meta_for("ana")}),
     )
     .await;
-    drain(&h).await;
-    let row = &rows(&h, "loja-x").await[0];
+    drain(h).await;
+    let row = &rows(h, "loja-x").await[0];
     assert_eq!(row.status, ConversionStatus::Failed);
     assert!(
         row.last_error
@@ -233,24 +242,28 @@ async fn a_refused_token_stops_its_owner_until_a_new_one() {
     assert_eq!(conn.status.as_str(), "invalid");
     // The connection's pixel stops: nothing more is queued.
     let (_, b) = record(
-        &h,
+        h,
         "bia",
         "c2",
         json!({"column": "agendado", "meta": meta_for("bia")}),
     )
     .await;
     assert_eq!(b["queued"], json!([]));
-    // A new token: sending again.
+}
+
+/// A new token: sending again; an old token refused after a new one was
+/// stored stops nothing.
+async fn a_new_token_sends_again(h: &Harness) {
     h.connect("EAAB-sample-agency-token-0002").await;
     let (_, b) = record(
-        &h,
+        h,
         "caio",
         "c3",
         json!({"column": "agendado", "meta": meta_for("caio")}),
     )
     .await;
     assert_eq!(b["queued"], json!(["Schedule"]));
-    drain(&h).await;
+    drain(h).await;
     assert_eq!(h.fake().accepted_events().len(), 1);
     // An old token refused after a new one was stored stops nothing.
     let version = h
@@ -284,8 +297,10 @@ async fn a_refused_token_stops_its_owner_until_a_new_one() {
         (conn.status.as_str(), conn.token_version),
         ("active", version)
     );
+}
 
-    // A pixel's own token refused: the pixel stops until a token is stored.
+/// A pixel's own token refused: the pixel stops until a token is stored.
+async fn a_pixels_own_token_refused_stops_it_until_a_new_one(h: &Harness) {
     let (s, _) = h
         .call(
             "PUT",
@@ -296,13 +311,13 @@ async fn a_refused_token_stops_its_owner_until_a_new_one() {
     assert_eq!(s, 200);
     h.fake().kill_token("EAAB-pixel-token-1");
     move_to(
-        &h,
+        h,
         "caio",
         "c4",
         json!({"stage": "won", "revenueCents": 500, "meta": meta_for("caio")}),
     )
     .await;
-    drain(&h).await;
+    drain(h).await;
     let pixel = h
         .store()
         .pixels()
@@ -319,7 +334,7 @@ async fn a_refused_token_stops_its_owner_until_a_new_one() {
             .starts_with("META_TOKEN_INVALID")
     );
     let (_, b) = move_to(
-        &h,
+        h,
         "bia",
         "c5",
         json!({"stage": "won", "revenueCents": 500, "meta": meta_for("bia")}),
@@ -335,14 +350,14 @@ async fn a_refused_token_stops_its_owner_until_a_new_one() {
         .await;
     assert_eq!(s, 200);
     let (_, b) = move_to(
-        &h,
+        h,
         "bia",
         "c6",
         json!({"stage": "won", "revenueCents": 600, "meta": meta_for("bia")}),
     )
     .await;
     assert_eq!(b["queued"], json!(["Purchase"]));
-    drain(&h).await;
+    drain(h).await;
     assert_eq!(h.fake().accepted_events().len(), 2);
 }
 

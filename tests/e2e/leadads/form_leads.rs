@@ -38,7 +38,13 @@ async fn loja_with_three_leads() -> (Harness, Vec<String>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn form_leads_are_listed_and_one_read_live() {
     let (h, ids) = loja_with_three_leads().await;
-    // Listed oldest first, a page at a time.
+    listed_oldest_first_a_page_at_a_time(&h, &ids).await;
+    one_lead_read_live_by_the_host_only(&h, &ids).await;
+}
+
+/// Listed oldest first, a page at a time, within `since` and `after`;
+/// a list carries no answer.
+async fn listed_oldest_first_a_page_at_a_time(h: &Harness, ids: &[String]) {
     let page = h
         .expect(200, "GET", "/v1/sites/loja-x/form-leads?limit=2", None)
         .await;
@@ -97,8 +103,11 @@ async fn form_leads_are_listed_and_one_read_live() {
         !page.to_string().contains(EMAIL),
         "a list carries no answer"
     );
+}
 
-    // One lead, its answers read live from Meta; never cached.
+/// One lead, its answers read live from Meta; never cached; a dashboard,
+/// even granted the site, never reads answers.
+async fn one_lead_read_live_by_the_host_only(h: &Harness, ids: &[String]) {
     let path = format!("/v1/sites/loja-x/form-leads/{}", ids[0]);
     let resp = h
         .http
@@ -172,13 +181,84 @@ async fn a_form_lead_is_returned_once_and_the_forms_report_counts_it() {
             None,
         )
         .await;
-    assert_eq!(
-        report["forms"],
-        json!([{"siteId": "loja-x", "pageId": LOJA_PAGE, "formId": SAMPLE_FORMS[0].0,
-            "name": SAMPLE_FORMS[0].2, "leads": 3, "entry": 3, "columns": [], "discarded": [],
-            "qualified": 1, "won": 1, "revenueCents": 45_990, "returned": 1}])
-    );
-    assert_eq!(report["partial"], json!(false));
+    let figures = json!([{"siteId": "loja-x", "pageId": LOJA_PAGE, "formId": SAMPLE_FORMS[0].0,
+        "name": SAMPLE_FORMS[0].2, "leads": 3, "entry": 3, "columns": [], "discarded": [],
+        "qualified": 1, "won": 1, "revenueCents": 45_990, "returned": 1}]);
+    assert_eq!(report["forms"], figures);
+    counted_once_from_counters_over_a_year(&h, &ids, day, &figures).await;
     let table = h.table_text().await;
     assert!(!table.contains(EMAIL) && !table.contains("Ana Reservada"));
+}
+
+/// The report reads counters, not the records (kept 90 days): a lead
+/// delivered again counts once, a year's range is taken, and with every
+/// record gone (as DynamoDB's TTL takes them) the figures stay.
+async fn counted_once_from_counters_over_a_year(
+    h: &Harness,
+    ids: &[String],
+    day: i64,
+    figures: &serde_json::Value,
+) {
+    let again = adtrail_store::queue::LeadgenMessage {
+        page_id: LOJA_PAGE.into(),
+        leadgen_id: ids[1].clone(),
+        form_id: None,
+        ad_id: None,
+        adgroup_id: None,
+        created_time: None,
+        via: "webhook".into(),
+    };
+    h.store().queues().enqueue_leadgen(&[again]).await.unwrap();
+    h.runner().drain().await.unwrap();
+    let year = format!(
+        "/v1/reports/forms?siteIds=loja-x&from={}&to={day}",
+        day - 365 * 86_400_000
+    );
+    assert_eq!(h.expect(200, "GET", &year, None).await["forms"], *figures);
+    let records = format!("formleads#loja-x#{}", SAMPLE_FORMS[0].0);
+    let items = h
+        .store()
+        .ddb
+        .query()
+        .table_name(&h.store().names.table)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(
+            ":pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(records.clone()),
+        )
+        .send()
+        .await
+        .unwrap()
+        .items
+        .unwrap_or_default();
+    assert_eq!(items.len(), 3, "the three records");
+    for item in items {
+        h.store()
+            .ddb
+            .delete_item()
+            .table_name(&h.store().names.table)
+            .set_key(Some(
+                item.into_iter()
+                    .filter(|(k, _)| k == "pk" || k == "sk")
+                    .collect(),
+            ))
+            .send()
+            .await
+            .unwrap();
+    }
+    assert_eq!(h.expect(200, "GET", &year, None).await["forms"], *figures);
+    let (s, e) = h
+        .call(
+            "GET",
+            &format!(
+                "/v1/reports/forms?siteIds=loja-x&from={}&to={day}",
+                day - 366 * 86_400_000
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (s, e["error"]["code"].as_str()),
+        (400, Some("INVALID_ARGUMENT"))
+    );
 }

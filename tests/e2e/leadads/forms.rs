@@ -119,70 +119,10 @@ async fn rules_are_checked_and_simulated_before_they_are_saved() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn saved_rules_route_each_new_lead_to_a_column_or_discard_it() {
-    let h = loja_with_four_leads().await;
-    let forms_path = format!("/v1/sites/loja-x/pages/{LOJA_PAGE}/forms");
-    let rules_path = format!("/v1/sites/loja-x/forms/{FORM}/rules");
-    // A first contact is checked, stored and handed on; adtrail sends nothing.
-    let mut with_contact = rules();
-    with_contact["firstContact"] = json!({"mode": "instant"});
-    assert!(
-        bad(&h, with_contact.clone())
-            .await
-            .starts_with("firstContact.mode")
-    );
-    with_contact["firstContact"] = json!({"mode": "automatic"});
-    assert!(
-        bad(&h, with_contact.clone())
-            .await
-            .starts_with("firstContact.text")
-    );
-    let contact = json!({"mode": "automatic", "text": "Oi! Posso ajudar?",
-        "brakes": {"businessHoursOnly": true, "maxPerHour": 20, "waitMinutes": 5}});
-    with_contact["firstContact"] = contact.clone();
-    with_contact["whatsappButtonConfirmed"] = json!(true);
-
-    // Saved, with each rule's count; new leads follow them.
-    let saved = h.expect(200, "PUT", &rules_path, Some(with_contact)).await;
-    assert_eq!(saved["firstContact"], contact);
-    assert_eq!(saved["whatsappButtonConfirmed"], json!(true));
-    assert_eq!(saved["rules"][0]["count30d"], json!(2));
-    assert_eq!(saved["rules"][1]["to"], json!({"column": "qualificado"}));
-    let tap = h.tap_bus().await;
-    let curious = submit(&h, "Só estou olhando").await;
-    let buyer = submit(&h, "comprar").await;
-    let quote = submit(&h, "Só um orçamento").await;
-    h.runner().drain().await.unwrap();
-    let lead = |id: &str| {
-        let key = format!("meta-lead:{id}");
-        let h = &h;
-        async move { h.store().leads().get_lead("loja-x", &key).await.unwrap() }
-    };
-    assert!(
-        lead(&curious).await.is_none(),
-        "discarded: not on the board"
-    );
-    assert_eq!(
-        lead(&buyer).await.unwrap().column.as_deref(),
-        Some("qualificado")
-    );
-    assert_eq!(lead(&quote).await.unwrap().column.as_deref(), Some("novo"));
-    let arrived: Vec<Value> = tap
-        .take(&h)
-        .await
-        .into_iter()
-        .filter(|e| e.detail_type == "FormLeadArrived")
-        .map(|e| e.detail)
-        .collect();
-    assert!(arrived.iter().all(|e| e["firstContact"] == contact));
-    let decisions: Vec<Value> = arrived.iter().map(|e| e["decision"].clone()).collect();
-    assert_eq!(
-        decisions,
-        [
-            json!({"kind": "discard", "reason": "curious", "rule": 0}),
-            json!({"kind": "column", "column": "qualificado", "rule": 1}),
-            json!({"kind": "column", "column": "novo", "rule": null}),
-        ]
-    );
+    let started = loja_with_four_leads().await;
+    let h = &started;
+    let (with_contact, contact) = a_first_contact_is_checked(h).await;
+    let buyer = saved_rules_decide_new_leads(h, with_contact, &contact).await;
     // The column's event reached Meta as a Conversion Lead.
     let sent = h.fake().accepted_events();
     assert_eq!(
@@ -195,8 +135,85 @@ async fn saved_rules_route_each_new_lead_to_a_column_or_discard_it() {
         sent[0].user_data["lead_id"],
         json!(buyer.parse::<u64>().unwrap())
     );
+    the_forms_list_and_the_rules_count_30_days(h).await;
+}
 
-    // The forms list counts the last 30 days; the rules' counts too.
+/// A first contact is checked, stored and handed on; adtrail sends
+/// nothing. Answers the rules with a valid one, and that one.
+async fn a_first_contact_is_checked(h: &Harness) -> (Value, Value) {
+    let mut with_contact = rules();
+    with_contact["firstContact"] = json!({"mode": "instant"});
+    assert!(
+        bad(h, with_contact.clone())
+            .await
+            .starts_with("firstContact.mode")
+    );
+    with_contact["firstContact"] = json!({"mode": "automatic"});
+    assert!(
+        bad(h, with_contact.clone())
+            .await
+            .starts_with("firstContact.text")
+    );
+    let contact = json!({"mode": "automatic", "text": "Oi! Posso ajudar?",
+        "brakes": {"businessHoursOnly": true, "maxPerHour": 20, "waitMinutes": 5}});
+    with_contact["firstContact"] = contact.clone();
+    with_contact["whatsappButtonConfirmed"] = json!(true);
+    (with_contact, contact)
+}
+
+/// Saved, with each rule's count; new leads follow them (one discarded,
+/// one to a rule's column, one to the entry), each announced with its
+/// decision and the first contact. Answers the buyer's leadgen id.
+async fn saved_rules_decide_new_leads(h: &Harness, with_contact: Value, contact: &Value) -> String {
+    let rules_path = format!("/v1/sites/loja-x/forms/{FORM}/rules");
+    let saved = h.expect(200, "PUT", &rules_path, Some(with_contact)).await;
+    assert_eq!(saved["firstContact"], *contact);
+    assert_eq!(saved["whatsappButtonConfirmed"], json!(true));
+    assert_eq!(saved["rules"][0]["count30d"], json!(2));
+    assert_eq!(saved["rules"][1]["to"], json!({"column": "qualificado"}));
+    let tap = h.tap_bus().await;
+    let curious = submit(h, "Só estou olhando").await;
+    let buyer = submit(h, "comprar").await;
+    let quote = submit(h, "Só um orçamento").await;
+    h.runner().drain().await.unwrap();
+    let lead = |id: &str| {
+        let key = format!("meta-lead:{id}");
+        async move { h.store().leads().get_lead("loja-x", &key).await.unwrap() }
+    };
+    assert!(
+        lead(&curious).await.is_none(),
+        "discarded: not on the board"
+    );
+    assert_eq!(
+        lead(&buyer).await.unwrap().column.as_deref(),
+        Some("qualificado")
+    );
+    assert_eq!(lead(&quote).await.unwrap().column.as_deref(), Some("novo"));
+    let arrived: Vec<Value> = tap
+        .take(h)
+        .await
+        .into_iter()
+        .filter(|e| e.detail_type == "FormLeadArrived")
+        .map(|e| e.detail)
+        .collect();
+    assert!(arrived.iter().all(|e| e["firstContact"] == *contact));
+    let decisions: Vec<Value> = arrived.iter().map(|e| e["decision"].clone()).collect();
+    assert_eq!(
+        decisions,
+        [
+            json!({"kind": "discard", "reason": "curious", "rule": 0}),
+            json!({"kind": "column", "column": "qualificado", "rule": 1}),
+            json!({"kind": "column", "column": "novo", "rule": null}),
+        ]
+    );
+    buyer
+}
+
+/// The forms list counts the last 30 days; the rules' counts too; only
+/// option keys were kept of the answers.
+async fn the_forms_list_and_the_rules_count_30_days(h: &Harness) {
+    let forms_path = format!("/v1/sites/loja-x/pages/{LOJA_PAGE}/forms");
+    let rules_path = format!("/v1/sites/loja-x/forms/{FORM}/rules");
     let listed = h.expect(200, "GET", &forms_path, None).await;
     let form = &listed["forms"][0];
     assert_eq!(form["leads30d"], json!(7));

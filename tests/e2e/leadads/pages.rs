@@ -2,7 +2,7 @@
 //! sealed under the owner and the Page, shown without a token.
 use adtrail_fake_meta::{SAMPLE_PAGES, page_token};
 use adtrail_tests::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connect_lists_the_owners_pages_and_seals_their_tokens() {
@@ -98,12 +98,21 @@ async fn with_lead_ads_off_no_page_is_read_or_kept() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_feeds_one_site_and_linking_subscribes_it() {
-    let h = Harness::start().await;
+    let started = Harness::start().await;
+    let h = &started;
     h.put_site("loja-x", "BRL").await;
     h.put_site("pet-mania", "USD").await;
     h.connect(TOKEN).await;
     let body = json!({"ownerKey": "agency"});
-    // Pet Mania's Page lets the user only analyse: its leads cannot be read.
+    linking_subscribes_the_app_with_the_pages_token(h, &body).await;
+    one_site_a_page(h, &body).await;
+    unlinked_the_subscription_goes(h, body).await;
+}
+
+/// Pet Mania's Page lets the user only analyse: its leads cannot be read;
+/// a Page the token does not list is not found; Loja X's links and Meta
+/// takes the subscription with the Page's own token.
+async fn linking_subscribes_the_app_with_the_pages_token(h: &Harness, body: &Value) {
     let (s, b) = h
         .call(
             "PUT",
@@ -142,7 +151,11 @@ async fn a_page_feeds_one_site_and_linking_subscribes_it() {
                     == Some(&format!("Bearer {}", page_token("100200300")))),
         "with the Page's own token"
     );
-    // Again: nothing changes. On another site: one site a Page.
+}
+
+/// Again: nothing changes. On another site: one site a Page. The
+/// listing shows the link and Pet Mania's Page's error.
+async fn one_site_a_page(h: &Harness, body: &Value) {
     h.expect(
         200,
         "PUT",
@@ -172,7 +185,11 @@ async fn a_page_feeds_one_site_and_linking_subscribes_it() {
         "Pet Mania's Page only analyses"
     );
     assert!(listed["pages"][0]["subscribedAt"].is_i64());
-    // Unlinked: the subscription goes with it.
+}
+
+/// Unlinked: the subscription goes with it; now the other site may have
+/// the Page.
+async fn unlinked_the_subscription_goes(h: &Harness, body: Value) {
     let b = h
         .expect(200, "DELETE", "/v1/sites/loja-x/pages/100200300", None)
         .await;

@@ -106,28 +106,35 @@ async fn meta_verifies_the_callback_with_the_verify_token() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signed_delivery_puts_each_form_lead_on_the_queue() {
-    let h = Harness::start().await;
+    let started = Harness::start().await;
+    let h = &started;
     let bytes = serde_json::to_vec_pretty(&delivery()).unwrap();
     let good = sign(FAKE_APP_SECRET, &bytes);
-    // Refused before anything is read: no header, a wrong one, the same
-    // JSON serialised again (other bytes), another secret.
+    unsigned_or_missigned_deliveries_queue_nothing(h, &bytes, &good).await;
+    metas_signed_delivery_queues_each_lead(h, bytes, &good).await;
+    an_empty_signed_delivery_queues_nothing(h).await;
+}
+
+/// Refused before anything is read: no header, a wrong one, the same JSON
+/// serialised again (other bytes), another secret.
+async fn unsigned_or_missigned_deliveries_queue_nothing(h: &Harness, bytes: &[u8], good: &str) {
     let compact = serde_json::to_vec(&delivery()).unwrap();
-    let other = sign("another-secret", &bytes);
+    let other = sign("another-secret", bytes);
     for (headers, body, why) in [
-        (vec![], bytes.clone(), "no signature"),
+        (vec![], bytes.to_vec(), "no signature"),
         (
             vec![("x-hub-signature-256", "sha256=00")],
-            bytes.clone(),
+            bytes.to_vec(),
             "malformed",
         ),
         (
-            vec![("x-hub-signature-256", good.as_str())],
+            vec![("x-hub-signature-256", good)],
             compact,
             "re-serialised",
         ),
         (
             vec![("x-hub-signature-256", other.as_str())],
-            bytes.clone(),
+            bytes.to_vec(),
             "another secret",
         ),
     ] {
@@ -137,19 +144,22 @@ async fn a_signed_delivery_puts_each_form_lead_on_the_queue() {
         assert_eq!(s, 401, "{why}: {body}");
         assert!(body.contains("UNAUTHENTICATED"), "{body}");
     }
-    assert!(drain_leadgen(&h).await.is_empty(), "nothing queued");
-    // Meta's own delivery, with a bearer token or without: the signature
-    // is what opens the route.
+    assert!(drain_leadgen(h).await.is_empty(), "nothing queued");
+}
+
+/// Meta's own delivery, with a bearer token or without: the signature is
+/// what opens the route; each lead is queued with its ids as text.
+async fn metas_signed_delivery_queues_each_lead(h: &Harness, bytes: Vec<u8>, good: &str) {
     let (s, _, body) = h
         .call_raw(
             "POST",
             "/v1/webhooks/meta",
-            &[("x-hub-signature-256", good.as_str())],
-            bytes.clone(),
+            &[("x-hub-signature-256", good)],
+            bytes,
         )
         .await;
     assert_eq!((s, body.as_str()), (200, r#"{"received":3}"#));
-    let mut queued = drain_leadgen(&h).await;
+    let mut queued = drain_leadgen(h).await;
     queued.sort_by(|a, b| a.leadgen_id.cmp(&b.leadgen_id));
     assert_eq!(
         queued,
@@ -184,7 +194,10 @@ async fn a_signed_delivery_puts_each_form_lead_on_the_queue() {
         ],
         "ids as text, numbers or strings; the feed change left out"
     );
-    // A signed delivery with no lead in it is taken, and queues nothing.
+}
+
+/// A signed delivery with no lead in it is taken, and queues nothing.
+async fn an_empty_signed_delivery_queues_nothing(h: &Harness) {
     let empty = br#"{"object":"page","entry":[]}"#.to_vec();
     let sig = sign(FAKE_APP_SECRET, &empty);
     let (s, _, body) = h

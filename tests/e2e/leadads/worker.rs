@@ -2,7 +2,8 @@
 //! and delivers Meta's signed webhook (twice, late, or to a Page no site
 //! links), the leadgen worker reads it with the Page's token (never its
 //! answers), records it once per `leadgen_id`, and tells the bus; a Page
-//! token Meta refuses keeps the lead on the queue until it works again.
+//! token Meta refuses keeps the lead on the queue until it works again, and
+//! a read Meta throttles waits as long as Meta says (an hour at least).
 use adtrail_domain::leads::Lead;
 use adtrail_domain::time::MINUTE_MS;
 use adtrail_fake_meta::{Delivery, Submission, Submitted, page_token, sample_accounts};
@@ -210,6 +211,7 @@ async fn a_form_leads_later_events_go_to_meta_as_conversion_leads() {
     .await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["queued"], json!(["QualifiedLead", "Purchase"]), "{b}");
+    assert_eq!(b["channel"], json!("form"), "a Lead Ads lead: {b}");
     h.runner().drain().await.unwrap();
     let sent = h.fake().accepted_events();
     assert_eq!(sent.len(), 2, "{sent:?}");
@@ -350,4 +352,30 @@ async fn a_form_the_stack_has_not_read_is_read_at_its_first_lead() {
         1,
         "read by the worker"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_read_meta_throttles_waits_as_long_as_meta_says() {
+    use adtrail_fake_meta::{Knobs, Throttle};
+    let (h, _tap) = linked().await;
+    // Meta's lead-retrieval limit (80005), regained in 90 minutes.
+    h.fake().set_knobs(Knobs {
+        throttle: Some(Throttle {
+            code: 80_005,
+            remaining: 1,
+            regain_minutes: 90,
+            only_path: None,
+        }),
+        ..Knobs::default()
+    });
+    let lead = submit(&h, None, Delivery::Once).await;
+    assert_eq!(drained(&h).await, (0, 1), "delivered, failed");
+    // Past the queue's own 6 minutes, and past the hour: still held.
+    h.runner().advance(61 * MINUTE_MS).await.unwrap();
+    assert_eq!(drained(&h).await, (0, 0), "held back, not tried again");
+    assert!(form_lead(&h, "loja-x", &lead.leadgen_id).await.is_none());
+    // Once Meta's 90 minutes have passed, it goes.
+    h.runner().advance(30 * MINUTE_MS).await.unwrap();
+    assert_eq!(drained(&h).await, (1, 0), "delivered, failed");
+    assert!(form_lead(&h, "loja-x", &lead.leadgen_id).await.is_some());
 }

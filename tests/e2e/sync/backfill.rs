@@ -8,9 +8,18 @@ use serde_json::json;
 
 #[tokio::test]
 async fn a_backfill_reads_90_days_in_three_blocks_then_goes_live() {
-    let h = Harness::start().await;
+    let started = Harness::start().await;
+    let h = &started;
     h.link_agency().await;
     h.sync_until_live(10).await;
+    three_blocks_then_live_with_the_catalog(h).await;
+    live_reads_then_the_daily_and_weekly_resyncs(h).await;
+}
+
+/// 12:00Z on June 30th is 09:00 in São Paulo: the same local date. Three
+/// 30-day blocks, then live every 45 minutes; the last block read the
+/// catalog, thumbnails included; every day sum equals its rows.
+async fn three_blocks_then_live_with_the_catalog(h: &Harness) {
     // 12:00Z on June 30th is 09:00 in São Paulo: the same local date.
     assert_eq!(
         h.insights_ranges(LOJA_PRINCIPAL),
@@ -49,7 +58,12 @@ async fn a_backfill_reads_90_days_in_three_blocks_then_goes_live() {
     ] {
         h.assert_sums_match_rows(site, account).await;
     }
+}
 
+/// 45 minutes on: today and yesterday. The next local day after 04:00
+/// (07:00Z in São Paulo): the daily 7 days and the catalog; a week after
+/// the backfill the weekly 28 days.
+async fn live_reads_then_the_daily_and_weekly_resyncs(h: &Harness) {
     // 45 minutes on: today and yesterday.
     h.fake().clear_requests();
     h.runner().advance(45 * MINUTE_MS).await.unwrap();

@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 
 use adtrail_domain::SiteId;
-use adtrail_domain::board::Board;
 use adtrail_domain::board::{BoardError, Column, check_board, keep_mapped};
 use adtrail_domain::capi::EventName;
 use adtrail_domain::error_codes::ErrorCode;
@@ -16,11 +15,11 @@ use adtrail_domain::time::utc_day;
 use adtrail_store::StoreError;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::input::{json_body, millis, query};
+use crate::views::BoardView;
 use crate::{Api, json};
 
 #[derive(Deserialize)]
@@ -97,7 +96,7 @@ pub(crate) async fn put_pipeline(
         .put_board(site.as_str(), &board, api.clock.now_ms())
         .await
         .map_err(board_conflict)?;
-    json(200, &board_view(site.as_str(), &board, None, None))
+    json(200, &BoardView::of(site.as_str(), &board, None, None))
 }
 
 pub(crate) async fn put_event_map(
@@ -158,7 +157,10 @@ pub(crate) async fn put_event_map(
     let enabled = pixel
         .as_ref()
         .is_some_and(|p| p.enabled && !p.stopped && !p.not_granted);
-    json(200, &board_view(site.as_str(), &board, None, Some(enabled)))
+    json(
+        200,
+        &BoardView::of(site.as_str(), &board, None, Some(enabled)),
+    )
 }
 
 pub(crate) async fn get_event_map(
@@ -187,7 +189,7 @@ pub(crate) async fn get_event_map(
         }
         _ => None,
     };
-    let mut view = board_view(
+    let mut view = BoardView::of(
         site.as_str(),
         &board,
         counts.as_ref(),
@@ -198,43 +200,10 @@ pub(crate) async fn get_event_map(
         ),
     );
     if let Some(p) = &pixel {
-        view["sendLeadEvent"] = json!(p.send_lead_event);
+        // The pixel's setting is what sends.
+        view.send_lead_event = p.send_lead_event;
     }
     json(200, &view)
-}
-
-/// The map as every board route answers it.
-fn board_view(
-    site: &str,
-    board: &Board,
-    counts: Option<&BTreeMap<String, i64>>,
-    pixel_enabled: Option<bool>,
-) -> Value {
-    let columns: Vec<Value> = board
-        .columns
-        .iter()
-        .flatten()
-        .map(|c| {
-            json!({
-                "key": c.key,
-                "name": c.name,
-                "group": c.group,
-                "color": c.color,
-                "event": board.event_of(&c.key).map(EventName::as_str),
-                "monthCount": counts.map(|m| m.get(&c.key).copied().unwrap_or(0)),
-            })
-        })
-        .collect();
-    let mut v = json!({
-        "siteId": site,
-        "declared": board.columns.is_some(),
-        "columns": columns,
-        "sendLeadEvent": board.send_lead_event,
-    });
-    if let Some(enabled) = pixel_enabled {
-        v["pixelEnabled"] = json!(enabled);
-    }
-    v
 }
 
 /// A key echoed in an error: only its safe characters, bounded.

@@ -12,7 +12,10 @@ use crate::connect::store_connection;
 use crate::error::ApiError;
 use crate::input::check_token;
 use crate::input::json_body;
-use crate::views::{AccountView, AuthorizedBy, connected_view, pixel_views};
+use crate::views::{
+    AccountView, AuthorizedBy, ConnectionDetailView, ConnectionRemovedView, PageView, PagesView,
+    connected_view, pixel_views,
+};
 use crate::{Api, json};
 
 #[derive(Deserialize)]
@@ -97,12 +100,12 @@ pub(crate) async fn delete_connection(
     let connection = api.store.connections().delete_connection(&owner).await?;
     json(
         200,
-        &serde_json::json!({
-            "ownerKey": owner,
-            "removed": connection || unlinked > 0 || pixels_removed > 0,
-            "unlinked": unlinked,
-            "pixelsRemoved": pixels_removed,
-        }),
+        &ConnectionRemovedView {
+            owner_key: &owner,
+            removed: connection || unlinked > 0 || pixels_removed > 0,
+            unlinked,
+            pixels_removed,
+        },
     )
 }
 
@@ -167,31 +170,26 @@ pub(crate) async fn get_connection(
         .collect();
     json(
         200,
-        &serde_json::json!({
-            "ownerKey": c.owner_key,
-            "status": c.status.as_str(),
-            "invalidSince": c.invalid_since,
-            "authorizedBy": c.authorized_by.as_ref().map(|(id, name)| AuthorizedBy { id, name }),
-            "authorizedAt": c.authorized_at,
-            // `null` for a token that never ends, and for a pasted one,
-            // whose end is not asked; `expiringSoon` is set at login and
-            // by the sweeper.
-            "expiresAt": c.expires_at,
-            "expiringSoon": c.expiring_soon,
-            "lastError": c.last_error,
-            "createdAt": c.created_at,
-            "updatedAt": c.updated_at,
-            "adAccounts": accounts,
-            "pixels": pixel_views(&c.pixels),
-        }),
+        &ConnectionDetailView {
+            owner_key: &c.owner_key,
+            status: c.status.as_str(),
+            invalid_since: c.invalid_since,
+            authorized_by: c
+                .authorized_by
+                .as_ref()
+                .map(|(id, name)| AuthorizedBy { id, name }),
+            authorized_at: c.authorized_at,
+            expires_at: c.expires_at,
+            expiring_soon: c.expiring_soon,
+            last_error: c.last_error.as_deref(),
+            created_at: c.created_at,
+            updated_at: c.updated_at,
+            ad_accounts: accounts,
+            pixels: pixel_views(&c.pixels),
+        },
     )
 }
 
-/// `GET /v1/meta/connections/{ownerKey}/pages`: the Facebook Pages the
-/// owner's token lists (Lead Ads on), with the tasks its user may do,
-/// whether their form leads can be read (`leadsAllowed`: the Page's token,
-/// and the `ADVERTISE` task) and the site each feeds (hidden outside the
-/// caller's grant). Never a token.
 /// Why a Page's leads cannot be read, if they cannot: its user may not
 /// `ADVERTISE` there (Meta's condition), or its last reconciliation's error.
 fn page_error(
@@ -207,6 +205,11 @@ fn page_error(
     link.and_then(|l| l.last_error.clone())
 }
 
+/// `GET /v1/meta/connections/{ownerKey}/pages`: the Facebook Pages the
+/// owner's token lists (Lead Ads on), with the tasks its user may do,
+/// whether their form leads can be read (`leadsAllowed`: the Page's token,
+/// and the `ADVERTISE` task) and the site each feeds (hidden outside the
+/// caller's grant). Never a token.
 pub(crate) async fn pages(
     api: &Api,
     caller: &Caller,
@@ -228,27 +231,33 @@ pub(crate) async fn pages(
     let listed = api.store.pages().list_pages(&owner).await?;
     let ids: Vec<&str> = listed.iter().map(|p| p.page_id.as_str()).collect();
     let links = api.store.pages().page_links(&ids).await?;
-    let mut pages: Vec<serde_json::Value> = vec![];
-    for p in listed {
+    let mut pages: Vec<PageView> = vec![];
+    for p in &listed {
         // The site it feeds, hidden outside the caller's grant.
         let link = links.iter().find(|l| l.page_id == p.page_id);
         let site = link.map(|l| l.site_id.as_str());
         let visible = site.filter(|s| caller.may_read(s).is_ok());
         let shown = link.filter(|_| visible.is_some());
-        pages.push(serde_json::json!({
-            "pageId": p.page_id,
-            "name": p.name,
-            "tasks": p.tasks,
-            "leadsAllowed": p.leads_allowed(),
-            "listedAt": p.listed_at,
-            "linkedSiteId": visible,
-            "linkedOutsideScope": site.is_some() && visible.is_none(),
-            "subscribedAt": shown.map(|l| l.subscribed_at),
-            "lastReconcileAt": shown.and_then(|l| l.last_reconcile_at),
-            "lastError": page_error(&p, shown),
+        pages.push(PageView {
+            page_id: &p.page_id,
+            name: &p.name,
+            tasks: &p.tasks,
+            leads_allowed: p.leads_allowed(),
+            listed_at: p.listed_at,
+            linked_site_id: visible,
+            linked_outside_scope: site.is_some() && visible.is_none(),
+            subscribed_at: shown.map(|l| l.subscribed_at),
+            last_reconcile_at: shown.and_then(|l| l.last_reconcile_at),
+            last_error: page_error(p, shown),
             // Linked by this owner (a dashboard's screens mark the others').
-            "own": shown.map(|l| l.owner_key == owner),
-        }));
+            own: shown.map(|l| l.owner_key == owner),
+        });
     }
-    json(200, &serde_json::json!({"ownerKey": owner, "pages": pages}))
+    json(
+        200,
+        &PagesView {
+            owner_key: &owner,
+            pages,
+        },
+    )
 }

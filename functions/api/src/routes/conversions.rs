@@ -11,11 +11,11 @@ use std::collections::HashMap;
 use adtrail_domain::SiteId;
 use adtrail_domain::ids::check_opaque;
 use lambda_http::{Body, Request, Response};
-use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::input::{millis, query};
+use crate::views::{ConversionView, ConversionsCursor, ConversionsView};
 use crate::{Api, json};
 
 const MAX_LIMIT: i32 = 50;
@@ -84,10 +84,18 @@ pub(crate) async fn list(
     let next = last
         .as_deref()
         .and_then(parse_conversion_ref)
-        .map(|(at, id)| json!({"before": at, "beforeEventId": id}));
+        .map(|(at, id)| ConversionsCursor {
+            before: at,
+            before_event_id: id.to_owned(),
+        });
     json(
         200,
-        &json!({"siteId": site.as_str(), "conversions": items, "next": next}),
+        &ConversionsView {
+            site_id: site.as_str(),
+            lead_key: None,
+            conversions: items,
+            next: Some(next),
+        },
     )
 }
 
@@ -97,7 +105,7 @@ async fn history_rows(
     api: &Api,
     site: &str,
     rows: &[adtrail_domain::capi::Conversion],
-) -> Result<Vec<Value>, ApiError> {
+) -> Result<Vec<ConversionView>, ApiError> {
     // The lead as it is now, and the ad's name from the catalog.
     // A posted event's rows have no lead.
     let mut lead_keys: Vec<String> = rows
@@ -126,26 +134,26 @@ async fn history_rows(
         .into_iter()
         .map(|e| (e.ad_id, e.ad_name))
         .collect();
-    let items: Vec<Value> = rows
+    let items: Vec<ConversionView> = rows
         .iter()
         .map(|r| {
             let lead = leads.get(&r.lead_id);
             let ad_id = lead.and_then(|l| l.ad_id.clone());
-            json!({
-                "eventId": r.event_id,
-                "eventName": r.event_name.as_str(),
-                "destination": r.destination.as_deref().unwrap_or(PIXEL_SLUG),
-                "leadId": lead.map(|l| l.lead_id.clone()),
-                "leadLabel": lead.and_then(|l| l.label.clone()),
-                "adName": ad_id.as_ref().and_then(|a| names.get(a).cloned().flatten()),
-                "adId": ad_id,
-                "valueCents": r.value_cents,
-                "status": r.status.as_str(),
-                "attempts": r.attempts,
-                "lastError": r.last_error,
-                "createdAt": r.created_at,
-                "sentAt": r.sent_at,
-            })
+            ConversionView {
+                event_id: r.event_id.clone(),
+                event_name: r.event_name.as_str(),
+                destination: r.destination.as_deref().unwrap_or(PIXEL_SLUG).to_owned(),
+                lead_id: lead.map(|l| l.lead_id.clone()),
+                lead_label: lead.and_then(|l| l.label.clone()),
+                ad_name: ad_id.as_ref().and_then(|a| names.get(a).cloned().flatten()),
+                ad_id,
+                value_cents: r.value_cents,
+                status: r.status.as_str(),
+                attempts: r.attempts,
+                last_error: r.last_error.clone(),
+                created_at: r.created_at,
+                sent_at: r.sent_at,
+            }
         })
         .collect();
     Ok(items)
@@ -175,6 +183,11 @@ pub(crate) async fn of_lead(
     let items = history_rows(api, site.as_str(), &rows).await?;
     json(
         200,
-        &json!({"siteId": site.as_str(), "leadKey": lead_key, "conversions": items}),
+        &ConversionsView {
+            site_id: site.as_str(),
+            lead_key: Some(lead_key),
+            conversions: items,
+            next: None,
+        },
     )
 }

@@ -19,12 +19,12 @@ use adtrail_store::posted::Posted;
 use adtrail_store::queue::SendMessage;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::contact::{ContactBody, read_contact};
 use crate::error::ApiError;
 use crate::input::json_body;
+use crate::views::{PostedEventView, PostedView};
 use crate::{Api, json};
 use adtrail_changes::{Targets, targets};
 
@@ -233,7 +233,7 @@ pub(crate) async fn post_events(
     // Each event's rows, and which event each row is of.
     let mut rows = vec![];
     let mut of_event = vec![];
-    let mut answers: Vec<Value> = vec![];
+    let mut warned: Vec<Vec<String>> = vec![];
     for (i, (event, warnings)) in events.iter_mut().enumerate() {
         if event.contact.has_identity() {
             for row in rows_of(&targets, i, event, country, now, warnings) {
@@ -245,7 +245,7 @@ pub(crate) async fn post_events(
                 "events[{i}].contact: nothing left to match a person on; not queued"
             ));
         }
-        answers.push(json!({"eventId": event.event_id, "warnings": std::mem::take(warnings)}));
+        warned.push(std::mem::take(warnings));
     }
     let posted = api
         .store
@@ -268,12 +268,23 @@ pub(crate) async fn post_events(
         }
     }
     adtrail_changes::enqueue(&api.store, &messages).await;
-    for (i, answer) in answers.iter_mut().enumerate() {
-        answer["queued"] = json!(queued.remove(&i).unwrap_or_default());
-        answer["duplicate"] = json!(duplicate.remove(&i).unwrap_or_default());
-    }
+    let answers = events
+        .iter()
+        .zip(warned)
+        .enumerate()
+        .map(|(i, ((event, _), warnings))| PostedEventView {
+            event_id: &event.event_id,
+            warnings,
+            queued: queued.remove(&i).unwrap_or_default(),
+            duplicate: duplicate.remove(&i).unwrap_or_default(),
+        })
+        .collect();
     json(
         202,
-        &json!({"siteId": site.as_str(), "queued": messages.len(), "events": answers}),
+        &PostedView {
+            site_id: site.as_str(),
+            queued: messages.len(),
+            events: answers,
+        },
     )
 }

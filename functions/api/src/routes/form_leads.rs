@@ -12,14 +12,13 @@ use adtrail_domain::ids::{check_meta_numeric, check_opaque};
 use adtrail_domain::leadads::MAX_REASON;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::input::{json_body, millis, query};
 use crate::routes::pages::site_page_link;
 use crate::routes::webhooks::lead_ads_on;
-use crate::views::{AnswerView, form_lead_view};
+use crate::views::{AnswerView, FormLeadReturnedView, FormLeadsView, form_lead_view};
 use crate::{Api, json};
 
 /// The most form leads one page of the list holds.
@@ -81,7 +80,11 @@ pub(crate) async fn list(
     let views: Vec<_> = leads.iter().map(form_lead_view).collect();
     json(
         200,
-        &json!({"siteId": site.as_str(), "formLeads": views, "next": next}),
+        &FormLeadsView {
+            site_id: site.as_str(),
+            form_leads: views,
+            next,
+        },
     )
 }
 
@@ -181,9 +184,12 @@ pub(crate) async fn return_lead(
         .return_form_lead(&kept, &body.reason, now)
         .await?;
     let kept = record(api, &site, leadgen_id).await?;
-    let mut answer = json!({"siteId": site.as_str(), "formLead": form_lead_view(&kept)});
-    if !first {
-        answer["duplicate"] = json!(true);
-    }
-    json(200, &answer)
+    json(
+        200,
+        &FormLeadReturnedView {
+            site_id: site.as_str(),
+            form_lead: form_lead_view(&kept),
+            duplicate: !first,
+        },
+    )
 }

@@ -25,7 +25,7 @@ use crate::error::ApiError;
 use crate::input::json_body;
 use crate::routes::pages::site_page_link;
 use crate::routes::webhooks::lead_ads_on;
-use crate::views::{DayCount, Recent, form_view, rules_view, simulation_view};
+use crate::views::{DayCount, PageFormsView, Recent, form_view, rules_view, simulation_view};
 use crate::{Api, json};
 
 /// The window the counts, the series and the simulations read.
@@ -182,9 +182,14 @@ async fn answer_forms(
     }
     json(
         200,
-        &serde_json::json!({"siteId": site, "pageId": page_id,
-            "lastReconcileAt": link.last_reconcile_at, "reconciledThrough": link.reconciled_through,
-            "lastError": link.last_error, "forms": forms}),
+        &PageFormsView {
+            site_id: site,
+            page_id,
+            last_reconcile_at: link.last_reconcile_at,
+            reconciled_through: link.reconciled_through,
+            last_error: link.last_error.as_deref(),
+            forms,
+        },
     )
 }
 

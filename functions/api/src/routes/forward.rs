@@ -11,12 +11,12 @@ use adtrail_domain::ids::check_meta_numeric;
 use adtrail_store::queue::LeadgenMessage;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::input::{body_bytes, json_body};
 use crate::routes::webhooks::lead_ads_on;
+use crate::views::ForwardView;
 use crate::{Api, json};
 
 /// The largest forward read: two ids.
@@ -59,7 +59,10 @@ pub(crate) async fn forward_leadgen(
         tracing::info!(page_id = %body.page_id, "a forwarded lead of a Page no site links");
         return json(
             200,
-            &json!({"accepted": false, "reason": "PAGE_NOT_LINKED"}),
+            &ForwardView {
+                accepted: false,
+                reason: Some("PAGE_NOT_LINKED"),
+            },
         );
     }
     let message = LeadgenMessage {
@@ -77,5 +80,11 @@ pub(crate) async fn forward_leadgen(
             "the leadgen queue refused the lead; forward it again",
         ));
     }
-    json(202, &json!({"accepted": true}))
+    json(
+        202,
+        &ForwardView {
+            accepted: true,
+            reason: None,
+        },
+    )
 }

@@ -25,12 +25,13 @@ use adtrail_domain::time::MINUTE_MS;
 use adtrail_store::outbox::LeadWritten;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::auth::Caller;
 use crate::contact::{ContactBody, read_contact_data};
 use crate::error::ApiError;
 use crate::input::{json_body, plain_text};
+use crate::views::{LeadChangeView, LeadRemovedView, LeadStateView};
 use crate::{Api, json};
 
 /// How far ahead of our clock a host's `occurredAt` may be (clock skew).
@@ -135,6 +136,7 @@ pub(crate) async fn record_lead(
     let new = NewLead {
         origin: body.origin,
         ad_id: body.ad_id,
+        form_id: None,
         label,
     };
     apply(api, &site, &body.lead_key, &change, Some(&new)).await
@@ -207,13 +209,42 @@ pub(crate) async fn delete_lead(
             LeadWritten::Written => {
                 return json(
                     200,
-                    &json!({"siteId": site.as_str(), "leadKey": lead_key, "leadId": lead.lead_id, "removed": true}),
+                    &LeadRemovedView {
+                        site_id: site.as_str(),
+                        lead_key,
+                        lead_id: &lead.lead_id,
+                        removed: true,
+                    },
                 );
             }
             LeadWritten::Raced | LeadWritten::ChangeSeen => continue,
         }
     }
     Err(busy())
+}
+
+/// A change's answer: the change, the lead as it left it, the events it
+/// queued for the pixel.
+fn change_view<'a>(
+    site: &'a str,
+    lead_key: &'a str,
+    change: &'a Change,
+    lead: Option<&'a Lead>,
+    changed: bool,
+    queued: &'a [&'a str],
+    duplicate: bool,
+) -> LeadChangeView<'a> {
+    LeadChangeView {
+        site_id: site,
+        lead_key,
+        change_id: &change.update.change_id,
+        changed,
+        queued,
+        routed: None,
+        lead: lead.map(LeadStateView::of),
+        warnings: &change.warnings,
+        duplicate,
+    }
 }
 
 fn busy() -> ApiError {
@@ -249,63 +280,38 @@ async fn apply(
         RecordError::Store(e) => e.into(),
     })?;
     let site = site.as_str();
-    match recorded {
+    let view = |lead, changed, queued, duplicate| {
+        change_view(site, lead_key, change, lead, changed, queued, duplicate)
+    };
+    match &recorded {
         Recorded::Written(plan) => {
             let queued: Vec<&str> = plan
                 .conversions
                 .iter()
                 .map(|c| c.event_name.as_str())
                 .collect();
-            let mut body = answer(site, lead_key, Some(&plan.lead), true, &queued, change);
-            if !plan.routed.is_empty() {
-                let mut routed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-                for r in &plan.routed {
-                    routed
-                        .entry(&r.slug)
-                        .or_default()
-                        .push(r.event_name.as_str());
-                }
-                body["routed"] = json!(routed);
+            let mut routed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+            for r in &plan.routed {
+                routed
+                    .entry(&r.slug)
+                    .or_default()
+                    .push(r.event_name.as_str());
             }
+            let body = LeadChangeView {
+                routed: (!routed.is_empty()).then_some(routed),
+                ..change_view(
+                    site,
+                    lead_key,
+                    change,
+                    Some(&plan.lead),
+                    true,
+                    &queued,
+                    false,
+                )
+            };
             json(if plan.creates() { 201 } else { 200 }, &body)
         }
-        Recorded::Duplicate(lead) => {
-            let mut body = answer(site, lead_key, lead.as_ref(), false, &[], change);
-            body["duplicate"] = json!(true);
-            json(200, &body)
-        }
-        Recorded::Unchanged { lead, seen } => {
-            let mut body = answer(site, lead_key, lead.as_ref(), false, &[], change);
-            if seen {
-                body["duplicate"] = json!(true);
-            }
-            json(200, &body)
-        }
+        Recorded::Duplicate(lead) => json(200, &view(lead.as_ref(), false, &[], true)),
+        Recorded::Unchanged { lead, seen } => json(200, &view(lead.as_ref(), false, &[], *seen)),
     }
-}
-
-fn answer(
-    site: &str,
-    lead_key: &str,
-    lead: Option<&Lead>,
-    changed: bool,
-    queued: &[&str],
-    change: &Change,
-) -> Value {
-    let mut v = json!({
-        "siteId": site,
-        "leadKey": lead_key,
-        "changeId": change.update.change_id,
-        "changed": changed,
-        "queued": queued,
-    });
-    if let Some(l) = lead {
-        v["leadId"] = json!(l.lead_id);
-        v["column"] = json!(l.column);
-        v["stage"] = json!(l.stage.as_str());
-    }
-    if !change.warnings.is_empty() {
-        v["warnings"] = json!(change.warnings);
-    }
-    v
 }

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::auth::{Caller, acting_owner, guards_ownership, resolve_owner};
 use crate::error::ApiError;
 use crate::input::{OwnerBody, json_body, query};
-use crate::views::account_view;
+use crate::views::{SyncRequestedView, UnlinkPreviewView, UnlinkedView, account_view};
 use crate::{Api, json};
 
 pub(crate) async fn link(
@@ -120,7 +120,11 @@ pub(crate) async fn unlink(
     }
     json(
         200,
-        &json!({"siteId": site.as_str(), "adAccountId": account.as_str(), "unlinked": true}),
+        &UnlinkedView {
+            site_id: site.as_str(),
+            ad_account_id: account.as_str(),
+            unlinked: true,
+        },
     )
 }
 
@@ -165,15 +169,15 @@ pub(crate) async fn unlink_preview(
     let partial = !link.synced() || catalog.len() >= adtrail_store::catalog::MAX_CATALOG;
     json(
         200,
-        &json!({
-            "siteId": site.as_str(),
-            "adAccountId": account.as_str(),
-            "spendCents": spend,
-            "currency": link.currency,
-            "days": sums.len(),
-            "campaigns": campaigns.len(),
-            "partial": partial,
-        }),
+        &UnlinkPreviewView {
+            site_id: site.as_str(),
+            ad_account_id: account.as_str(),
+            spend_cents: spend,
+            currency: &link.currency,
+            days: sums.len(),
+            campaigns: campaigns.len(),
+            partial,
+        },
     )
 }
 
@@ -198,7 +202,10 @@ pub(crate) async fn sync_now(
     request_dispatch(api, site.as_str()).await;
     json(
         202,
-        &json!({"siteId": site.as_str(), "requested": links.len()}),
+        &SyncRequestedView {
+            site_id: site.as_str(),
+            requested: links.len(),
+        },
     )
 }
 

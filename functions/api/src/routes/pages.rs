@@ -12,12 +12,12 @@ use adtrail_domain::ids::check_meta_numeric;
 use adtrail_domain::leadads::{MAX_BACKFILL_DAYS, OwnerPage, PageLink};
 use adtrail_domain::time::DAY_MS;
 use lambda_http::{Body, Request, Response};
-use serde_json::json;
 
 use crate::auth::{Caller, acting_owner, guards_ownership, resolve_owner};
 use crate::error::ApiError;
 use crate::input::{json_body, query};
 use crate::routes::webhooks::lead_ads_on;
+use crate::views::{PageLinkView, PageUnlinkedView};
 use crate::{Api, json};
 
 /// `PUT …/pages/{pageId}`: the owner, and how many days of the Page's
@@ -30,15 +30,6 @@ struct LinkPageBody {
     only_own: bool,
     #[serde(default, deserialize_with = "crate::input::optional_whole_number")]
     backfill_days: Option<i64>,
-}
-
-fn view(link: &PageLink) -> serde_json::Value {
-    json!({
-        "siteId": link.site_id,
-        "pageId": link.page_id,
-        "ownerKey": link.owner_key,
-        "subscribedAt": link.subscribed_at,
-    })
 }
 
 /// The link of a Page that feeds `site`, or `404`.
@@ -111,7 +102,7 @@ pub(crate) async fn link_page(
                 "pageId: another owner linked this Page to the site",
             ));
         }
-        return json(200, &view(&existing));
+        return json(200, &PageLinkView::of(&existing));
     }
     let token = page_token(api, page).await?;
     api.graph.subscribe_page(&token, page_id).await?;
@@ -140,7 +131,7 @@ pub(crate) async fn link_page(
     {
         tracing::warn!(error = %e, "the Page's forms were not read; refresh them");
     }
-    json(201, &view(&link))
+    json(201, &PageLinkView::of(&link))
 }
 
 pub(crate) async fn unlink_page(
@@ -186,6 +177,10 @@ pub(crate) async fn unlink_page(
         .await?;
     json(
         200,
-        &json!({"siteId": site.as_str(), "pageId": page_id, "removed": removed}),
+        &PageUnlinkedView {
+            site_id: site.as_str(),
+            page_id,
+            removed,
+        },
     )
 }

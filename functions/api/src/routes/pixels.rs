@@ -11,12 +11,11 @@ use adtrail_domain::pixels::{PixelSource, SitePixel};
 use adtrail_store::seal::Purpose;
 use lambda_http::{Body, Request, Response};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::auth::{Caller, acting_owner, resolve_owner};
 use crate::error::ApiError;
 use crate::input::{check_token, json_body};
-use crate::views::pixel_view;
+use crate::views::{PixelSetView, RemovedView, pixel_view};
 use crate::{Api, json};
 
 #[derive(Deserialize)]
@@ -97,7 +96,10 @@ pub(crate) async fn put_pixel(
     api.store.pixels().put_pixel(&pixel).await?;
     json(
         200,
-        &json!({"siteId": site.as_str(), "pixel": pixel_view(Some(&pixel))}),
+        &PixelSetView {
+            site_id: site.as_str(),
+            pixel: pixel_view(Some(&pixel)),
+        },
     )
 }
 
@@ -187,5 +189,11 @@ pub(crate) async fn delete_pixel(
             "siteId: the site has no pixel",
         ));
     }
-    json(200, &json!({"siteId": site.as_str(), "removed": true}))
+    json(
+        200,
+        &RemovedView {
+            site_id: site.as_str(),
+            removed: true,
+        },
+    )
 }

@@ -18,13 +18,14 @@ use adtrail_domain::spend::SpendFigures;
 use adtrail_domain::spend::{SpendBasis, spend_basis};
 use adtrail_domain::time::{DAY_MS, utc_day};
 use lambda_http::{Body, Request, Response};
-use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::input::{day_range, millis, query, site_ids};
-use crate::views::account_view;
+use crate::views::{
+    AdSpend, ConversionsBlock, FlowTotals, SiteStatusView, SpendDay, SpendTriple, SpendView,
+    StatusView, account_view,
+};
 use crate::{Api, json};
 
 /// Spend rows read per spend answer for the per-ad list.
@@ -53,7 +54,7 @@ pub(crate) async fn status(
     for id in &ids {
         caller.may_read(id.as_str())?;
     }
-    let mut sites = vec![];
+    let mut read = vec![];
     for id in &ids {
         if api.store.sites().get_site(id.as_str()).await?.is_none() {
             return Err(ApiError::not_found(
@@ -62,27 +63,34 @@ pub(crate) async fn status(
         }
         let links = api.store.links().site_links(id.as_str()).await?;
         let pixel = api.store.pixels().get_pixel(id.as_str()).await?;
-        let mut pixel_json = crate::views::pixel_view(pixel.as_ref());
-        let mut accounts: Vec<_> = links.iter().map(|l| account_view(l, None)).collect();
-        if let Some(owner) = &asking {
-            pixel_json.own = Some(
-                pixel
-                    .as_ref()
-                    .is_some_and(|p| p.owner() == Some(owner.as_str())),
-            );
-            for (view, link) in accounts.iter_mut().zip(&links) {
-                view.own = Some(&link.owner_key == owner);
-            }
-        }
-        sites.push(json!({
-            "siteId": id.as_str(),
-            "linked": !links.is_empty(),
-            "pixel": pixel_json,
-            "conversions": status_block(api, id.as_str(), now).await?,
-            "adAccounts": accounts,
-        }));
+        let block = status_block(api, id.as_str(), now).await?;
+        read.push((id, links, pixel, block));
     }
-    json(200, &json!({ "sites": sites }))
+    let sites = read
+        .iter()
+        .map(|(id, links, pixel, block)| {
+            let mut pixel_view = crate::views::pixel_view(pixel.as_ref());
+            let mut accounts: Vec<_> = links.iter().map(|l| account_view(l, None)).collect();
+            if let Some(owner) = &asking {
+                pixel_view.own = Some(
+                    pixel
+                        .as_ref()
+                        .is_some_and(|p| p.owner() == Some(owner.as_str())),
+                );
+                for (view, link) in accounts.iter_mut().zip(links) {
+                    view.own = Some(&link.owner_key == owner);
+                }
+            }
+            SiteStatusView {
+                site_id: id.as_str(),
+                linked: !links.is_empty(),
+                pixel: pixel_view,
+                conversions: block,
+                ad_accounts: accounts,
+            }
+        })
+        .collect();
+    json(200, &StatusView { sites })
 }
 
 pub(crate) async fn spend(
@@ -106,34 +114,44 @@ pub(crate) async fn spend(
     )]);
     let (days, per_account) = spend_by_day(api, site.as_str(), &synced, from, to).await?;
     let (ads, incomplete) = spend_by_ad(api, site.as_str(), &synced, from, to, &basis).await?;
-    let money = |cents: i64| json!(basis.money(cents));
-    let count = |n: i64| json!(basis.count(n));
     let mut totals = SpendFigures::default();
-    let day_rows: Vec<Value> = days
+    let day_rows: Vec<SpendDay> = days
         .iter()
         .map(|(day, f)| {
             totals.add(*f);
-            json!({"dayStart": day, "spendCents": money(f.spend_cents), "impressions": count(f.impressions), "clicks": count(f.clicks)})
+            SpendDay {
+                day_start: *day,
+                figures: SpendTriple::of(&basis, *f),
+            }
+        })
+        .collect();
+    let accounts = links
+        .iter()
+        .map(|l| {
+            let t = l.synced().then(|| {
+                per_account
+                    .get(&l.ad_account_id)
+                    .copied()
+                    .unwrap_or_default()
+            });
+            account_view(l, Some(t))
         })
         .collect();
     json(
         200,
-        &json!({
-            "siteId": site.as_str(),
-            "from": from,
-            "to": to,
-            "currency": site_row.currency,
-            "spendCurrency": basis.spend_currency,
-            "currencyMismatch": basis.currency_mismatch,
-            "totals": {"spendCents": money(totals.spend_cents), "impressions": count(totals.impressions), "clicks": count(totals.clicks)},
-            "days": day_rows,
-            "ads": ads,
-            "adsIncomplete": incomplete,
-            "adAccounts": links.iter().map(|l| {
-                let t = l.synced().then(|| per_account.get(&l.ad_account_id).copied().unwrap_or_default());
-                account_view(l, Some(t))
-            }).collect::<Vec<_>>(),
-        }),
+        &SpendView {
+            site_id: site.as_str(),
+            from,
+            to,
+            currency: &site_row.currency,
+            spend_currency: basis.spend_currency.as_deref(),
+            currency_mismatch: basis.currency_mismatch,
+            totals: SpendTriple::of(&basis, totals),
+            days: day_rows,
+            ads,
+            ads_incomplete: incomplete,
+            ad_accounts: accounts,
+        },
     )
 }
 
@@ -166,24 +184,6 @@ async fn spend_by_day(
         per_account.insert(link.ad_account_id.clone(), total);
     }
     Ok((days, per_account))
-}
-
-/// One ad's spend over the range, with what the catalog says of it.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct AdSpend {
-    ad_id: String,
-    ad_account_id: String,
-    ad_name: Option<String>,
-    adset_id: Option<String>,
-    adset_name: Option<String>,
-    campaign_id: Option<String>,
-    campaign_name: Option<String>,
-    ad_status: Option<String>,
-    creative_type: Option<String>,
-    spend_cents: Option<i64>,
-    impressions: i64,
-    clicks: i64,
 }
 
 /// Each ad's spend, from the rows on a read budget (answers whether it cut
@@ -250,7 +250,11 @@ async fn spend_by_ad(
 /// The `conversions` block of `meta.status`: counts by status, and with
 /// `now` the events Meta accepted in the 30 UTC days up to it (by event)
 /// and today.
-async fn status_block(api: &Api, site: &str, now: Option<i64>) -> Result<Value, ApiError> {
+async fn status_block(
+    api: &Api,
+    site: &str,
+    now: Option<i64>,
+) -> Result<ConversionsBlock, ApiError> {
     let today = now.map(utc_day);
     let from = today.map(|t| t - 29 * DAY_MS);
     let counts = api
@@ -259,7 +263,7 @@ async fn status_block(api: &Api, site: &str, now: Option<i64>) -> Result<Value, 
         .conversion_counts(site, from)
         .await?;
     let (last30d, sent_today) = match today {
-        None => (Value::Null, Value::Null),
+        None => (None, None),
         Some(today) => {
             let mut by_event: HashMap<EventName, i64> = HashMap::new();
             let mut sent_today = 0;
@@ -275,35 +279,30 @@ async fn status_block(api: &Api, site: &str, now: Option<i64>) -> Result<Value, 
                 }
             }
             let get = |e: EventName| by_event.get(&e).copied().unwrap_or(0);
-            (
-                // Every event, with its zero: a client reads a fixed shape.
-                Value::Object(
-                    EventName::ALL
-                        .into_iter()
-                        .map(|e| (e.as_str().to_owned(), json!(get(e))))
-                        .collect(),
-                ),
-                json!(sent_today),
-            )
+            (Some(ConversionsBlock::every_event(get)), Some(sent_today))
         }
     };
     // Each destination's own totals, the pixel's as `meta`.
-    let destinations: serde_json::Map<String, Value> = counts
+    let destinations = counts
         .destinations
         .iter()
         .map(|(slug, t)| {
             (
                 slug.clone(),
-                json!({"pending": t.pending, "sent": t.sent, "failed": t.failed}),
+                FlowTotals {
+                    pending: t.pending,
+                    sent: t.sent,
+                    failed: t.failed,
+                },
             )
         })
         .collect();
-    Ok(json!({
-        "pending": counts.pending,
-        "sent": counts.sent,
-        "failed": counts.failed,
-        "last30d": last30d,
-        "sentToday": sent_today,
-        "destinations": destinations,
-    }))
+    Ok(ConversionsBlock {
+        pending: counts.pending,
+        sent: counts.sent,
+        failed: counts.failed,
+        last30d,
+        sent_today,
+        destinations,
+    })
 }

@@ -28,13 +28,13 @@ use adtrail_domain::spend::spend_basis;
 use adtrail_domain::time::DAY_MS;
 use adtrail_store::keys::RollupDim;
 use lambda_http::{Body, Request, Response};
-use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::cohorts::site_rollups;
 use crate::error::ApiError;
 use crate::input::site_ids;
 use crate::input::{day_range, query};
+use crate::views::{DailyView, DayRow};
 use crate::{Api, ReportLimits, json};
 
 /// The longest range of the daily report.
@@ -139,7 +139,7 @@ pub(crate) async fn daily(
     );
     let mismatch = basis.currency_mismatch;
     let spend_known = scope.has_spend() && basis.known && !mismatch && !incomplete;
-    let days: Vec<Value> = leads
+    let days: Vec<DayRow> = leads
         .iter()
         .map(|(day, c)| {
             let day_spend = spend_known.then(|| spend.get(day).copied().unwrap_or(0));
@@ -148,35 +148,35 @@ pub(crate) async fn daily(
         .collect();
     json(
         200,
-        &json!({
-            "siteIds": ids.iter().map(SiteId::as_str).collect::<Vec<_>>(),
-            "from": from,
-            "to": to,
-            "spendCurrency": basis.spend_currency,
-            "currencyMismatch": mismatch,
-            "spendIncomplete": incomplete,
-            "days": days,
-        }),
+        &DailyView {
+            site_ids: ids.iter().map(SiteId::as_str).collect(),
+            from,
+            to,
+            spend_currency: basis.spend_currency.as_deref(),
+            currency_mismatch: mismatch,
+            spend_incomplete: incomplete,
+            days,
+        },
     )
 }
 
 /// A day's row: its cohort's counters next to the spend, and where the
 /// spend bought the leads, the derived metrics.
-fn day_row(day: i64, c: &Counters, spend: Option<i64>, bought: bool) -> Value {
+fn day_row(day: i64, c: &Counters, spend: Option<i64>, bought: bool) -> DayRow {
     let derived = derive(spend.filter(|_| bought), c);
-    json!({
-        "dayStart": day,
-        "leads": c.leads,
-        "qualified": c.qualified,
-        "won": c.won,
-        "revenueCents": c.revenue_cents,
-        "spendCents": spend,
-        "costPerLeadCents": derived.cost_per_lead_cents,
-        "costPerQualifiedCents": derived.cost_per_qualified_cents,
-        "costPerSaleCents": derived.cost_per_sale_cents,
-        "returnOnSpend": derived.return_on_spend,
-        "returnBand": return_band(derived.return_on_spend).map(ReturnBand::as_str),
-    })
+    DayRow {
+        day_start: day,
+        leads: c.leads,
+        qualified: c.qualified,
+        won: c.won,
+        revenue_cents: c.revenue_cents,
+        spend_cents: spend,
+        cost_per_lead_cents: derived.cost_per_lead_cents,
+        cost_per_qualified_cents: derived.cost_per_qualified_cents,
+        cost_per_sale_cents: derived.cost_per_sale_cents,
+        return_on_spend: derived.return_on_spend,
+        return_band: return_band(derived.return_on_spend).map(ReturnBand::as_str),
+    }
 }
 
 /// Adds a site's spend for the scope, from its synced accounts. Answers

@@ -4,11 +4,12 @@
 
 use adtrail_domain::{Currency, SiteId};
 use lambda_http::{Body, Request, Response};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::input::{json_body, plain_text, query};
+use crate::views::{SiteView, SitesView};
 use crate::{Api, json};
 
 #[derive(Deserialize)]
@@ -17,30 +18,6 @@ struct SiteBody {
     name: String,
     currency: String,
     country: Option<String>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct SiteView {
-    pub site_id: String,
-    pub name: String,
-    pub currency: String,
-    pub country: Option<String>,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-impl From<adtrail_store::sites::Site> for SiteView {
-    fn from(s: adtrail_store::sites::Site) -> Self {
-        Self {
-            site_id: s.site_id,
-            name: s.name,
-            currency: s.currency,
-            country: s.country,
-            created_at: s.created_at,
-            updated_at: s.updated_at,
-        }
-    }
 }
 
 pub(crate) async fn put_site(
@@ -127,7 +104,7 @@ pub(crate) async fn list_sites(
         .into_iter()
         .map(SiteView::from)
         .collect();
-    json(200, &serde_json::json!({"sites": sites, "next": next}))
+    json(200, &SitesView { sites, next })
 }
 
 pub(crate) async fn get_site(

@@ -15,10 +15,11 @@ use adtrail_store::meta_app::{MetaApp, MetaAppError};
 use adtrail_store::queue::LeadgenMessage;
 use aws_lc_rs::{constant_time, hmac};
 use lambda_http::{Body, Request, Response};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::input::{body_bytes, query};
+use crate::views::WebhookView;
 use crate::{Api, json};
 
 /// The largest delivery read: Meta batches changes, never near this.
@@ -163,5 +164,10 @@ pub(crate) async fn receive(api: &Api, req: &Request) -> Result<Response<Body>, 
         leads = messages.len(),
         "Meta's webhook delivered form leads"
     );
-    json(200, &json!({"received": messages.len()}))
+    json(
+        200,
+        &WebhookView {
+            received: messages.len(),
+        },
+    )
 }

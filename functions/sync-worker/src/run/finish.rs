@@ -48,22 +48,7 @@ impl Worker {
                 .is_some_and(|c| c.token_version == token_version),
         };
         match finish(progress, outcome, started_at, now) {
-            Finish::Update(update) => {
-                if self
-                    .store
-                    .links()
-                    .finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, &update)
-                    .await?
-                    && let (RunOutcome::Failed { .. } | RunOutcome::Partial { .. }, Some(error)) =
-                        (outcome, &update.last_error)
-                {
-                    self.put_event(
-                        "AccountSyncFailed",
-                        json!({"siteId": msg.site_id, "adAccountId": msg.ad_account_id, "lastError": error, "nextSyncAt": update.next_sync_at}),
-                    )
-                    .await;
-                }
-            }
+            Finish::Update(update) => self.record_update(msg, outcome, &update).await,
             Finish::PauseConnection { last_error } => {
                 if self
                     .store
@@ -76,25 +61,45 @@ impl Worker {
                         json!({"ownerKey": link.owner_key, "lastError": last_error}),
                     )
                     .await;
-                } else {
-                    // A new token was stored between the checks: retry now.
-                    let retry = finish(
-                        LinkProgress {
-                            token_still_stored: false,
-                            ..progress
-                        },
-                        outcome,
-                        started_at,
-                        now,
-                    );
-                    if let Finish::Update(update) = retry {
-                        self.store
-                            .links()
-                            .finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, &update)
-                            .await?;
-                    }
+                    return Ok(());
                 }
+                // A new token was stored between the checks: retry now.
+                let retry = LinkProgress {
+                    token_still_stored: false,
+                    ..progress
+                };
+                if let Finish::Update(update) = finish(retry, outcome, started_at, now) {
+                    self.store
+                        .links()
+                        .finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, &update)
+                        .await?;
+                }
+                Ok(())
             }
+        }
+    }
+
+    /// Records the run's update on the account; a failure the run still
+    /// holding the account recorded goes on the bus.
+    async fn record_update(
+        &self,
+        msg: &SyncMessage,
+        outcome: &RunOutcome,
+        update: &adtrail_domain::outcome::LinkUpdate,
+    ) -> Result<(), WorkerError> {
+        if self
+            .store
+            .links()
+            .finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, update)
+            .await?
+            && let (RunOutcome::Failed { .. } | RunOutcome::Partial { .. }, Some(error)) =
+                (outcome, &update.last_error)
+        {
+            self.put_event(
+                "AccountSyncFailed",
+                json!({"siteId": msg.site_id, "adAccountId": msg.ad_account_id, "lastError": error, "nextSyncAt": update.next_sync_at}),
+            )
+            .await;
         }
         Ok(())
     }

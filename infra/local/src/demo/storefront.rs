@@ -3,6 +3,7 @@
 //! so does a sale recorded on the board.
 
 use adtrail_local::app::App;
+use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::{Client, Error};
@@ -10,7 +11,6 @@ use super::{Client, Error};
 /// Loja X registers a TikTok destination; one sale from its storefront
 /// reaches Meta and TikTok, each hashed the platform's own way.
 pub(super) async fn storefront(app: &App, c: &Client) -> Result<(), Error> {
-    use reqwest::Method;
     println!("\nstorefront: one sale, two platforms");
     let d = c
         .call(
@@ -26,6 +26,13 @@ pub(super) async fn storefront(app: &App, c: &Client) -> Result<(), Error> {
         d["destination"]["pixelCode"].as_str().unwrap_or(""),
         d["destination"]["state"].as_str().unwrap_or("")
     );
+    sale_reaches_both(app, c).await?;
+    posted_again(app, c).await?;
+    board_sale(app, c).await
+}
+
+/// One storefront sale, and the hashes each platform got of it.
+async fn sale_reaches_both(app: &App, c: &Client) -> Result<(), Error> {
     let runner = app.runner();
     let answer = c
         .call(
@@ -66,6 +73,12 @@ pub(super) async fn storefront(app: &App, c: &Client) -> Result<(), Error> {
             short(&e.event["user"]["phone"]).unwrap_or_default()
         );
     }
+    Ok(())
+}
+
+/// The same order posted again queues nothing.
+async fn posted_again(app: &App, c: &Client) -> Result<(), Error> {
+    let runner = app.runner();
     let again = c
         .call(
             Method::POST,
@@ -81,7 +94,12 @@ pub(super) async fn storefront(app: &App, c: &Client) -> Result<(), Error> {
         "  the same order posted again: queued {}, already had it {}",
         again["events"][0]["queued"], again["events"][0]["duplicate"]
     );
-    // A sale on the board reaches both the same way.
+    Ok(())
+}
+
+/// A sale recorded on the board reaches both the same way.
+async fn board_sale(app: &App, c: &Client) -> Result<(), Error> {
+    let runner = app.runner();
     let contact = json!({"phone": "(11) 91234-5678", "email": "bruno@example.com"});
     c.call(
         Method::POST,

@@ -15,11 +15,12 @@ use std::sync::{Arc, Mutex};
 use std::collections::HashMap;
 
 use adtrail_api::Api;
-use adtrail_capi_sender::{Sender, Visibility};
+use adtrail_capi_sender::Sender;
 use adtrail_dispatcher::{DispatchReport, Dispatcher};
 use adtrail_domain::time::{Clock, SystemClock, VirtualClock};
 use adtrail_leadgen_worker::LeadgenWorker;
 use adtrail_meta::GraphClient;
+use adtrail_store::queue::Visibility;
 use adtrail_sweeper::{SweepReport, Sweeper};
 use adtrail_sync_worker::Worker;
 use aws_lambda_events::eventbridge::EventBridgeEvent;
@@ -155,7 +156,7 @@ impl Runner {
                 events_per_request: adtrail_capi_sender::events_per_request_from_env()
                     .unwrap_or(adtrail_capi_sender::MOST_EVENTS_PER_REQUEST),
             },
-            delays,
+            delays: delays.clone(),
             api: Api {
                 store: stack.store_for("ApiFunction"),
                 graph: graph.clone(),
@@ -174,6 +175,15 @@ impl Runner {
                 store: stack.store_for("LeadgenWorkerFunction"),
                 graph: graph.clone(),
                 clock: shared.clone(),
+                visibility: Visibility::Recorded {
+                    queue_url: stack
+                        .store
+                        .names
+                        .leadgen_queue_url
+                        .clone()
+                        .unwrap_or_default(),
+                    delays: delays.clone(),
+                },
             },
             worker: Worker {
                 store: stack.store_for("SyncWorkerFunction"),

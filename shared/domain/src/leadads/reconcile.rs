@@ -32,6 +32,14 @@ pub fn reconcile_retry_ms(kind: GraphErrorKind, regain_ms: Option<i64>) -> i64 {
     }
 }
 
+/// How long a form lead whose read Meta throttled waits before the next
+/// try: as long as a throttled reconciliation (at least an hour, longer if
+/// Meta says so). `None`: any other failure comes back after the queue's
+/// own visibility timeout.
+pub fn lead_read_wait_ms(kind: GraphErrorKind, regain_ms: Option<i64>) -> Option<i64> {
+    (kind == GraphErrorKind::Throttled).then(|| reconcile_retry_ms(kind, regain_ms))
+}
+
 /// A Page's `lastError` for a reconciliation Meta refused.
 pub fn reconcile_error(kind: GraphErrorKind, message: &str) -> String {
     let code = match kind {
@@ -59,6 +67,19 @@ mod tests {
             now - 90 * DAY_MS,
             "a backfill's reach"
         );
+    }
+
+    #[test]
+    fn a_throttled_lead_read_waits_as_a_throttled_reconciliation() {
+        use GraphErrorKind::*;
+        assert_eq!(lead_read_wait_ms(Throttled, None), Some(HOUR_MS));
+        assert_eq!(
+            lead_read_wait_ms(Throttled, Some(2 * HOUR_MS)),
+            Some(2 * HOUR_MS)
+        );
+        for kind in [TokenInvalid, Permission, Transient, TooMuchData, Other] {
+            assert_eq!(lead_read_wait_ms(kind, Some(2 * HOUR_MS)), None, "{kind:?}");
+        }
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! The forms report's arithmetic, per form: its leads over the range, where
 //! the rules sent them (the entry, each column, each discard reason), the
-//! returned ones, and the board's counters of those that went there
-//! (qualified, won, revenue: the same rule as the other reports).
+//! returned ones (counters of the form's days, moved when a lead is
+//! recorded or returned), and the board's counters of those that went
+//! there (qualified, won, revenue: the cohort rollups under the form, the
+//! same rule as the other reports).
 
 use std::collections::BTreeMap;
 
-use super::{FormDecision, FormLeadRecord};
-use crate::leads::Lead;
+use super::FormDecision;
 use crate::metrics::Counters;
 
 /// One form's figures.
@@ -18,47 +19,74 @@ pub struct FormFigures {
     pub columns: BTreeMap<String, i64>,
     pub discarded: BTreeMap<String, i64>,
     pub returned: i64,
-    /// The board's counters of the leads that went there, as they are now.
+    /// The board's counters of the leads that went there, as they are now
+    /// (their cohorts' counters under the form).
     pub board: Counters,
 }
 
-/// Sums a form's records; `on_board` finds each record's lead (absent when
-/// discarded, or removed from the board since).
-pub fn form_figures<'a>(
-    records: impl IntoIterator<Item = &'a FormLeadRecord>,
-    on_board: impl Fn(&FormLeadRecord) -> Option<&'a Lead>,
-) -> FormFigures {
-    let mut f = FormFigures::default();
-    for r in records {
-        f.leads += 1;
-        f.returned += i64::from(r.returned.is_some());
-        match &r.decision {
+/// One of a form's day counters.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FormCount {
+    /// A form lead arrived (discarded ones too).
+    Lead,
+    /// No rule matched it: the entry column.
+    Entry,
+    /// The rules sent it to this column.
+    Column(String),
+    /// A rule discarded it for this reason.
+    Discarded(String),
+    /// The host returned it as a bad lead.
+    Returned,
+}
+
+impl FormCount {
+    /// What a form lead adds to its form's day when it is recorded: one
+    /// lead, and where the rules sent it.
+    pub fn of_decision(decision: &FormDecision) -> Vec<FormCount> {
+        let mut counts = vec![FormCount::Lead];
+        match decision {
             FormDecision::Column { column, rule } => {
                 if rule.is_none() {
-                    f.entry += 1;
+                    counts.push(FormCount::Entry);
                 }
                 if let Some(c) = column {
-                    *f.columns.entry(c.clone()).or_default() += 1;
-                }
-                if let Some(lead) = on_board(r) {
-                    let mut c = Counters::of_lead(lead.stage, lead.revenue_cents);
-                    // `leads` counts the form's leads, discarded ones too.
-                    c.leads = 0;
-                    f.board.add(&c);
+                    counts.push(FormCount::Column(c.clone()));
                 }
             }
             FormDecision::Discard { reason, .. } => {
-                *f.discarded.entry(reason.clone()).or_default() += 1;
+                counts.push(FormCount::Discarded(reason.clone()));
             }
         }
+        counts
     }
-    f
+}
+
+impl FormFigures {
+    /// Adds `n` to one counter.
+    pub fn add(&mut self, count: &FormCount, n: i64) {
+        match count {
+            FormCount::Lead => self.leads += n,
+            FormCount::Entry => self.entry += n,
+            FormCount::Column(c) => *self.columns.entry(c.clone()).or_default() += n,
+            FormCount::Discarded(r) => *self.discarded.entry(r.clone()).or_default() += n,
+            FormCount::Returned => self.returned += n,
+        }
+    }
+
+    /// Adds the board's counters of the form's leads (a cohort's rollup
+    /// under the form); `leads` stays the form's own count.
+    pub fn add_board(&mut self, c: &Counters) {
+        self.board.qualified += c.qualified;
+        self.board.won += c.won;
+        self.board.revenue_cents += c.revenue_cents;
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::leads::Stage;
+    use crate::leadads::FormLeadRecord;
+    use crate::leads::{Lead, Stage};
 
     fn record(id: &str, decision: FormDecision, returned: bool) -> FormLeadRecord {
         FormLeadRecord {
@@ -85,6 +113,7 @@ mod tests {
             lead_id: "l".into(),
             origin: "lead_form".into(),
             ad_id: None,
+            form_id: None,
             label: None,
             column: None,
             stage,
@@ -118,17 +147,25 @@ mod tests {
                 false,
             ),
         ];
+        // The board's cohorts under the form: what the three leads on it
+        // are now.
         let board = [
-            ("1", lead(Stage::Open, None)),
-            ("2", lead(Stage::Qualified, None)),
-            ("3", lead(Stage::Won, Some(45_990))),
+            lead(Stage::Open, None),
+            lead(Stage::Qualified, None),
+            lead(Stage::Won, Some(45_990)),
         ];
-        let f = form_figures(&records, |r| {
-            board
-                .iter()
-                .find(|(id, _)| *id == r.leadgen_id)
-                .map(|(_, l)| l)
-        });
+        let mut f = FormFigures::default();
+        for r in &records {
+            for c in FormCount::of_decision(&r.decision) {
+                f.add(&c, 1);
+            }
+            if r.returned.is_some() {
+                f.add(&FormCount::Returned, 1);
+            }
+        }
+        for l in &board {
+            f.add_board(&Counters::of_lead(l.stage, l.revenue_cents));
+        }
         assert_eq!((f.leads, f.entry, f.returned), (4, 1, 1));
         assert_eq!(f.columns, [("novo".into(), 1), ("quente".into(), 2)].into());
         assert_eq!(f.discarded, [("curious".into(), 1)].into());
@@ -140,6 +177,32 @@ mod tests {
                 won: 1,
                 revenue_cents: 45_990
             }
+        );
+    }
+
+    #[test]
+    fn a_decision_counts_one_lead_and_where_the_rules_sent_it() {
+        use FormCount::*;
+        let entry = FormDecision::Column {
+            column: Some("novo".into()),
+            rule: None,
+        };
+        assert_eq!(
+            FormCount::of_decision(&entry),
+            [Lead, Entry, Column("novo".into())]
+        );
+        let by_rule = FormDecision::Column {
+            column: None,
+            rule: Some(2),
+        };
+        assert_eq!(FormCount::of_decision(&by_rule), [Lead]);
+        let discarded = FormDecision::Discard {
+            reason: "spam".into(),
+            rule: 0,
+        };
+        assert_eq!(
+            FormCount::of_decision(&discarded),
+            [Lead, Discarded("spam".into())]
         );
     }
 }

@@ -27,6 +27,8 @@ use crate::time::utc_day;
 pub struct NewLead {
     pub origin: String,
     pub ad_id: Option<String>,
+    /// A Lead Ads lead's form.
+    pub form_id: Option<String>,
     pub label: Option<String>,
 }
 
@@ -149,16 +151,12 @@ pub fn decide(
     update: &LeadUpdate,
 ) -> Option<LeadWrite> {
     let column = update.column.as_deref().filter(|c| ctx.board.declares(c));
-    let (lead, recorded) = match input {
-        LeadInput::New {
-            lead_id,
-            lead_key,
-            lead,
-        } => (None, Err((lead_id, lead_key, lead))),
-        LeadInput::Known { lead, recorded } => (Some(*lead), Ok(recorded)),
+    let known = match &input {
+        LeadInput::New { .. } => None,
+        LeadInput::Known { lead, .. } => Some(lead.state()),
     };
     let applied = apply_change(
-        lead.as_ref().map(Lead::state).as_ref(),
+        known.as_ref(),
         &LeadChange {
             occurred_at: update.occurred_at,
             stage: update.stage,
@@ -169,28 +167,12 @@ pub fn decide(
     if !applied.accepted {
         return None;
     }
-    let is_new = lead.is_none();
-    let before = lead
-        .as_ref()
-        .map(|l| Counters::of_lead(l.stage, l.revenue_cents));
-    let (mut lead, mut changed) = match (lead, recorded) {
-        (Some(mut lead), Ok(recorded)) => {
-            let relabel = recorded
-                .and_then(|r| r.label.clone())
-                .filter(|l| Some(l) != lead.label.as_ref());
-            let changed = relabel.is_some();
-            if relabel.is_some() {
-                lead.label = relabel;
-            }
-            (lead, changed)
-        }
-        (_, Err((lead_id, lead_key, new))) => {
-            let mut lead = new_lead(ctx.site_id, update, lead_id, new);
-            lead.lead_key = lead_key.to_owned();
-            (lead, true)
-        }
-        (None, Ok(_)) => return None,
+    let is_new = known.is_none();
+    let before = match &input {
+        LeadInput::New { .. } => None,
+        LeadInput::Known { lead, .. } => Some(Counters::of_lead(lead.stage, lead.revenue_cents)),
     };
+    let (mut lead, mut changed) = lead_to_change(ctx, input, update);
     changed |= move_lead(&mut lead, &applied, update.revenue_cents, ctx.now);
     let contact = update.contact();
     // A Lead Ads lead is matched at Meta on its lead id (Conversion Leads):
@@ -231,6 +213,36 @@ pub fn decide(
         rollup,
         now: ctx.now,
     })
+}
+
+/// The lead a change applies to, and whether recording it again relabels
+/// it: the known lead, or a new one under its new id.
+fn lead_to_change(
+    ctx: &LeadContext<'_>,
+    input: LeadInput<'_>,
+    update: &LeadUpdate,
+) -> (Lead, bool) {
+    match input {
+        LeadInput::Known { mut lead, recorded } => {
+            let relabel = recorded
+                .and_then(|r| r.label.clone())
+                .filter(|l| Some(l) != lead.label.as_ref());
+            let changed = relabel.is_some();
+            if relabel.is_some() {
+                lead.label = relabel;
+            }
+            (*lead, changed)
+        }
+        LeadInput::New {
+            lead_id,
+            lead_key,
+            lead: new,
+        } => {
+            let mut lead = new_lead(ctx.site_id, update, lead_id, new);
+            lead.lead_key = lead_key.to_owned();
+            (lead, true)
+        }
+    }
 }
 
 /// The pixel's conversions of a change's events: when the pixel can send
@@ -283,6 +295,7 @@ fn new_lead(site_id: &str, update: &LeadUpdate, lead_id: String, new: &NewLead) 
         lead_id,
         origin: new.origin.clone(),
         ad_id: new.ad_id.clone(),
+        form_id: new.form_id.clone(),
         label: new.label.clone(),
         column: None,
         stage: Stage::Open,

@@ -11,6 +11,7 @@ fn a_form_leads_events_need_no_contact_and_its_first_lead_is_metas_own() {
     let new = NewLead {
         origin: "lead_form".into(),
         ad_id: Some("123".into()),
+        form_id: None,
         label: None,
     };
     let input = LeadInput::New {
@@ -57,4 +58,16 @@ fn a_form_leads_events_need_no_contact_and_its_first_lead_is_metas_own() {
     )
     .unwrap();
     assert!(plain.conversions.is_empty());
+}
+
+#[test]
+fn a_lead_ads_lead_is_a_form_lead_and_every_other_a_chat() {
+    use crate::leads::Channel;
+    let mut lead = recorded(&board());
+    lead.lead_key = crate::leadads::meta_lead_key("444000000000001");
+    assert_eq!(lead.channel(), Channel::Form);
+    for key in ["ana", "meta-lead:", "meta-lead:12a", "lead:444000000000001"] {
+        lead.lead_key = key.into();
+        assert_eq!(lead.channel(), Channel::Chat, "{key}");
+    }
 }

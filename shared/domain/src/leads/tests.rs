@@ -99,6 +99,7 @@ pub(super) fn ctx(board: &Board, ready: bool) -> LeadContext<'_> {
 const NEW: NewLead = NewLead {
     origin: String::new(),
     ad_id: None,
+    form_id: None,
     label: None,
 };
 
@@ -140,6 +141,7 @@ fn a_new_lead_is_recorded_in_its_column_with_its_cohort_and_lead_event() {
     let new = NewLead {
         origin: "ctwa_ad".into(),
         ad_id: Some("123".into()),
+        form_id: None,
         label: Some("Ana".into()),
     };
     let input = LeadInput::New {

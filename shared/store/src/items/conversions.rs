@@ -25,6 +25,9 @@ pub(crate) struct LeadItem {
     origin: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ad_id: Option<String>,
+    /// A Lead Ads lead's form; absent on every other lead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    form_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     label: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,6 +67,7 @@ impl LeadItem {
             lead_id: lead.lead_id.clone(),
             origin: lead.origin.clone(),
             ad_id: lead.ad_id.clone(),
+            form_id: lead.form_id.clone(),
             label: lead.label.clone(),
             column: lead.column.clone(),
             stage: lead.stage.as_str().to_owned(),
@@ -105,6 +109,7 @@ impl TryFrom<LeadItem> for Lead {
             lead_id: i.lead_id,
             origin: i.origin,
             ad_id: i.ad_id,
+            form_id: i.form_id,
             label: i.label,
             column: i.column,
             revenue_cents: i.revenue_cents,

@@ -102,5 +102,5 @@ pub(crate) use conversions::{ConversionItem, LeadItem, MATCH_ATTRIBUTES};
 pub(crate) use destinations::DestinationItem;
 pub(crate) use forms::{FormItem, FormLeadItem, FormLeadRefItem, RulesItem};
 pub(crate) use pages::{PageItem, PageLinkItem};
-pub(crate) use setup::{BoardItem, ConnectionItem, LinkItem, PixelItem, SiteItem};
+pub(crate) use setup::{BoardItem, ConnectionItem, LinkItem, NewLinkItem, PixelItem, SiteItem};
 pub(crate) use spend::{CatalogItem, FiguresItem};

@@ -66,6 +66,29 @@ pub(crate) struct LinkItem {
     created_at: i64,
 }
 
+/// A new link's item, as linking writes it: due at once for its backfill
+/// (the sharded due index), in its owner's index.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NewLinkItem<'a> {
+    pub(crate) pk: String,
+    pub(crate) sk: String,
+    pub(crate) site_id: &'a str,
+    pub(crate) ad_account_id: &'a str,
+    pub(crate) owner_key: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) currency: &'a str,
+    pub(crate) timezone: &'a str,
+    pub(crate) sync_state: &'static str,
+    #[serde(rename = "gsi1pk")]
+    pub(crate) gsi1_pk: String,
+    #[serde(rename = "gsi1sk")]
+    pub(crate) gsi1_sk: String,
+    pub(crate) due_shard: String,
+    pub(crate) next_sync_at: i64,
+    pub(crate) created_at: i64,
+}
+
 impl TryFrom<LinkItem> for SiteAdAccount {
     type Error = StoreError;
     fn try_from(i: LinkItem) -> Result<Self, StoreError> {

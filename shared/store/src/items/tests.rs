@@ -15,6 +15,7 @@ fn lead() -> Lead {
         lead_id: "l1".into(),
         origin: "ctwa_ad".into(),
         ad_id: Some("123".into()),
+        form_id: None,
         label: None,
         column: Some("novo".into()),
         stage: Stage::Won,
@@ -70,9 +71,9 @@ fn a_missing_attribute_is_an_error_that_names_it_and_no_value() {
     }
 }
 
-#[test]
-fn hashes_are_a_string_set_and_a_pixel_token_is_binary() {
-    let conv = Conversion {
+/// A pending conversion to Meta with one phone hash.
+fn pending_conversion() -> Conversion {
+    Conversion {
         site_id: "loja-x".into(),
         sk: "0000000000009#e".into(),
         event_id: "e".into(),
@@ -101,7 +102,12 @@ fn hashes_are_a_string_set_and_a_pixel_token_is_binary() {
         source_url: None,
         order_id: None,
         platform: adtrail_domain::identifiers::Platform::Meta,
-    };
+    }
+}
+
+#[test]
+fn hashes_are_a_string_set_and_unsure_is_written_once_true() {
+    let conv = pending_conversion();
     let new = NewConversion {
         event_id: "e".into(),
         event_name: EventName::Lead,
@@ -136,6 +142,10 @@ fn hashes_are_a_string_set_and_a_pixel_token_is_binary() {
         .try_into()
         .unwrap();
     assert!(back.unsure);
+}
+
+#[test]
+fn a_pixel_token_is_binary() {
     let pixel = SitePixel {
         site_id: "loja-x".into(),
         pixel_id: "1".into(),

@@ -17,49 +17,64 @@ fn contact() -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lead_change_reaches_every_destination_once_with_its_own_hashes() {
-    let h = Harness::start().await;
-    with_tiktok(&h).await;
-    let (s, b) = record(&h, "ana", "c1", json!({"contact": contact()})).await;
+    let started = Harness::start().await;
+    let h = &started;
+    with_tiktok(h).await;
+    let lead = a_sale_is_routed_once_whatever_comes_again(h).await;
+    each_platform_got_its_own_hashes(h, &lead).await;
+    listed_under_the_lead_and_removed_with_it(h).await;
+}
+
+/// Ana's sale is routed to the pixel and TikTok once: its replay and a
+/// move out and back queue nothing. Answers Ana's lead id.
+async fn a_sale_is_routed_once_whatever_comes_again(h: &Harness) -> String {
+    let (s, b) = record(h, "ana", "c1", json!({"contact": contact()})).await;
     assert_eq!(s, 201, "{b}");
     let lead = lead_id(&b);
     assert_eq!(b["queued"], json!([]), "sendLeadEvent is off: no Lead");
     assert!(b.get("routed").is_none());
     let sale = json!({"column": "agendado", "stage": "won", "revenueCents": 45990,
                       "contact": contact()});
-    let (s, b) = move_to(&h, "ana", "c2", sale.clone()).await;
+    let (s, b) = move_to(h, "ana", "c2", sale.clone()).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["queued"], json!(["Schedule", "Purchase"]));
     assert_eq!(b["routed"], json!({"tiktok-br": ["Schedule", "Purchase"]}));
     // The same change again: seen, nothing queued.
-    let (_, again) = move_to(&h, "ana", "c2", sale).await;
+    let (_, again) = move_to(h, "ana", "c2", sale).await;
     assert_eq!(
         (&again["duplicate"], &again["queued"], again.get("routed")),
         (&json!(true), &json!([]), None)
     );
     // Back and into the column again: each event went once already.
     move_to(
-        &h,
+        h,
         "ana",
         "c3",
         json!({"column": "fechado", "contact": contact()}),
     )
     .await;
     let (_, b) = move_to(
-        &h,
+        h,
         "ana",
         "c4",
         json!({"column": "agendado", "contact": contact()}),
     )
     .await;
     assert_eq!((&b["queued"], b.get("routed")), (&json!([]), None));
-    drain(&h).await;
+    lead
+}
+
+/// Each platform got the events with its own hashes of the phone: TikTok's
+/// E.164 with +, Meta's digits without.
+async fn each_platform_got_its_own_hashes(h: &Harness, lead: &str) {
+    drain(h).await;
     let tiktok = h.platforms().accepted();
     let mut names: Vec<&str> = tiktok.iter().map(|a| a.event_name.as_str()).collect();
     names.sort();
     assert_eq!(names, ["Purchase", "Schedule"]);
     let sale = tiktok
         .iter()
-        .find(|a| a.event_id == event_id(&lead, EventName::Purchase))
+        .find(|a| a.event_id == event_id(lead, EventName::Purchase))
         .expect("the sale, under the lead's event id");
     assert_eq!(
         sale.event["user"]["phone"],
@@ -74,7 +89,11 @@ async fn a_lead_change_reaches_every_destination_once_with_its_own_hashes() {
             .all(|e| e.user_data["ph"] == json!([sha256_hex("5511987654321")])),
         "Meta's digits without +"
     );
-    // Listed under the lead, whatever their destination.
+}
+
+/// Listed under the lead, whatever their destination; removed with the
+/// lead: every row, and the counters with them.
+async fn listed_under_the_lead_and_removed_with_it(h: &Harness) {
     let listed = h
         .expect(200, "GET", "/v1/sites/loja-x/leads/ana/conversions", None)
         .await;
@@ -103,7 +122,7 @@ async fn a_lead_change_reaches_every_destination_once_with_its_own_hashes() {
     // Removed with the lead: every row, and the counters with them.
     h.expect(200, "DELETE", "/v1/sites/loja-x/leads/ana", None)
         .await;
-    assert!(rows(&h, "loja-x").await.is_empty());
+    assert!(rows(h, "loja-x").await.is_empty());
     let st = h
         .expect(200, "GET", "/v1/meta/status?siteIds=loja-x", None)
         .await;

@@ -10,8 +10,9 @@ use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_destination_has_its_metrics_filtered_history_and_status_from_counters() {
-    let h = Harness::start().await;
-    with_tiktok(&h).await;
+    let started = Harness::start().await;
+    let h = &started;
+    with_tiktok(h).await;
     h.platforms().set_knobs(Knobs {
         reject_event_ids: vec!["o-3".into()],
         ..Knobs::default()
@@ -21,8 +22,16 @@ async fn each_destination_has_its_metrics_filtered_history_and_status_from_count
     let mut lead = purchase("l-1", now);
     lead["event"] = json!("lead");
     events.push(lead);
-    post(&h, events).await;
-    drain(&h).await;
+    post(h, events).await;
+    drain(h).await;
+    each_destinations_metrics_by_event_and_day(h, now).await;
+    the_history_filtered_and_paged(h).await;
+    status_shows_each_destinations_totals(h).await;
+}
+
+/// TikTok's metrics (one purchase refused) by event and day, beside the
+/// pixel's.
+async fn each_destinations_metrics_by_event_and_day(h: &Harness, now: i64) {
     let day = now - now.rem_euclid(86_400_000);
     let m = h
         .expect(
@@ -61,6 +70,10 @@ async fn each_destination_has_its_metrics_filtered_history_and_status_from_count
         pixel["totals"],
         json!({"queued": 6, "sent": 6, "failed": 0})
     );
+}
+
+/// The history, filtered (TikTok's failed row only) and paged.
+async fn the_history_filtered_and_paged(h: &Harness) {
     // The history, filtered: TikTok's failed row only.
     let list = h
         .expect(
@@ -114,7 +127,10 @@ async fn each_destination_has_its_metrics_filtered_history_and_status_from_count
         .call("GET", "/v1/sites/loja-x/conversions?status=sent", None)
         .await;
     assert_eq!(s, 400);
-    // meta.status: each destination's totals.
+}
+
+/// `meta.status`: each destination's totals.
+async fn status_shows_each_destinations_totals(h: &Harness) {
     let st = h
         .expect(200, "GET", "/v1/meta/status?siteIds=loja-x", None)
         .await;

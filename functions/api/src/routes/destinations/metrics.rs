@@ -9,10 +9,10 @@ use adtrail_domain::capi::EventName;
 use adtrail_domain::destinations::Slug;
 use adtrail_store::conversions::Flow;
 use lambda_http::{Body, Request, Response};
-use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::views::{DestinationMetricsView, FlowDay, FlowView};
 use crate::{Api, json};
 
 pub(crate) async fn destination_metrics(
@@ -35,7 +35,6 @@ pub(crate) async fn destination_metrics(
         .conversions()
         .destination_metrics(site.as_str(), slug.as_str(), from, to)
         .await?;
-    let flow = |f: Flow| json!({"queued": f.queued, "sent": f.sent, "failed": f.failed});
     let add = |a: &mut Flow, b: &Flow| {
         a.queued += b.queued;
         a.sent += b.sent;
@@ -51,17 +50,24 @@ pub(crate) async fn destination_metrics(
             add(by_event.entry(*event).or_default(), f);
         }
         add(&mut totals, &on_day);
-        let mut row = flow(on_day);
-        row["dayStart"] = json!(day);
-        days.push(row);
+        days.push(FlowDay {
+            day_start: *day,
+            flow: FlowView::of(on_day),
+        });
     }
-    let by_event: serde_json::Map<String, Value> = by_event
-        .into_iter()
-        .map(|(e, f)| (e.wire().to_owned(), flow(f)))
-        .collect();
     json(
         200,
-        &json!({"siteId": site.as_str(), "slug": slug.as_str(), "from": from, "to": to,
-                "totals": flow(totals), "byEvent": by_event, "days": days}),
+        &DestinationMetricsView {
+            site_id: site.as_str(),
+            slug: slug.as_str(),
+            from,
+            to,
+            totals: FlowView::of(totals),
+            by_event: by_event
+                .into_iter()
+                .map(|(e, f)| (e.wire(), FlowView::of(f)))
+                .collect(),
+            days,
+        },
     )
 }

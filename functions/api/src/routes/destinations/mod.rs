@@ -12,17 +12,20 @@ pub(crate) use metrics::destination_metrics;
 
 use adtrail_domain::SiteId;
 use adtrail_domain::destinations::{
-    Destination, MAX_LIVE_DESTINATIONS, PIXEL_SLUG, Slug, Unreplaceable, may_replace,
+    Account, Credentials, Destination, MAX_LIVE_DESTINATIONS, PIXEL_SLUG, Slug, Unreplaceable,
+    may_replace,
 };
 use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::identifiers::Platform;
 use lambda_http::{Body, Request, Response};
-use serde_json::json;
 
 use crate::auth::{Caller, acting_owner, guards_ownership};
 use crate::error::ApiError;
 use crate::input::json_body;
-use crate::views::{destination_view, pixel_destination_view};
+use crate::views::{
+    DestinationArchivedView, DestinationSetView, DestinationsView, destination_view,
+    pixel_destination_view,
+};
 use crate::{Api, json};
 
 use input::{DestinationBody, account_of, check_credentials, credentials_of, refuse_foreign};
@@ -54,6 +57,84 @@ fn unreplaceable(why: Unreplaceable) -> ApiError {
     ApiError::new(ErrorCode::Conflict, message)
 }
 
+/// A new destination must leave the site within its live destinations.
+async fn room_for_one_more(api: &Api, site: &str) -> Result<(), ApiError> {
+    let live = api
+        .store
+        .destinations()
+        .list_destinations(site)
+        .await?
+        .iter()
+        .filter(|d| d.archived_at.is_none())
+        .count();
+    if live >= MAX_LIVE_DESTINATIONS {
+        return Err(ApiError::new(
+            ErrorCode::LimitExceeded,
+            format!("slug: a site has at most {MAX_LIVE_DESTINATIONS} live destinations"),
+        ));
+    }
+    Ok(())
+}
+
+/// The credentials a registration stores: new ones checked with the
+/// platform and sealed (a fresh version, the destination going again), or
+/// the stored destination's as they were.
+async fn credentials_to_store(
+    api: &Api,
+    site: &SiteId,
+    slug: &Slug,
+    account: &Account,
+    credentials: Option<&Credentials>,
+    stored: Option<&Destination>,
+) -> Result<(Vec<u8>, String, bool, Option<String>), ApiError> {
+    match (credentials, stored) {
+        (Some(c), _) => {
+            check_credentials(api, account, c).await?;
+            let sealed = api
+                .store
+                .sealer()
+                .seal_destination(site.as_str(), slug.as_str(), &c.to_sealed_text())
+                .await?;
+            Ok((sealed, uuid::Uuid::new_v4().to_string(), false, None))
+        }
+        (None, Some(d)) => Ok((
+            d.sealed_credentials.clone(),
+            d.credential_version.clone(),
+            d.stopped,
+            d.last_error.clone(),
+        )),
+        (None, None) => Err(ApiError::invalid(
+            "credentials: are required for a new destination",
+        )),
+    }
+}
+
+/// A registration's identity and times: created once, and updated
+/// strictly after the version read, so the write's condition tells this
+/// registration from the one it replaces.
+fn registered(
+    site: &SiteId,
+    slug: &Slug,
+    account: Account,
+    stored: Option<&Destination>,
+    now: i64,
+) -> Destination {
+    Destination {
+        site_id: site.to_string(),
+        slug: slug.to_string(),
+        account,
+        enabled: true,
+        set_by: None,
+        sealed_credentials: vec![],
+        credential_version: String::new(),
+        stopped: false,
+        last_error: None,
+        created_at: stored.map_or(now, |d| d.created_at),
+        updated_at: stored.map_or(now, |d| now.max(d.updated_at + 1)),
+        archived_at: None,
+    }
+}
+
 pub(crate) async fn put_destination(
     api: &Api,
     caller: &Caller,
@@ -83,56 +164,27 @@ pub(crate) async fn put_destination(
     let stored = destinations
         .get_destination(site.as_str(), slug.as_str())
         .await?;
-    if let Some(d) = &stored {
-        may_replace(
+    match &stored {
+        Some(d) => may_replace(
             d,
             platform,
             setter.as_deref(),
             guards_ownership(caller, body.only_own),
         )
-        .map_err(unreplaceable)?;
-    } else {
-        let live = destinations
-            .list_destinations(site.as_str())
-            .await?
-            .iter()
-            .filter(|d| d.archived_at.is_none())
-            .count();
-        if live >= MAX_LIVE_DESTINATIONS {
-            return Err(ApiError::new(
-                ErrorCode::LimitExceeded,
-                format!("slug: a site has at most {MAX_LIVE_DESTINATIONS} live destinations"),
-            ));
-        }
+        .map_err(unreplaceable)?,
+        None => room_for_one_more(api, site.as_str()).await?,
     }
     let now = api.clock.now_ms();
-    let (sealed_credentials, credential_version, stopped, last_error) =
-        match (&credentials, &stored) {
-            (Some(c), _) => {
-                check_credentials(api, &account, c).await?;
-                let sealed = api
-                    .store
-                    .sealer()
-                    .seal_destination(site.as_str(), slug.as_str(), &c.to_sealed_text())
-                    .await?;
-                (sealed, uuid::Uuid::new_v4().to_string(), false, None)
-            }
-            (None, Some(d)) => (
-                d.sealed_credentials.clone(),
-                d.credential_version.clone(),
-                d.stopped,
-                d.last_error.clone(),
-            ),
-            (None, None) => {
-                return Err(ApiError::invalid(
-                    "credentials: are required for a new destination",
-                ));
-            }
-        };
+    let (sealed_credentials, credential_version, stopped, last_error) = credentials_to_store(
+        api,
+        &site,
+        &slug,
+        &account,
+        credentials.as_ref(),
+        stored.as_ref(),
+    )
+    .await?;
     let destination = Destination {
-        site_id: site.to_string(),
-        slug: slug.to_string(),
-        account,
         enabled: body
             .enabled
             .or(stored.as_ref().map(|d| d.enabled))
@@ -143,11 +195,7 @@ pub(crate) async fn put_destination(
         credential_version,
         stopped,
         last_error,
-        created_at: stored.as_ref().map_or(now, |d| d.created_at),
-        // Strictly after the version read: the write's condition tells
-        // this registration from the one it replaces.
-        updated_at: stored.as_ref().map_or(now, |d| now.max(d.updated_at + 1)),
-        archived_at: None,
+        ..registered(&site, &slug, account, stored.as_ref(), now)
     };
     let read_at = stored.as_ref().map(|d| d.updated_at);
     if !destinations.put_destination(&destination, read_at).await? {
@@ -159,7 +207,10 @@ pub(crate) async fn put_destination(
     let status = if stored.is_some() { 200 } else { 201 };
     json(
         status,
-        &json!({"siteId": site.as_str(), "destination": destination_view(&destination)}),
+        &DestinationSetView {
+            site_id: site.as_str(),
+            destination: destination_view(&destination),
+        },
     )
 }
 
@@ -186,7 +237,10 @@ pub(crate) async fn list_destinations(
         .collect();
     json(
         200,
-        &json!({"siteId": site.as_str(), "destinations": views}),
+        &DestinationsView {
+            site_id: site.as_str(),
+            destinations: views,
+        },
     )
 }
 
@@ -214,7 +268,13 @@ pub(crate) async fn get_destination(
             ));
         }
     };
-    json(200, &json!({"siteId": site.as_str(), "destination": view}))
+    json(
+        200,
+        &DestinationSetView {
+            site_id: site.as_str(),
+            destination: view,
+        },
+    )
 }
 
 pub(crate) async fn delete_destination(
@@ -256,6 +316,10 @@ pub(crate) async fn delete_destination(
     }
     json(
         200,
-        &json!({"siteId": site.as_str(), "slug": slug.as_str(), "archived": true}),
+        &DestinationArchivedView {
+            site_id: site.as_str(),
+            slug: slug.as_str(),
+            archived: true,
+        },
     )
 }

@@ -84,7 +84,7 @@ impl SiteRead {
     }
 
     /// Counts one rollup row: under its origin (all leads, and the paid
-    /// ones) or its ad.
+    /// ones) or its ad; a form's rows are the forms report's.
     fn count(&mut self, row: &RollupRow) {
         match &row.dim {
             RollupDim::Origin(origin) => {
@@ -98,6 +98,7 @@ impl SiteRead {
                     .add(&row.counters);
             }
             RollupDim::Ad(ad) => self.ads.entry(ad.clone()).or_default().add(&row.counters),
+            RollupDim::Form(_) => {}
         }
     }
 

@@ -46,19 +46,9 @@ pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    let runs: usize = std::env::var("BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
-    let latency: u64 = std::env::var("BENCH_LATENCY_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
-    if std::env::var("BENCH_ONLY").as_deref() == Ok("platforms") {
-        return platforms::platforms_bench().await;
-    }
+/// The sync path: a backfill and a weekly resync of the sample agency,
+/// and the two reports over what they stored.
+async fn sync_bench(runs: usize, latency: u64) -> Result<(), Error> {
     let mut results = vec![];
     for _ in 0..runs.max(1) {
         results.push(one_run(latency).await?);
@@ -101,16 +91,11 @@ async fn main() -> Result<(), Error> {
         med(|r| r.daily_ddb as f64),
         med(|r| r.daily_ms as f64)
     );
-    capi_bench(runs).await?;
-    platforms::platforms_bench().await?;
-    match vm_hwm_kib() {
-        Some(kib) => println!(
-            "peak memory (VmHWM) of the process running the workers, runner and fake Meta: {:.1} MiB",
-            kib as f64 / 1024.0
-        ),
-        None => println!("peak memory: /proc/self/status not readable"),
-    }
-    init_times(runs.max(5)).await;
+    Ok(())
+}
+
+/// Each function's release arm64 binary, as `make build-lambdas` made it.
+fn binary_sizes() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
@@ -134,5 +119,32 @@ async fn main() -> Result<(), Error> {
             }
         }
     }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let latency: u64 = std::env::var("BENCH_LATENCY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("platforms") {
+        return platforms::platforms_bench().await;
+    }
+    sync_bench(runs, latency).await?;
+    capi_bench(runs).await?;
+    platforms::platforms_bench().await?;
+    match vm_hwm_kib() {
+        Some(kib) => println!(
+            "peak memory (VmHWM) of the process running the workers, runner and fake Meta: {:.1} MiB",
+            kib as f64 / 1024.0
+        ),
+        None => println!("peak memory: /proc/self/status not readable"),
+    }
+    init_times(runs.max(5)).await;
+    binary_sizes();
     Ok(())
 }

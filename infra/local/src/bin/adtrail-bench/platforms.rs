@@ -24,28 +24,10 @@ struct Figures {
     millis: f64,
 }
 
-async fn run(per_request: usize, events: usize) -> Result<Figures, Error> {
-    // SAFETY: read once by the runner `start` builds below; the bench runs
-    // one stack at a time.
-    unsafe { std::env::set_var("CAPI_EVENTS_PER_REQUEST", per_request.to_string()) };
-    let clock = VirtualClock::starting_at(T0);
-    let prefix = format!("bplat-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
-    let app = start("127.0.0.1:0".parse()?, Arc::new(clock.clone()), &prefix).await?;
-    let meta = app.fake.clone().ok_or("the bench needs the fake Meta")?;
-    let fakes = app
-        .platforms
-        .clone()
-        .ok_or("the bench needs the platforms' fakes")?;
-    let http = reqwest::Client::new();
-    let token = app.host_token();
-    let call = |method: reqwest::Method, path: &str, body: Value| {
-        http.request(method, format!("{}{path}", app.api_url))
-            .bearer_auth(&token)
-            .json(&body)
-            .send()
-    };
-    use reqwest::Method;
-    for (path, body) in [
+/// The site, its connection, its pixel and a destination on each of the
+/// other four platforms.
+fn setup() -> Vec<(&'static str, Value)> {
+    vec![
         (
             "/v1/sites/loja-x",
             json!({"name": "Loja X", "currency": "BRL", "country": "BR"}),
@@ -81,12 +63,12 @@ async fn run(per_request: usize, events: usize) -> Result<Figures, Error> {
                 "clientSecret": adtrail_fake_platforms::GOOGLE_CLIENT_SECRET,
                 "refreshToken": adtrail_fake_platforms::GOOGLE_REFRESH_TOKEN}}),
         ),
-    ] {
-        call(Method::PUT, path, body).await?.error_for_status()?;
-    }
-    let store = &app.runner().stack.store;
-    store.counter.reset();
-    let batches: Vec<Vec<Value>> = (0..events)
+    ]
+}
+
+/// `events` storefront purchases in requests of 100.
+fn storefront_batches(events: usize) -> Vec<Vec<Value>> {
+    (0..events)
         .map(|i| {
             json!({"eventId": format!("b-{i}"), "event": "purchase", "occurredAt": T0,
                 "actionSource": "website", "eventSourceUrl": "https://loja-x.example/checkout",
@@ -97,7 +79,36 @@ async fn run(per_request: usize, events: usize) -> Result<Figures, Error> {
         .collect::<Vec<_>>()
         .chunks(100)
         .map(<[Value]>::to_vec)
-        .collect();
+        .collect()
+}
+
+async fn run(per_request: usize, events: usize) -> Result<Figures, Error> {
+    // SAFETY: read once by the runner `start` builds below; the bench runs
+    // one stack at a time.
+    unsafe { std::env::set_var("CAPI_EVENTS_PER_REQUEST", per_request.to_string()) };
+    let clock = VirtualClock::starting_at(T0);
+    let prefix = format!("bplat-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    let app = start("127.0.0.1:0".parse()?, Arc::new(clock.clone()), &prefix).await?;
+    let meta = app.fake.clone().ok_or("the bench needs the fake Meta")?;
+    let fakes = app
+        .platforms
+        .clone()
+        .ok_or("the bench needs the platforms' fakes")?;
+    let http = reqwest::Client::new();
+    let token = app.host_token();
+    let call = |method: reqwest::Method, path: &str, body: Value| {
+        http.request(method, format!("{}{path}", app.api_url))
+            .bearer_auth(&token)
+            .json(&body)
+            .send()
+    };
+    use reqwest::Method;
+    for (path, body) in setup() {
+        call(Method::PUT, path, body).await?.error_for_status()?;
+    }
+    let store = &app.runner().stack.store;
+    store.counter.reset();
+    let batches = storefront_batches(events);
     let mut rows = 0;
     for batch in batches {
         let answer: Value = call(

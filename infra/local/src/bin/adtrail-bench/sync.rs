@@ -34,11 +34,8 @@ pub(crate) struct ReportFigures {
     pub(crate) daily_ms: u128,
 }
 
-pub(crate) async fn one_run(latency_ms: u64) -> Result<(Figures, Figures, ReportFigures), Error> {
-    let clock = VirtualClock::starting_at(T0);
-    let prefix = format!("bench-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
-    let app = start("127.0.0.1:0".parse()?, Arc::new(clock.clone()), &prefix).await?;
-    let fake = app.fake.clone().ok_or("the bench needs the fake Meta")?;
+/// Two sites, the agency connected, its four accounts linked.
+async fn link_agency(app: &App) -> Result<(), Error> {
     let http = reqwest::Client::new();
     let token = app.host_token();
     let call = |method: reqwest::Method, path: String, body: serde_json::Value| {
@@ -72,6 +69,49 @@ pub(crate) async fn one_run(latency_ms: u64) -> Result<(Figures, Figures, Report
         .await?
         .error_for_status()?;
     }
+    Ok(())
+}
+
+/// The weekly resync, a week later, when Meta's figures did not change.
+async fn weekly_resync(app: &App, fake: &adtrail_fake_meta::FakeMeta) -> Result<Figures, Error> {
+    let runner = app.runner();
+    let store = &runner.stack.store;
+    runner
+        .set_clock(T0 + 7 * DAY_MS - 5 * HOUR_MS + 30 * MINUTE_MS)
+        .await?;
+    store.counter.reset();
+    fake.clear_requests();
+    let started = Instant::now();
+    runner.tick().await?;
+    let resync_ms = started.elapsed().as_millis();
+    // Rows covered: 28 days of the agency, as stored.
+    let mut covered = 0;
+    for (site, account) in ACCOUNTS {
+        let last = runner.now() - runner.now().rem_euclid(DAY_MS);
+        covered += store
+            .spend()
+            .spend_rows(site, account, last - 27 * DAY_MS, last, usize::MAX)
+            .await?
+            .0
+            .len() as u64;
+    }
+    let (meta, cdn) = graph_and_cdn(fake);
+    let resync = Figures {
+        rows: covered,
+        ddb: store.counter.get("dynamodb"),
+        meta,
+        cdn,
+        millis: resync_ms,
+    };
+    Ok(resync)
+}
+
+pub(crate) async fn one_run(latency_ms: u64) -> Result<(Figures, Figures, ReportFigures), Error> {
+    let clock = VirtualClock::starting_at(T0);
+    let prefix = format!("bench-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    let app = start("127.0.0.1:0".parse()?, Arc::new(clock.clone()), &prefix).await?;
+    let fake = app.fake.clone().ok_or("the bench needs the fake Meta")?;
+    link_agency(&app).await?;
     fake.set_knobs(Knobs {
         latency_ms,
         ..Knobs::default()
@@ -108,42 +148,13 @@ pub(crate) async fn one_run(latency_ms: u64) -> Result<(Figures, Figures, Report
 
     let reports = measure_reports(&app, runner.now()).await?;
 
-    // The weekly resync, a week later, when Meta's figures did not change.
-    runner
-        .set_clock(T0 + 7 * DAY_MS - 5 * HOUR_MS + 30 * MINUTE_MS)
-        .await?;
-    store.counter.reset();
-    fake.clear_requests();
-    let started = Instant::now();
-    runner.tick().await?;
-    let resync_ms = started.elapsed().as_millis();
-    // Rows covered: 28 days of the agency, as stored.
-    let mut covered = 0;
-    for (site, account) in ACCOUNTS {
-        let last = runner.now() - runner.now().rem_euclid(DAY_MS);
-        covered += store
-            .spend()
-            .spend_rows(site, account, last - 27 * DAY_MS, last, usize::MAX)
-            .await?
-            .0
-            .len() as u64;
-    }
-    let (meta, cdn) = graph_and_cdn(&fake);
-    let resync = Figures {
-        rows: covered,
-        ddb: store.counter.get("dynamodb"),
-        meta,
-        cdn,
-        millis: resync_ms,
-    };
+    let resync = weekly_resync(&app, &fake).await?;
     Ok((backfill, resync, reports))
 }
 
-/// The two reports over what the backfill stored and 120 leads (half from
-/// ads), side by side: DynamoDB requests and wall time of each, and of the
-/// leads report's time, reading the per-ad rows and presigning thumbnails.
-async fn measure_reports(app: &App, now: i64) -> Result<ReportFigures, Error> {
-    let store = &app.runner().stack.store;
+/// 120 leads over the last 60 days, half of them from the BRL accounts'
+/// ads: answers those ads.
+async fn record_leads(app: &App, now: i64) -> Result<Vec<String>, Error> {
     let http = reqwest::Client::new();
     let token = app.host_token();
     let call = |method: reqwest::Method, path: String, body: serde_json::Value| {
@@ -172,6 +183,17 @@ async fn measure_reports(app: &App, now: i64) -> Result<ReportFigures, Error> {
             .await?
             .error_for_status()?;
     }
+    Ok(ads)
+}
+
+/// The two reports over what the backfill stored and 120 leads (half from
+/// ads), side by side: DynamoDB requests and wall time of each, and of the
+/// leads report's time, reading the per-ad rows and presigning thumbnails.
+async fn measure_reports(app: &App, now: i64) -> Result<ReportFigures, Error> {
+    let store = &app.runner().stack.store;
+    let http = reqwest::Client::new();
+    let token = app.host_token();
+    let ads = record_leads(app, now).await?;
     let today = now - now.rem_euclid(DAY_MS);
     let read = |path: String| {
         let req = http
