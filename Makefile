@@ -4,26 +4,36 @@
 
 VENV ?= .venv
 PYTHON := $(abspath $(VENV))/bin/python
-STAMP := $(VENV)/.installed-$(shell sha256sum infra/requirements.txt | cut -c1-16)
+# The demo installs only the emulator; the tests add the linters and the
+# contract's fuzzer. Each stamp names its requirements' hash.
+DEMO_STAMP := $(VENV)/.demo-$(shell cat infra/requirements-demo.txt | sha256sum | cut -c1-16)
+STAMP := $(VENV)/.installed-$(shell cat infra/requirements-demo.txt infra/requirements.txt | sha256sum | cut -c1-16)
 export ADTRAIL_PYTHON := $(PYTHON)
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo local test contract lint lint-template bench build-lambdas fault-run venv fmt clean
+.PHONY: demo local test contract lint lint-template bench build-lambdas fault-run venv venv-demo fmt clean
 
-$(STAMP): infra/requirements.txt
+$(VENV)/bin/pip:
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -r infra/requirements.txt
+
+$(DEMO_STAMP): infra/requirements-demo.txt | $(VENV)/bin/pip
+	$(VENV)/bin/pip install --quiet -r infra/requirements-demo.txt
 	touch $@
 
+$(STAMP): infra/requirements-demo.txt infra/requirements.txt | $(VENV)/bin/pip
+	$(VENV)/bin/pip install --quiet -r infra/requirements.txt
+	touch $@ $(DEMO_STAMP)
+
+venv-demo: $(DEMO_STAMP)
 venv: $(STAMP)
 
 ## The whole system on a laptop: two sites, the sample agency, backfill, spend.
-demo: venv
+demo: venv-demo
 	cargo run --quiet -p adtrail-local -- demo
 
 ## Keep the local stack running (API at http://127.0.0.1:3000).
-local: venv
+local: venv-demo
 	cargo run --quiet -p adtrail-local -- serve
 
 ## Every test: the template's lint, unit, store (moto) and end-to-end tests.
@@ -43,18 +53,18 @@ lint:
 	cargo clippy --workspace --all-targets -- -D warnings
 
 ## Figures: requests per 1,000 ad-day rows, peak memory, init time, binary sizes.
-bench: venv
+bench: venv-demo
 	-$(MAKE) --no-print-directory build-lambdas
 	cargo build --release --quiet --bin adtrail-api --bin adtrail-dispatcher --bin adtrail-sync-worker --bin adtrail-sweeper --bin adtrail-capi-sender --bin adtrail-leadgen-worker
 	cargo run --release --quiet -p adtrail-local --bin adtrail-bench
 
 ## The Conversions API fault run at full size: 10,000 conversions, 30% of
 ## Meta's calls failing, duplicates and lost messages (15 to 25 minutes on moto).
-fault-run: venv
+fault-run: venv-demo
 	ADTRAIL_FAULT_RUN=10000 ADTRAIL_FAULT_EVENTS=2000 infra/run-tests.sh -p adtrail-tests --test e2e fault -- --nocapture
 
 ## Release arm64 binaries, as `sam build` makes them (needs cargo-lambda).
-build-lambdas: venv
+build-lambdas: venv-demo
 	$(VENV)/bin/pip install --quiet cargo-lambda
 	rustup target add aarch64-unknown-linux-gnu
 	PATH=$(abspath $(VENV))/bin:$$PATH cargo lambda build --release --arm64 \

@@ -1,5 +1,6 @@
 //! What an operator relies on in the template: data that outlives the
-//! stack (the table, the key with its alias, the bucket), a retention on
+//! stack (the table, the key with its alias, the bucket), thumbnails no
+//! longer referenced expiring, a retention on
 //! every log group, the API's throttling and access log, and every route
 //! behind the JWT authorizer but the two Meta calls; and every event on the
 //! bus, with its schema, kept in the bus's archive.
@@ -19,6 +20,29 @@ fn reference(v: &Value) -> Option<&str> {
         Value::Tagged(t) if t.tag == "!Ref" => t.value.as_str(),
         _ => v["Ref"].as_str(),
     }
+}
+
+#[test]
+fn the_bucket_expires_the_thumbnails_an_erasure_tags() {
+    use adtrail_store::blobs::UNREFERENCED_TAG;
+    let t = template();
+    let rules =
+        t.raw["Resources"]["ThumbnailBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
+            .as_sequence()
+            .expect("a lifecycle rule");
+    let rule = rules
+        .iter()
+        .find(|r| r["Id"].as_str() == Some("unreferenced-thumbnails"))
+        .expect("the unreferenced thumbnails' rule");
+    assert_eq!(rule["Status"].as_str(), Some("Enabled"));
+    assert_eq!(rule["Prefix"].as_str(), Some("thumbnails/"));
+    let tag = &rule["TagFilters"][0];
+    assert_eq!(
+        (tag["Key"].as_str(), tag["Value"].as_str()),
+        (Some(UNREFERENCED_TAG.0), Some(UNREFERENCED_TAG.1)),
+        "the tag the sweeper puts"
+    );
+    assert!(rule["ExpirationInDays"].as_i64().is_some_and(|d| d >= 1));
 }
 
 #[test]

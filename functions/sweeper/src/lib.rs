@@ -35,6 +35,10 @@ const LATE_PAGE: i32 = 25;
 const EXPIRING_PER_SWEEP: i32 = 100;
 /// Pages per shard per invocation.
 const MAX_LATE_PAGES: usize = 8;
+/// Erasures looked at per shard of the work index.
+const ERASURES_PER_SHARD: i32 = 5;
+/// Items one sweep deletes of the sites being erased.
+const ERASE_BUDGET: usize = 2_000;
 
 #[derive(Debug, Clone)]
 pub struct Sweeper {
@@ -59,6 +63,9 @@ pub struct SweepReport {
     pub tokens_expiring: usize,
     pub pages_reconciled: usize,
     pub form_leads_requeued: usize,
+    /// Items deleted of sites being erased, and the erasures finished.
+    pub items_erased: usize,
+    pub erasures_done: usize,
 }
 
 impl Sweeper {
@@ -92,6 +99,7 @@ impl Sweeper {
                 break;
             }
         }
+        self.erase_sites(&mut report).await?;
         self.recover_lost_sends(&mut report).await?;
         let expiring = self
             .store
@@ -104,6 +112,34 @@ impl Sweeper {
             self.reconcile_pages(&mut report).await?;
         }
         Ok(report)
+    }
+
+    /// Erases the sites asked to be, within the sweep's budget: their items
+    /// deleted, their thumbnails tagged for the bucket's lifecycle to
+    /// expire, each erasure ended once nothing is left.
+    async fn erase_sites(&self, report: &mut SweepReport) -> Result<(), StoreError> {
+        let now = self.clock.now_ms();
+        for erasure in self
+            .store
+            .sites()
+            .pending_erasures(ERASURES_PER_SHARD)
+            .await?
+        {
+            let left = ERASE_BUDGET.saturating_sub(report.items_erased);
+            if left == 0 {
+                break;
+            }
+            let step = self.store.sites().erase_step(&erasure, left, now).await?;
+            for key in &step.thumbnails {
+                self.store.blobs().mark_unreferenced(key).await?;
+            }
+            report.items_erased += step.deleted;
+            if step.done {
+                report.erasures_done += 1;
+                tracing::info!(site_id = %erasure.site_id, deleted_items = erasure.deleted_items, "site erased");
+            }
+        }
+        Ok(())
     }
 
     /// `ConnectionExpiringSoon` for each token flagged now, so a host asks

@@ -7,8 +7,9 @@
 //! retry after Meta fails once; last, a TikTok destination beside the pixel
 //! and one storefront sale reaching both, each with its own hashes; and
 //! Lead Ads: Loja X's Page linked, its form's rules, three form leads
-//! routed, and the forms report.
+//! routed, and the forms report; and a closed shop erased.
 
+mod erase;
 mod leadads;
 mod storefront;
 
@@ -43,6 +44,7 @@ pub async fn run(app: &App) -> Result<(), Error> {
     conversions(app, &c).await?;
     storefront::storefront(app, &c).await?;
     leadads::lead_ads(app, &c).await?;
+    erase::erase(app, &c).await?;
     println!("\ndemo finished");
     Ok(())
 }

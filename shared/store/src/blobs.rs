@@ -1,5 +1,6 @@
 //! Thumbnails in the private S3 bucket: copied once from Meta's CDN, served
-//! to readers through short-lived presigned URLs.
+//! to readers through short-lived presigned URLs, and tagged unreferenced
+//! once their site is erased (the bucket's lifecycle rule expires them).
 
 use std::time::Duration;
 
@@ -7,6 +8,10 @@ use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 
 use crate::{Blobs, StoreError};
+
+/// The tag the bucket's lifecycle rule expires thumbnails by (its key and
+/// value are the template's too).
+pub const UNREFERENCED_TAG: (&str, &str) = ("adtrail-unreferenced", "true");
 
 /// The object key of an ad's thumbnail.
 pub fn thumbnail_key(site: &str, ad: &str) -> String {
@@ -54,6 +59,56 @@ impl Blobs<'_> {
             .await
             .map_err(|e| StoreError::service("s3", e))?;
         Ok(signed.uri().to_owned())
+    }
+
+    /// Tags a thumbnail no catalog entry references any more, so the
+    /// bucket's lifecycle rule expires it; one already gone is no error.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when S3 refuses or cannot be reached.
+    pub async fn mark_unreferenced(&self, key: &str) -> Result<(), StoreError> {
+        let tag = aws_sdk_s3::types::Tag::builder()
+            .key(UNREFERENCED_TAG.0)
+            .value(UNREFERENCED_TAG.1)
+            .build()
+            .map_err(|e| StoreError::service("s3", e))?;
+        let tagging = aws_sdk_s3::types::Tagging::builder()
+            .tag_set(tag)
+            .build()
+            .map_err(|e| StoreError::service("s3", e))?;
+        match self
+            .s3
+            .put_object_tagging()
+            .bucket(&self.names.bucket)
+            .key(key)
+            .tagging(tagging)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => Ok(()),
+            Err(e) => Err(StoreError::service("s3", e)),
+        }
+    }
+
+    /// The tags of a stored thumbnail, for tests.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when the object is missing or S3 fails.
+    pub async fn thumbnail_tags(&self, key: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let out = self
+            .s3
+            .get_object_tagging()
+            .bucket(&self.names.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| StoreError::service("s3", e))?;
+        Ok(out
+            .tag_set()
+            .iter()
+            .map(|t| (t.key().to_owned(), t.value().to_owned()))
+            .collect())
     }
 
     /// The bytes of a stored thumbnail, for tests and the local runner.

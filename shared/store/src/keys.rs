@@ -23,15 +23,16 @@
 //! | a posted event queued for a destination (idempotency) | `posted#<siteId>` | `<slug>#<eventId>` | |
 //! | conversion (outbox row and history) | `conv#<siteId>` | `<createdAt>#<eventId>` | `work` while pending |
 //! | conversion counters, sharded | `count#<siteId>#<n>` | `total`, `day#<dayStart>` | |
+//! | a site being erased | `erase#<siteId>` | `erase` | `work` while it runs |
 //!
 //! Indexes: `owner` (`gsi1pk`, `gsi1sk`) lists an owner's links and pixels,
 //! and (partition `expiry`) the tokens the sweeper will flag; `due`
 //! (`dueShard`, `nextSyncAt`) lists links whose next sync has come, spread
 //! over [`DUE_SHARDS`] partitions so no one partition is hot, and absent on
 //! paused links; `work` (`workShard`, `workAt`) lists background work the
-//! same way: purges (`purge#<n>`) and pending conversions by the time their
-//! attempt is due (`send#<n>`), so the sweeper finds lost sends without a
-//! scan.
+//! same way: purges (`purge#<n>`), erasures (`erase#<n>`) and pending
+//! conversions by the time their attempt is due (`send#<n>`), so the
+//! sweeper finds lost sends without a scan.
 
 use sha2::{Digest, Sha256};
 
@@ -177,6 +178,21 @@ pub const FORM_SK_PREFIX: &str = "form#";
 /// `<createdAt, 13 digits>#<leadgenId>`.
 pub fn form_leads_pk(site: &str, form: &str) -> String {
     format!("formleads#{site}#{form}")
+}
+/// A site being erased: `erase#<siteId>` / `erase`, in the work index
+/// under `erase#<n>` while it runs.
+pub fn erase_pk(site: &str) -> String {
+    format!("erase#{site}")
+}
+pub const ERASE_SK: &str = "erase";
+pub fn parse_erase_pk(pk: &str) -> Option<&str> {
+    pk.strip_prefix("erase#")
+}
+pub fn erase_shard(site: &str) -> String {
+    format!("erase#{}", shard_of(site, WORK_SHARDS))
+}
+pub fn erase_shard_n(n: u32) -> String {
+    format!("erase#{n}")
 }
 /// A Lead Ads form's day counters (sort key: [`day_sk`]).
 pub fn form_day_pk(site: &str, form: &str) -> String {

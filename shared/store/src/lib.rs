@@ -7,14 +7,17 @@
 //! is kept as the cause of a [`StoreError`], never flattened to a string.
 
 pub mod attr;
+#[cfg(feature = "s3")]
 pub mod blobs;
 pub mod board;
+#[cfg(feature = "eventbridge")]
 pub mod bus;
 pub mod catalog;
 pub mod connections;
 pub mod conversions;
 pub mod counter;
 pub mod destinations;
+pub mod erase;
 pub mod error;
 pub mod form_counts;
 pub mod forms;
@@ -25,6 +28,7 @@ pub mod lease;
 pub mod linking;
 pub mod links;
 pub mod logging;
+#[cfg(feature = "secretsmanager")]
 pub mod meta_app;
 pub mod outbox;
 pub mod pages;
@@ -36,6 +40,7 @@ mod read;
 pub mod recovery;
 pub mod retry;
 pub mod rollups;
+#[cfg(feature = "kms")]
 pub mod seal;
 pub mod sending;
 pub mod sites;
@@ -95,10 +100,15 @@ impl Names {
 #[derive(Debug, Clone)]
 pub struct Store {
     pub ddb: aws_sdk_dynamodb::Client,
+    #[cfg(feature = "sqs")]
     pub sqs: aws_sdk_sqs::Client,
+    #[cfg(feature = "kms")]
     pub kms: aws_sdk_kms::Client,
+    #[cfg(feature = "eventbridge")]
     pub events: aws_sdk_eventbridge::Client,
+    #[cfg(feature = "s3")]
     pub s3: aws_sdk_s3::Client,
+    #[cfg(feature = "secretsmanager")]
     pub secrets: aws_sdk_secretsmanager::Client,
     pub names: Names,
     /// Counts the requests each service received (for `make bench`).
@@ -115,6 +125,7 @@ macro_rules! handles {
             #[derive(Debug, Clone, Copy)]
             pub struct $handle<'a>(&'a Store);
 
+            $(#[$doc])*
             impl std::ops::Deref for $handle<'_> {
                 type Target = Store;
                 fn deref(&self) -> &Store {
@@ -164,19 +175,26 @@ handles! {
     /// (`recovery.rs`).
     Conversions => conversions;
     /// The SQS queues (`queue.rs`).
+    #[cfg(feature = "sqs")]
     Queues => queues;
     /// The EventBridge bus (`bus.rs`).
+    #[cfg(feature = "eventbridge")]
     Bus => bus;
     /// The KMS key that seals tokens (`seal.rs`).
+    #[cfg(feature = "kms")]
     Sealer => sealer;
     /// The S3 thumbnail bucket (`blobs.rs`).
+    #[cfg(feature = "s3")]
     Blobs => blobs;
     /// The Meta app's secret in Secrets Manager (`meta_app.rs`).
+    #[cfg(feature = "secretsmanager")]
     AppSecrets => app_secrets;
 }
 
 impl Store {
-    /// Builds every client from one SDK configuration. S3 uses path-style
+    /// Builds every client the crate's features name from one SDK
+    /// configuration (client construction does no I/O: a client costs its
+    /// first request's connection, not init time). S3 uses path-style
     /// addresses when an endpoint is overridden (moto locally).
     pub fn new(config: &aws_config::SdkConfig, names: Names) -> Self {
         Self::counted(config, names, RequestCounter::default())
@@ -190,29 +208,39 @@ impl Store {
             .retry_classifier(retry::TransactionConflicts)
             .interceptor(counter.for_service("dynamodb"))
             .build();
-        let sqs = aws_sdk_sqs::config::Builder::from(config)
-            .interceptor(counter.for_service("sqs"))
-            .build();
-        let kms = aws_sdk_kms::config::Builder::from(config)
-            .interceptor(counter.for_service("kms"))
-            .build();
-        let events = aws_sdk_eventbridge::config::Builder::from(config)
-            .interceptor(counter.for_service("eventbridge"))
-            .build();
-        let s3 = aws_sdk_s3::config::Builder::from(config)
-            .force_path_style(config.endpoint_url().is_some())
-            .interceptor(counter.for_service("s3"))
-            .build();
-        let secrets = aws_sdk_secretsmanager::config::Builder::from(config)
-            .interceptor(counter.for_service("secretsmanager"))
-            .build();
         Self {
-            secrets: aws_sdk_secretsmanager::Client::from_conf(secrets),
             ddb: aws_sdk_dynamodb::Client::from_conf(ddb),
-            sqs: aws_sdk_sqs::Client::from_conf(sqs),
-            kms: aws_sdk_kms::Client::from_conf(kms),
-            events: aws_sdk_eventbridge::Client::from_conf(events),
-            s3: aws_sdk_s3::Client::from_conf(s3),
+            #[cfg(feature = "sqs")]
+            sqs: aws_sdk_sqs::Client::from_conf(
+                aws_sdk_sqs::config::Builder::from(config)
+                    .interceptor(counter.for_service("sqs"))
+                    .build(),
+            ),
+            #[cfg(feature = "kms")]
+            kms: aws_sdk_kms::Client::from_conf(
+                aws_sdk_kms::config::Builder::from(config)
+                    .interceptor(counter.for_service("kms"))
+                    .build(),
+            ),
+            #[cfg(feature = "eventbridge")]
+            events: aws_sdk_eventbridge::Client::from_conf(
+                aws_sdk_eventbridge::config::Builder::from(config)
+                    .interceptor(counter.for_service("eventbridge"))
+                    .build(),
+            ),
+            #[cfg(feature = "s3")]
+            s3: aws_sdk_s3::Client::from_conf(
+                aws_sdk_s3::config::Builder::from(config)
+                    .force_path_style(config.endpoint_url().is_some())
+                    .interceptor(counter.for_service("s3"))
+                    .build(),
+            ),
+            #[cfg(feature = "secretsmanager")]
+            secrets: aws_sdk_secretsmanager::Client::from_conf(
+                aws_sdk_secretsmanager::config::Builder::from(config)
+                    .interceptor(counter.for_service("secretsmanager"))
+                    .build(),
+            ),
             names,
             counter,
         }

@@ -54,6 +54,7 @@ impl Pages<'_> {
             .transpose()
     }
 
+    #[cfg(feature = "kms")]
     /// The Page's own token, opened with KMS, when the owner's listing
     /// holds it and its user can `ADVERTISE` there (Meta's condition to
     /// read its leads); `None` otherwise.
@@ -164,6 +165,26 @@ impl Pages<'_> {
                 .build(),
         ];
         Ok(self.transact(items).await?.is_none())
+    }
+
+    /// The Pages linked to `site`, by its side of each link.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn site_pages(&self, site: &str) -> Result<Vec<String>, StoreError> {
+        let query = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(site_page_pk(site)));
+        let mut pages = vec![];
+        self.query_pages(query, 10, |items| {
+            pages.extend(items.iter().filter_map(|i| get_s(i, SK).map(str::to_owned)));
+            Ok(true)
+        })
+        .await?;
+        Ok(pages)
     }
 
     /// Removes a Page's link to `site`. Answers `false` when the Page did

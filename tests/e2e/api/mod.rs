@@ -10,6 +10,7 @@ mod connections;
 mod daily;
 mod destination_checks;
 mod destinations;
+mod erase;
 mod leads_report;
 mod links;
 mod owners;

@@ -111,6 +111,7 @@ async fn dispatch(
         Op::PutSite => sites::put_site(api, caller, req, id(0)).await,
         Op::ListSites => sites::list_sites(api, caller, req).await,
         Op::GetSite => sites::get_site(api, caller, id(0)).await,
+        Op::DeleteSite => sites::delete_site(api, caller, id(0)).await,
         Op::PutConnection => connections::put_connection(api, caller, req, id(0)).await,
         Op::GetConnection => connections::get_connection(api, caller, id(0)).await,
         Op::DeleteConnection => connections::delete_connection(api, caller, id(0)).await,

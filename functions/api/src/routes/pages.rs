@@ -32,6 +32,33 @@ struct LinkPageBody {
     backfill_days: Option<i64>,
 }
 
+/// Unlinks a Page from its site: the app's subscription goes first (if
+/// Meta fails, the link still goes: leads of an unlinked Page are dropped,
+/// and the failure is logged), then the link and the Page's forms.
+/// Answers whether a link was removed.
+pub(crate) async fn unlink_and_unsubscribe(api: &Api, link: &PageLink) -> Result<bool, ApiError> {
+    let listed = api.store.pages().list_pages(&link.owner_key).await?;
+    if let Some(page) = listed
+        .iter()
+        .find(|p| p.page_id == link.page_id && p.leads_allowed())
+    {
+        let token = page_token(api, page).await?;
+        if let Err(e) = api.graph.unsubscribe_page(&token, &link.page_id).await {
+            tracing::warn!(error = %e, "Meta kept the Page's subscription; its leads are dropped");
+        }
+    }
+    let removed = api
+        .store
+        .pages()
+        .unlink_page(&link.site_id, &link.page_id)
+        .await?;
+    api.store
+        .forms()
+        .replace_page_forms(&link.site_id, &link.page_id, &[])
+        .await?;
+    Ok(removed)
+}
+
 /// The link of a Page that feeds `site`, or `404`.
 pub(crate) async fn site_page_link(
     api: &Api,
@@ -154,27 +181,7 @@ pub(crate) async fn unlink_page(
             "pageId: another owner linked this Page; only it may unlink it",
         ));
     }
-    // The subscription goes first; if Meta fails, the link still goes
-    // (leads of an unlinked Page are dropped), and the failure is logged.
-    let listed = api.store.pages().list_pages(&existing.owner_key).await?;
-    if let Some(page) = listed
-        .iter()
-        .find(|p| p.page_id == page_id && p.leads_allowed())
-    {
-        let token = page_token(api, page).await?;
-        if let Err(e) = api.graph.unsubscribe_page(&token, page_id).await {
-            tracing::warn!(error = %e, "Meta kept the Page's subscription; its leads are dropped");
-        }
-    }
-    let removed = api
-        .store
-        .pages()
-        .unlink_page(site.as_str(), page_id)
-        .await?;
-    api.store
-        .forms()
-        .replace_page_forms(site.as_str(), page_id, &[])
-        .await?;
+    let removed = unlink_and_unsubscribe(api, &existing).await?;
     json(
         200,
         &PageUnlinkedView {

@@ -1,6 +1,10 @@
 //! Sites: `PUT /v1/sites/{siteId}` registers or updates one (host only);
 //! `GET /v1/sites` lists those in the caller's grant (every site for the
-//! host, by id, a page at a time); `GET /v1/sites/{siteId}` reads one.
+//! host, by id, a page at a time); `GET /v1/sites/{siteId}` reads one;
+//! `DELETE /v1/sites/{siteId}` (host only) erases one: its accounts and
+//! Pages unlinked, its pixel removed and the site gone at once, everything
+//! else deleted by the sweeper in batches; asked again while that runs, it
+//! answers the erasure's progress.
 
 use adtrail_domain::{Currency, SiteId};
 use lambda_http::{Body, Request, Response};
@@ -9,7 +13,8 @@ use serde::Deserialize;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::input::{json_body, plain_text, query};
-use crate::views::{SiteView, SitesView};
+use crate::routes::pages::unlink_and_unsubscribe;
+use crate::views::{ErasureView, SiteView, SitesView};
 use crate::{Api, json};
 
 #[derive(Deserialize)]
@@ -118,4 +123,49 @@ pub(crate) async fn get_site(
         Some(found) => json(200, &SiteView::from(found)),
         None => Err(ApiError::no_site()),
     }
+}
+
+pub(crate) async fn delete_site(
+    api: &Api,
+    caller: &Caller,
+    site: &str,
+) -> Result<Response<Body>, ApiError> {
+    caller.require_host()?;
+    let site = SiteId::parse("siteId", site)?;
+    let sites = api.store.sites();
+    if sites.get_site(site.as_str()).await?.is_none() {
+        return match sites.erasure(site.as_str()).await? {
+            Some(erasure) => json(202, &ErasureView::of(&erasure)),
+            None => Err(ApiError::no_site()),
+        };
+    }
+    let now = api.clock.now_ms();
+    // Its forms, before unlinking its Pages forgets them: the erasure finds
+    // their leads and counters by them.
+    let forms = api
+        .store
+        .forms()
+        .site_forms(site.as_str())
+        .await?
+        .forms
+        .into_iter()
+        .map(|f| f.form_id)
+        .collect();
+    // What others index by the site goes first, as each route unlinks it:
+    // an account's claim and its spend's purge, a Page's subscription.
+    for link in api.store.links().site_links(site.as_str()).await? {
+        api.store
+            .links()
+            .unlink_account(site.as_str(), &link.ad_account_id, now)
+            .await?;
+    }
+    for page in api.store.pages().site_pages(site.as_str()).await? {
+        if let Some(link) = api.store.pages().page_link(&page).await? {
+            unlink_and_unsubscribe(api, &link).await?;
+        }
+    }
+    api.store.pixels().delete_pixel(site.as_str()).await?;
+    let erasure = sites.begin_erase(site.as_str(), forms, now).await?;
+    tracing::info!(site_id = %site, "site erasure started");
+    json(202, &ErasureView::of(&erasure))
 }

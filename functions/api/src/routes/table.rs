@@ -54,6 +54,7 @@ pub(super) enum Op {
     FormsReport,
     ListSites,
     GetSite,
+    DeleteSite,
 }
 
 /// One route: its method, its path (`{…}` standing for one id), and what it
@@ -90,10 +91,11 @@ const fn open(method: &'static str, path: &'static str, op: Op) -> Route {
 /// Every route. The one table: dispatch finds routes here, the `405`
 /// answers and the logs' route names read it, and the template tests check
 /// it against the template's routes and the OpenAPI document.
-pub const ROUTES: [Route; 47] = [
+pub const ROUTES: [Route; 48] = [
     r("PUT", "/v1/sites/{siteId}", Op::PutSite),
     r("GET", "/v1/sites", Op::ListSites),
     r("GET", "/v1/sites/{siteId}", Op::GetSite),
+    r("DELETE", "/v1/sites/{siteId}", Op::DeleteSite),
     r("PUT", "/v1/meta/connections/{ownerKey}", Op::PutConnection),
     r("GET", "/v1/meta/connections/{ownerKey}", Op::GetConnection),
     r(

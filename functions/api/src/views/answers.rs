@@ -10,6 +10,7 @@ use adtrail_domain::capi::EventName;
 use adtrail_domain::leadads::PageLink;
 use adtrail_domain::leads::Lead;
 use adtrail_store::conversions::Flow;
+use adtrail_store::erase::Erasure;
 use serde::Serialize;
 
 use super::{AccountView, AuthorizedBy, DestinationView, ListedPixelView, PixelView};
@@ -422,4 +423,26 @@ pub(crate) struct DestinationArchivedView<'a> {
     pub(crate) site_id: &'a str,
     pub(crate) slug: &'a str,
     pub(crate) archived: bool,
+}
+
+/// `DELETE /v1/sites/{siteId}`: the site is gone; the sweeper deletes the
+/// rest of what it had, `deletedItems` so far.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ErasureView<'a> {
+    site_id: &'a str,
+    erasing: bool,
+    started_at: i64,
+    deleted_items: i64,
+}
+
+impl<'a> ErasureView<'a> {
+    pub(crate) fn of(e: &'a Erasure) -> Self {
+        Self {
+            site_id: &e.site_id,
+            erasing: true,
+            started_at: e.started_at,
+            deleted_items: e.deleted_items,
+        }
+    }
 }

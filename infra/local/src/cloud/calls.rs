@@ -174,7 +174,11 @@ fn s3(method: &str, uri: &str) -> Option<Call> {
     let path = uri
         .split_once("://")
         .map_or(uri, |(_, rest)| rest.find('/').map_or("/", |i| &rest[i..]));
-    let path = path.split('?').next().unwrap_or_default();
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    // An object's tags are a subresource with actions of their own.
+    let tagging = query
+        .split('&')
+        .any(|p| p == "tagging" || p.starts_with("tagging="));
     let mut parts = path.trim_start_matches('/').splitn(2, '/');
     let bucket = parts.next().filter(|b| !b.is_empty())?.to_owned();
     let key = parts.next().filter(|k| !k.is_empty()).map(|k| {
@@ -183,6 +187,8 @@ fn s3(method: &str, uri: &str) -> Option<Call> {
             .into_owned()
     });
     let (operation, action) = match (method, key.is_some()) {
+        ("PUT", true) if tagging => ("PutObjectTagging", "s3:PutObjectTagging"),
+        ("GET", true) if tagging => ("GetObjectTagging", "s3:GetObjectTagging"),
         ("PUT", true) => ("PutObject", "s3:PutObject"),
         ("GET" | "HEAD", true) => ("GetObject", "s3:GetObject"),
         ("DELETE", true) => ("DeleteObject", "s3:DeleteObject"),
@@ -203,6 +209,23 @@ fn s3(method: &str, uri: &str) -> Option<Call> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_objects_tags_are_their_own_actions() {
+        let need = |method, uri| s3(method, uri).map(|c| c.needs[0].action.clone());
+        assert_eq!(
+            need("PUT", "http://127.0.0.1:1/b/thumbnails/s/1?tagging"),
+            Some("s3:PutObjectTagging".into())
+        );
+        assert_eq!(
+            need("GET", "http://127.0.0.1:1/b/thumbnails/s/1?tagging"),
+            Some("s3:GetObjectTagging".into())
+        );
+        assert_eq!(
+            need("PUT", "http://127.0.0.1:1/b/thumbnails/s/1?x-id=PutObject"),
+            Some("s3:PutObject".into())
+        );
+    }
 
     #[test]
     fn a_transaction_needs_each_items_action() {

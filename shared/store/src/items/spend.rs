@@ -18,7 +18,7 @@ pub(crate) struct CatalogItem {
     campaign_name: Option<String>,
     ad_status: Option<String>,
     creative_type: Option<String>,
-    thumbnail_key: Option<String>,
+    pub(crate) thumbnail_key: Option<String>,
 }
 
 impl From<CatalogItem> for CatalogEntry {
