@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
-# Runs every test against one moto server started for the run (from the
-# project virtualenv, through infra/moto/server.py) and stopped after it.
+# Runs every test against moto servers started for the run (from the
+# project virtualenv, through infra/moto/server.py; one a core) and stopped
+# after it.
 # The fake Meta needs no start: each test runs its own in process. Then the
 # API contract (infra/contract.sh: schemathesis against api/openapi.yaml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${ADTRAIL_PYTHON:-$PWD/.venv/bin/python}"
-port=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-ADTRAIL_MOTO_PARENT=$$ "$PYTHON" infra/moto/server.py -H 127.0.0.1 -p "$port" >"${TMPDIR:-/tmp}/adtrail-moto-$port.log" 2>&1 &
-moto=$!
-trap 'kill $moto 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do
-  (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-  sleep 0.2
+# One moto server is one Python thread: the tests' stacks are spread over
+# one server a core (each stack lives whole on one), so the run is not
+# bound to a single core.
+servers="${ADTRAIL_MOTO_SERVERS:-$(nproc 2>/dev/null || echo 2)}"
+motos=()
+urls=()
+trap 'kill "${motos[@]}" 2>/dev/null || true' EXIT
+for _ in $(seq 1 "$servers"); do
+  port=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  ADTRAIL_MOTO_PARENT=$$ "$PYTHON" infra/moto/server.py -H 127.0.0.1 -p "$port" >"${TMPDIR:-/tmp}/adtrail-moto-$port.log" 2>&1 &
+  motos+=($!)
+  urls+=("http://127.0.0.1:$port")
+  for _ in $(seq 1 100); do
+    (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.2
+  done
 done
-export AWS_ENDPOINT_URL="http://127.0.0.1:$port"
+export ADTRAIL_MOTO_URLS="${urls[*]}"
+export AWS_ENDPOINT_URL="${urls[0]}"
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 export ADTRAIL_PYTHON="$PYTHON"
 # The fault run's size here; `make fault-run` runs the full 10,000.
@@ -29,7 +40,7 @@ export ADTRAIL_DDB_FAULTS="${ADTRAIL_DDB_FAULTS:-0.05}"
 # Each test's stack logs its functions' AWS calls here for the IAM report.
 export ADTRAIL_IAM_LOG_DIR="${TMPDIR:-/tmp}/adtrail-iam-$port"
 rm -rf "$ADTRAIL_IAM_LOG_DIR"
-trap 'kill $moto 2>/dev/null || true; rm -rf "$ADTRAIL_IAM_LOG_DIR"' EXIT
+trap 'kill "${motos[@]}" 2>/dev/null || true; rm -rf "$ADTRAIL_IAM_LOG_DIR"' EXIT
 # The functions' real mains, which the runtime test starts behind a
 # stand-in Runtime API.
 cargo build -q -p adtrail-api -p adtrail-dispatcher -p adtrail-sync-worker -p adtrail-capi-sender -p adtrail-leadgen-worker --bins

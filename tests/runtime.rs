@@ -230,6 +230,8 @@ pub const METRICS_NAMESPACE: &str = "adtrail/runtime-test";
 pub fn stack_env(h: &crate::Harness) -> Vec<(String, String)> {
     let n = &h.store().names;
     let mut env = vec![
+        // The emulator this stack lives on (the run may have several).
+        ("AWS_ENDPOINT_URL", h.app.moto.url.clone()),
         ("TABLE_NAME", n.table.clone()),
         ("SYNC_QUEUE_URL", n.sync_queue_url.clone()),
         ("SEND_QUEUE_URL", n.send_queue_url.clone()),

@@ -24,7 +24,7 @@ use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 use tracing::Instrument;
 
-pub use run::{MAX_THUMBNAILS_PER_RUN, RunReport};
+pub use run::{MAX_THUMBNAILS_PER_RUN, RunReport, Tokens};
 
 /// Time kept back from the Lambda deadline: no new Meta read starts within
 /// it, so the run saves what it has and records its outcome.
@@ -66,13 +66,15 @@ pub async fn handle(
         .iter()
         .filter(|r| seen.insert(r.body.clone()))
         .collect();
+    let tokens = Tokens::default();
+    let tokens = &tokens;
     let runs = records.into_iter().map(|record| async move {
         let id = record.message_id.clone().unwrap_or_default();
         let result = match serde_json::from_str::<SyncMessage>(record.body.as_deref().unwrap_or("")) {
             Ok(message) => {
                 let span = tracing::info_span!("sync_run", site_id = %message.site_id, ad_account_id = %message.ad_account_id, run_id = %message.run_id);
                 let run = async {
-                    let report = worker.run(&message, stop_reads_at).await?;
+                    let report = worker.run_with(&message, stop_reads_at, tokens).await?;
                     account_for(&message, &report);
                     Ok::<_, WorkerError>(())
                 };

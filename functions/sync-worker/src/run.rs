@@ -54,6 +54,22 @@ pub(crate) enum Stop {
     Store(adtrail_store::StoreError),
 }
 
+/// The tokens one batch opened, by owner and token version: the runs of
+/// one owner's accounts in a batch open its token once (a KMS request each,
+/// otherwise). Kept for the batch only, in memory, never logged; a new
+/// token has a new version, so it is opened anew.
+#[derive(Default)]
+pub struct Tokens(tokio::sync::Mutex<HashMap<(String, String), String>>);
+
+/// When a run started, when it stops starting Meta reads, and its batch's
+/// opened tokens.
+#[derive(Clone, Copy)]
+struct RunTimes<'a> {
+    started_at: i64,
+    stop_reads_at: Instant,
+    tokens: &'a Tokens,
+}
+
 /// What every write of one run is conditional on, and its times.
 struct RunScope {
     cond: LeaseCondition,
@@ -77,6 +93,20 @@ impl Worker {
         &self,
         msg: &SyncMessage,
         stop_reads_at: Instant,
+    ) -> Result<RunReport, WorkerError> {
+        self.run_with(msg, stop_reads_at, &Tokens::default()).await
+    }
+
+    /// [`Worker::run`], opening tokens through `tokens` (a batch's runs
+    /// share them).
+    ///
+    /// # Errors
+    /// [`WorkerError::Store`] when AWS fails; the message is retried.
+    pub async fn run_with(
+        &self,
+        msg: &SyncMessage,
+        stop_reads_at: Instant,
+        tokens: &Tokens,
     ) -> Result<RunReport, WorkerError> {
         let started_at = self.clock.now_ms();
         let mut report = RunReport::default();
@@ -107,8 +137,11 @@ impl Worker {
                 msg,
                 &link,
                 connection.as_ref(),
-                started_at,
-                stop_reads_at,
+                RunTimes {
+                    started_at,
+                    stop_reads_at,
+                    tokens,
+                },
                 &mut report,
             )
             .await
@@ -142,11 +175,15 @@ impl Worker {
         msg: &SyncMessage,
         link: &SiteAdAccount,
         connection: Option<&Connection>,
-        started_at: i64,
-        stop_reads_at: Instant,
+        times: RunTimes<'_>,
         report: &mut RunReport,
     ) -> Result<RunOutcome, Stop> {
-        let token = match self.open_token(connection).await {
+        let RunTimes {
+            started_at,
+            stop_reads_at,
+            tokens,
+        } = times;
+        let token = match self.open_token(connection, tokens).await {
             Ok(token) => token,
             Err(outcome) => return Ok(outcome),
         };
@@ -323,14 +360,27 @@ impl Worker {
 
     /// The connection's token, or the outcome of a run that cannot have it:
     /// a token marked invalid, or KMS refusing to open it.
-    async fn open_token(&self, connection: Option<&Connection>) -> Result<String, RunOutcome> {
+    async fn open_token(
+        &self,
+        connection: Option<&Connection>,
+        tokens: &Tokens,
+    ) -> Result<String, RunOutcome> {
         let Some(connection) = connection.filter(|c| c.status == ConnectionStatus::Active) else {
             return Err(failed(
                 FailureKind::Token,
                 "the connection's token was marked invalid",
             ));
         };
-        self.store
+        let key = (
+            connection.owner_key.clone(),
+            connection.token_version.clone(),
+        );
+        let mut opened = tokens.0.lock().await;
+        if let Some(token) = opened.get(&key) {
+            return Ok(token.clone());
+        }
+        let token = self
+            .store
             .sealer()
             .unseal(
                 &connection.owner_key,
@@ -343,7 +393,9 @@ impl Worker {
                     FailureKind::SealingKey,
                     "KMS could not open the connection's token",
                 )
-            })
+            })?;
+        opened.insert(key, token.clone());
+        Ok(token)
     }
 }
 

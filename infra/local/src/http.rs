@@ -226,14 +226,15 @@ async fn invoke_api(
         Ok(r) => r,
         Err(_) => return json_response(StatusCode::BAD_REQUEST, json!({"message": "Bad Request"})),
     };
-    let response = adtrail_api::handle(&local.runner.api, request)
-        .await
-        .unwrap_or_else(|_| {
-            lambda_http::Response::builder()
-                .status(500)
-                .body(lambda_http::Body::Empty)
-                .expect("static response")
-        });
+    let started = std::time::Instant::now();
+    let response = adtrail_api::handle(&local.runner.api, request).await;
+    local.runner.handler_time.add("ApiFunction", started);
+    let response = response.unwrap_or_else(|_| {
+        lambda_http::Response::builder()
+            .status(500)
+            .body(lambda_http::Body::Empty)
+            .expect("static response")
+    });
     let (parts, body) = response.into_parts();
     let bytes: Vec<u8> = match body {
         lambda_http::Body::Empty => vec![],

@@ -1,5 +1,7 @@
 //! The AWS emulator: moto in server mode from the project's virtualenv,
-//! started on a free port unless `AWS_ENDPOINT_URL` names one already
+//! started on a free port unless `ADTRAIL_MOTO_URLS` (several, taken in
+//! turn: one moto server is one Python thread, so the test run spreads its
+//! stacks over one server a core) or `AWS_ENDPOINT_URL` names one already
 //! running, and the SDK configuration that points every client at it.
 
 use std::path::{Path, PathBuf};
@@ -48,11 +50,25 @@ pub enum MotoError {
 }
 
 impl Moto {
-    /// The emulator named by `AWS_ENDPOINT_URL`, or a new one.
+    /// The next of the emulators `ADTRAIL_MOTO_URLS` names, the one
+    /// `AWS_ENDPOINT_URL` names, or a new one.
     ///
     /// # Errors
     /// [`MotoError`] when a new server cannot start.
     pub fn ensure() -> Result<Self, MotoError> {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let urls: Vec<String> = std::env::var("ADTRAIL_MOTO_URLS")
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        if !urls.is_empty() {
+            let i = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % urls.len();
+            return Ok(Self {
+                url: urls[i].clone(),
+                child: None,
+            });
+        }
         if let Ok(url) = std::env::var("AWS_ENDPOINT_URL") {
             return Ok(Self { url, child: None });
         }

@@ -1,19 +1,28 @@
 //! An SDK interceptor that counts the requests sent to each service, so the
 //! benchmarks report DynamoDB requests per unit of work from the client's
-//! own view rather than an estimate.
+//! own view rather than an estimate; and, for DynamoDB, the read and write
+//! request units each request would consume in AWS, from the sizes of the
+//! items it writes and reads (moto reports none): what the cost figures
+//! multiply by AWS's prices.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::Intercept;
-use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::context::{
+    AfterDeserializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
+};
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 
-/// Requests sent, by service. Clones share the counts.
+/// Requests sent, by service, and DynamoDB's request units. Clones share
+/// the counts.
 #[derive(Debug, Clone, Default)]
-pub struct RequestCounter(Arc<Mutex<BTreeMap<&'static str, u64>>>);
+pub struct RequestCounter(
+    Arc<Mutex<BTreeMap<&'static str, u64>>>,
+    Arc<Mutex<units::Units>>,
+);
 
 impl RequestCounter {
     pub fn for_service(&self, service: &'static str) -> ServiceCounter {
@@ -32,8 +41,26 @@ impl RequestCounter {
         if let Ok(mut m) = self.0.lock() {
             m.clear();
         }
+        if let Ok(mut u) = self.1.lock() {
+            *u = units::Units::default();
+        }
+    }
+    /// DynamoDB's write request units so far (a transaction's count twice).
+    pub fn write_units(&self) -> f64 {
+        self.1.lock().map(|u| u.write).unwrap_or(0.0)
+    }
+    /// DynamoDB's read request units so far (eventually consistent reads
+    /// count half).
+    pub fn read_units(&self) -> f64 {
+        self.1.lock().map(|u| u.read).unwrap_or(0.0)
+    }
+    /// The largest item written so far, in DynamoDB's bytes.
+    pub fn largest_item(&self) -> usize {
+        self.1.lock().map(|u| u.largest_item).unwrap_or(0)
     }
 }
+
+mod units;
 
 /// The interceptor for one service's client.
 #[derive(Debug, Clone)]
@@ -49,12 +76,37 @@ impl Intercept for ServiceCounter {
 
     fn read_before_transmit(
         &self,
-        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
         _components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
+        cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         if let Ok(mut m) = self.counts.0.lock() {
             *m.entry(self.service).or_default() += 1;
+        }
+        if self.service == "dynamodb" {
+            let request = context.request();
+            let target = request.headers().get("x-amz-target").unwrap_or_default();
+            let operation = target.rsplit('.').next().unwrap_or_default().to_owned();
+            let body = request.body().bytes().unwrap_or_default();
+            if let Ok(mut u) = self.counts.1.lock() {
+                let read = u.request(&operation, body);
+                cfg.interceptor_state().store_put(read);
+            }
+        }
+        Ok(())
+    }
+
+    fn read_after_deserialization(
+        &self,
+        context: &AfterDeserializationInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if let (Some(read), Some(body)) =
+            (cfg.load::<units::Read>(), context.response().body().bytes())
+            && let Ok(mut u) = self.counts.1.lock()
+        {
+            u.response(read, body);
         }
         Ok(())
     }

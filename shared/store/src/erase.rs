@@ -203,7 +203,7 @@ impl Sites<'_> {
         // as an unlink takes them: their claims and their Pages' side too.
         for link in self.links().site_links(site).await? {
             self.links()
-                .unlink_account(site, &link.ad_account_id, now)
+                .unlink_from_erased_site(site, &link.ad_account_id, now)
                 .await?;
             step.deleted += 1;
         }

@@ -124,7 +124,7 @@ impl Links<'_> {
         account: &str,
         now: i64,
     ) -> Result<bool, StoreError> {
-        self.unlink(site, account, now, true).await
+        self.unlink(site, account, now, true, true).await
     }
 
     /// Unlinks as [`Links::unlink_account`] does, for an owner being
@@ -142,7 +142,21 @@ impl Links<'_> {
         account: &str,
         now: i64,
     ) -> Result<bool, StoreError> {
-        self.unlink(site, account, now, false).await
+        self.unlink(site, account, now, false, true).await
+    }
+
+    /// Unlinks as [`Links::unlink_account`] does, from a site being erased:
+    /// the site (and its count) is gone already.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn unlink_from_erased_site(
+        &self,
+        site: &str,
+        account: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        self.unlink(site, account, now, true, false).await
     }
 
     async fn unlink(
@@ -151,6 +165,7 @@ impl Links<'_> {
         account: &str,
         now: i64,
         count_owner: bool,
+        count_site: bool,
     ) -> Result<bool, StoreError> {
         let Some(link) = self.get_link(site, account).await? else {
             return Ok(false);
@@ -192,11 +207,15 @@ impl Links<'_> {
         let mut tx = vec![
             TransactWriteItem::builder().delete(delete_link).build(),
             TransactWriteItem::builder().delete(delete_claim).build(),
-            TransactWriteItem::builder()
-                .update(uncount(site_pk(site), SITE_SK)?)
-                .build(),
             TransactWriteItem::builder().put(purge).build(),
         ];
+        if count_site {
+            tx.push(
+                TransactWriteItem::builder()
+                    .update(uncount(site_pk(site), SITE_SK)?)
+                    .build(),
+            );
+        }
         if count_owner
             && self
                 .connections()

@@ -71,6 +71,29 @@ fn filter_for(level: LevelFilter, mut filter: EnvFilter) -> EnvFilter {
 /// Installs the subscriber, writing to stdout (CloudWatch in Lambda).
 pub fn init() {
     init_with_writer(std::io::stdout);
+    log_panics();
+}
+
+/// A panic is one structured error line before the process ends. The
+/// functions' release build aborts on panic (no unwinding tables: smaller
+/// binaries); Lambda then reports the invocation failed and retries it as
+/// it would an error (an SQS batch comes back after its visibility
+/// timeout, API Gateway answers 500), and the next one starts a fresh
+/// process. A message written in the code (`expect("…")`) is shown; any
+/// other (an error's `Debug`) is withheld, as it may carry a value.
+pub fn log_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let message = info
+            .payload()
+            .downcast_ref::<&'static str>()
+            .copied()
+            .unwrap_or("(a message with values, withheld)");
+        tracing::error!(location = %location, message, "the function panicked");
+    }));
 }
 
 /// Installs the subscriber with another writer (the secrets test captures

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use adtrail_domain::capi::{Conversion, ConversionStatus, EventName, SendEnd, wait_before_claim};
 use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
+use futures::StreamExt;
 
 use crate::attr::{FromItem, n, s};
 use crate::items::MATCH_ATTRIBUTES;
@@ -41,6 +42,10 @@ pub struct Finish {
     pub event_name: EventName,
     pub end: SendEnd,
 }
+
+/// Claims in flight at once: a batch of 1,000 rows is claimed in the time
+/// of about 60 updates.
+const CLAIMS_AT_ONCE: usize = 16;
 
 /// Most conversions one transaction finishes (each site's two counter
 /// items fit beside them in DynamoDB's 100).
@@ -110,10 +115,11 @@ impl Conversions<'_> {
     }
 
     /// Claims many rows at once: one strongly-consistent read of every row
-    /// (100 a request), then the due ones leased and counted in
-    /// transactions of up to 100, each update conditional on the row as it
-    /// was read. A transaction another writer got in the way of is claimed
-    /// again row by row. Answers a claim per key, in order.
+    /// (100 a request), then each due one leased and counted by its own
+    /// update, conditional on the row as it was read ([`CLAIMS_AT_ONCE`] at
+    /// a time: a claim needs no other row's, and a transaction would bill
+    /// each row's write twice). A row another writer got to first is
+    /// claimed again as it is now. Answers a claim per key, in order.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -138,30 +144,28 @@ impl Conversions<'_> {
         }
         let until = now + lease_ms;
         let (mut claims, due) = sort_claims(keys, &rows, now);
-        for chunk in due.chunks(100) {
-            let mut items = vec![];
-            for i in chunk {
-                let (site, sk) = &keys[*i];
-                items.push(self.claim_item(site, sk, &rows[&keys[*i]], lease_id, until, now)?);
-            }
-            match self.transact(items).await? {
-                None => {
-                    for i in chunk {
-                        let mut c = rows[&keys[*i]].clone();
-                        c.unsure = c.unsure || c.lease_until.is_some();
-                        c.attempts += 1;
-                        c.lease_until = Some(until);
-                        c.work_at = Some(until);
-                        claims[*i] = Claim::Claimed(Box::new(c));
-                    }
-                }
-                // Another writer got in the way: claim row by row.
-                Some(_) => {
-                    for i in chunk {
-                        let (site, sk) = &keys[*i];
-                        claims[*i] = self.claim_send(site, sk, lease_id, lease_ms, now).await?;
-                    }
-                }
+        let rows = &rows;
+        let taken: Vec<(usize, Result<bool, StoreError>)> = futures::stream::iter(due)
+            .map(|i| async move {
+                let (site, sk) = &keys[i];
+                let update = self.claim_update(site, sk, &rows[&keys[i]], lease_id, until, now);
+                (i, applied(update.send().await).map(|out| out.is_some()))
+            })
+            .buffer_unordered(CLAIMS_AT_ONCE)
+            .collect()
+            .await;
+        for (i, taken) in taken {
+            if taken? {
+                let mut c = rows[&keys[i]].clone();
+                c.unsure = c.unsure || c.lease_until.is_some();
+                c.attempts += 1;
+                c.lease_until = Some(until);
+                c.work_at = Some(until);
+                claims[i] = Claim::Claimed(Box::new(c));
+            } else {
+                // Another writer got in the way: claim it as it is now.
+                let (site, sk) = &keys[i];
+                claims[i] = self.claim_send(site, sk, lease_id, lease_ms, now).await?;
             }
         }
         Ok(claims)
@@ -169,7 +173,7 @@ impl Conversions<'_> {
 
     /// The update that claims one row as it was read: its attempt counted
     /// and leased until `until`, conditional on nobody having moved it.
-    fn claim_item(
+    fn claim_update(
         &self,
         site: &str,
         sk: &str,
@@ -177,36 +181,28 @@ impl Conversions<'_> {
         lease_id: &str,
         until: i64,
         now: i64,
-    ) -> Result<TransactWriteItem, StoreError> {
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
         // A lease still on the row is an attempt that never ended: it may
         // have reached Meta.
         let unsure = c.unsure || c.lease_until.is_some();
-        let mut update = Update::builder()
-            .table_name(&self.names.table)
-            .key(PK, s(conv_pk(site)))
-            .key(SK, s(sk))
+        let condition = if c.next_attempt_at.is_none() {
+            "#status = :pending AND attempts = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)"
+        } else {
+            "#status = :pending AND attempts = :seen AND nextAttemptAt <= :now AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)"
+        };
+        self.update_item(conv_pk(site), sk)
             .update_expression(
                 "SET attempts = :next, leaseId = :id, leaseUntil = :until, workAt = :until, unsure = :unsure",
             )
             .expression_attribute_values(":unsure", AttributeValue::Bool(unsure))
-            .condition_expression(
-                "#status = :pending AND attempts = :seen AND nextAttemptAt <= :now AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
-            )
+            .condition_expression(condition)
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()))
             .expression_attribute_values(":seen", n(c.attempts))
             .expression_attribute_values(":next", n(c.attempts + 1))
             .expression_attribute_values(":id", s(lease_id))
             .expression_attribute_values(":until", n(until))
-            .expression_attribute_values(":now", n(now));
-        if c.next_attempt_at.is_none() {
-            update = update.condition_expression(
-                "#status = :pending AND attempts = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
-            );
-        }
-        Ok(TransactWriteItem::builder()
-            .update(update.build().map_err(StoreError::ddb)?)
-            .build())
+            .expression_attribute_values(":now", n(now))
     }
 
     /// Ends attempts held under `lease_id`: sent and failed rows lose their

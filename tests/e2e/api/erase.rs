@@ -105,8 +105,7 @@ async fn an_erased_site_leaves_nothing_and_its_neighbour_everything() {
     let listed = h.expect(200, "GET", "/v1/sites", None).await;
     assert!(!listed.to_string().contains("loja-x"), "{listed}");
     assert!(!h.fake().page_subscribed(crate::leadads::LOJA_PAGE));
-
-    erase_in_steps(h).await;
+    erase_in_steps(h, "loja-x").await;
     let left = items_naming(h, "loja-x").await;
     assert!(left.is_empty(), "nothing of the site remains: {left:#?}");
     for key in &thumbnails {
@@ -131,16 +130,62 @@ async fn an_erased_site_leaves_nothing_and_its_neighbour_everything() {
     assert_eq!(spend["adAccounts"], json!([]), "{spend}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_made_as_the_site_went_is_unlinked_by_the_erasure() {
+    let started = Harness::start().await;
+    let h = &started;
+    h.put_site("loja-y", "BRL").await;
+    h.connect(TOKEN).await;
+    // A link a request made between the route's unlinking and the site's
+    // going (it read the site before): the erasure finds it and unlinks it
+    // as an unlink does, its claim released.
+    let late = adtrail_store::connections::ListedAccount {
+        ad_account_id: "act_5550001".into(),
+        name: "Late".into(),
+        currency: "BRL".into(),
+        timezone: "America/Sao_Paulo".into(),
+    };
+    h.store()
+        .links()
+        .link_account("loja-y", "agency", &late, h.now())
+        .await
+        .unwrap();
+    h.store()
+        .sites()
+        .begin_erase("loja-y", vec![], h.now())
+        .await
+        .unwrap();
+    erase_in_steps(h, "loja-y").await;
+    assert!(
+        h.store()
+            .links()
+            .account_claims(&["act_5550001".to_owned()])
+            .await
+            .unwrap()
+            .is_empty(),
+        "the late link's claim is released"
+    );
+    assert!(items_naming(h, "loja-y").await.is_empty());
+    // The account may feed another site now.
+    h.put_site("loja-z", "BRL").await;
+    h.store()
+        .links()
+        .link_account("loja-z", "agency", &late, h.now())
+        .await
+        .unwrap();
+}
+
 /// Sweeps until the erasure ends, its progress growing on the way (asked
 /// again, the route answers it), the grace period passing on the clock.
-async fn erase_in_steps(h: &Harness) {
+async fn erase_in_steps(h: &Harness, site: &str) {
     let mut deleted = 0;
     for round in 0..40 {
         let report = h.runner().sweep().await.unwrap();
         if report.erasures_done == 1 {
             return;
         }
-        let (s, progress): (u16, Value) = h.call("DELETE", "/v1/sites/loja-x", None).await;
+        let (s, progress): (u16, Value) =
+            h.call("DELETE", &format!("/v1/sites/{site}"), None).await;
         assert_eq!(s, 202, "round {round}: {progress}");
         let now = progress["deletedItems"].as_i64().unwrap();
         assert!(now >= deleted, "{progress}");

@@ -349,3 +349,26 @@ async fn an_ads_page_meta_finds_too_big_shrinks_and_the_catalog_completes() {
         "{limits:?}"
     );
 }
+
+#[tokio::test]
+async fn the_runs_of_one_batch_open_their_owners_token_once() {
+    let started = Harness::start().await;
+    let h = &started;
+    h.link_agency().await;
+    h.store().counter.reset();
+    // The four accounts are due at once: one batch of the sync queue.
+    let tick = h.runner().tick().await.unwrap();
+    assert_eq!(tick.dispatched.leased, 4);
+    assert_eq!(tick.queues.batches, 1, "{tick:?}");
+    assert_eq!(
+        h.store().counter.get("kms"),
+        1,
+        "one decrypt for the agency's four runs"
+    );
+    for (site, account) in [("loja-x", LOJA_PRINCIPAL), ("pet-mania", PET_WEST)] {
+        assert!(
+            !h.all_rows(site, account).await.is_empty(),
+            "{account} read"
+        );
+    }
+}

@@ -172,12 +172,9 @@ fn roles_reach_only_their_own_queue_and_index() {
             ),
         ),
         (
+            // It erases a site query by query, never by a scan.
             "SweeperFunction",
-            call(
-                "dynamodb",
-                "TransactWriteItems",
-                &[("dynamodb:PutItem", table(None))],
-            ),
+            call("dynamodb", "Scan", &[("dynamodb:Scan", table(None))]),
         ),
         (
             "ApiFunction",

@@ -191,6 +191,7 @@ impl Runner {
             * 1_000;
         let mut ctx = Context::default();
         ctx.deadline = (SystemClock.now_ms() + timeout_ms) as u64;
+        let started = std::time::Instant::now();
         let response = match function {
             "SyncWorkerFunction" => {
                 adtrail_sync_worker::handle(&self.worker, LambdaEvent::new(event, ctx)).await
@@ -206,6 +207,7 @@ impl Runner {
                 Ok(SqsBatchResponse::default())
             }
         };
+        self.handler_time.add(function, started);
         match response {
             Ok(r) => r
                 .batch_item_failures

@@ -130,6 +130,9 @@ pub struct Runner {
     /// When a poller first saw each waiting message (by message id), on
     /// the runner's clock: a batching window counts from there.
     first_seen: Mutex<HashMap<String, i64>>,
+    /// Each function's invocations and their handlers' time (wall ms), for
+    /// the bench's Lambda cost.
+    pub handler_time: HandlerTime,
 }
 
 impl Runner {
@@ -201,6 +204,7 @@ impl Runner {
             clock,
             held: Mutex::new(vec![]),
             first_seen: Mutex::new(HashMap::new()),
+            handler_time: HandlerTime::default(),
         }
     }
 
@@ -260,12 +264,15 @@ impl Runner {
     /// # Errors
     /// [`RunnerError::Handler`] when it fails.
     pub async fn dispatch(&self) -> Result<DispatchReport, RunnerError> {
-        adtrail_dispatcher::handle(
+        let started = std::time::Instant::now();
+        let report = adtrail_dispatcher::handle(
             &self.dispatcher,
             LambdaEvent::new(scheduled_event(), Context::default()),
         )
         .await
-        .map_err(RunnerError::Handler)
+        .map_err(RunnerError::Handler);
+        self.handler_time.add("DispatcherFunction", started);
+        report
     }
 
     /// The sweeper, as its schedule would invoke it.
@@ -273,12 +280,37 @@ impl Runner {
     /// # Errors
     /// [`RunnerError::Handler`] when it fails.
     pub async fn sweep(&self) -> Result<SweepReport, RunnerError> {
-        adtrail_sweeper::handle(
+        let started = std::time::Instant::now();
+        let report = adtrail_sweeper::handle(
             &self.sweeper,
             LambdaEvent::new(scheduled_event(), Context::default()),
         )
         .await
-        .map_err(RunnerError::Handler)
+        .map_err(RunnerError::Handler);
+        self.handler_time.add("SweeperFunction", started);
+        report
+    }
+}
+
+/// Invocations and handler time (wall ms) by the template's function id.
+#[derive(Debug, Default)]
+pub struct HandlerTime(Mutex<std::collections::BTreeMap<String, (u64, f64)>>);
+
+impl HandlerTime {
+    /// One invocation of `function` that started at `started`.
+    pub fn add(&self, function: &str, started: std::time::Instant) {
+        let ms = started.elapsed().as_secs_f64() * 1_000.0;
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let e = m.entry(function.to_owned()).or_default();
+        e.0 += 1;
+        e.1 += ms;
+    }
+    /// Each function's invocations and milliseconds so far.
+    pub fn snapshot(&self) -> std::collections::BTreeMap<String, (u64, f64)> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    pub fn reset(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }
 

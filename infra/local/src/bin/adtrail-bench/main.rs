@@ -23,8 +23,10 @@
 //! 40 ms). Runs are repeated (`BENCH_RUNS`, default 3) and medians reported.
 
 mod capi;
+mod cost;
 mod platforms;
 mod process;
+mod scale;
 mod sync;
 
 use capi::capi_bench;
@@ -100,14 +102,7 @@ fn binary_sizes() {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    for bin in [
-        "adtrail-api",
-        "adtrail-dispatcher",
-        "adtrail-sync-worker",
-        "adtrail-sweeper",
-        "adtrail-capi-sender",
-        "adtrail-leadgen-worker",
-    ] {
+    for bin in process::FUNCTIONS.into_iter().chain([process::HELLO]) {
         let path = target.join("lambda").join(bin).join("bootstrap");
         match std::fs::metadata(&path) {
             Ok(m) => println!(
@@ -131,8 +126,15 @@ async fn main() -> Result<(), Error> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(40);
-    if std::env::var("BENCH_ONLY").as_deref() == Ok("platforms") {
-        return platforms::platforms_bench().await;
+    match std::env::var("BENCH_ONLY").as_deref() {
+        Ok("platforms") => return platforms::platforms_bench().await,
+        Ok("cost") => return cost::cost_bench(latency).await,
+        Ok("scale") => return scale::scale_bench().await,
+        Ok("init") => {
+            init_times(runs.max(5)).await;
+            return Ok(());
+        }
+        _ => {}
     }
     sync_bench(runs, latency).await?;
     capi_bench(runs).await?;
@@ -146,5 +148,7 @@ async fn main() -> Result<(), Error> {
     }
     init_times(runs.max(5)).await;
     binary_sizes();
+    cost::cost_bench(latency).await?;
+    scale::scale_bench().await?;
     Ok(())
 }
