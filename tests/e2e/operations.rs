@@ -315,3 +315,66 @@ async fn a_sync_request_reaches_the_bus_by_its_schema() {
         "{events:?}"
     );
 }
+
+#[tokio::test]
+async fn sam_local_gets_every_resource_name_of_the_local_stack() {
+    let h = adtrail_tests::Harness::start().await;
+    let env = adtrail_local::sam_env::env_vars(&h.app);
+    let t = template();
+    let declared = |v: &Value| -> Vec<String> {
+        v.as_mapping()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| reference(v).and(k.as_str()).map(str::to_owned))
+            .collect()
+    };
+    let globals = declared(&t.raw["Globals"]["Function"]["Environment"]["Variables"]);
+    for f in &t.functions {
+        let vars = &env[f.logical_id.as_str()];
+        // Every variable that names one of the stack's resources (a !Ref)
+        // has the local stack's name, or no value where the template names
+        // a parameter (the log level, the Meta app's secret when none).
+        let own = declared(
+            &t.raw["Resources"][f.logical_id.as_str()]["Properties"]["Environment"]["Variables"],
+        );
+        for name in globals.iter().chain(&own) {
+            let refers =
+                reference(&t.raw["Globals"]["Function"]["Environment"]["Variables"][name.as_str()])
+                    .or_else(|| {
+                        reference(
+                            &t.raw["Resources"][f.logical_id.as_str()]["Properties"]["Environment"]
+                                ["Variables"][name.as_str()],
+                        )
+                    })
+                    .unwrap_or_default();
+            let is_resource = t.raw["Resources"].get(refers).is_some();
+            if is_resource {
+                assert!(
+                    vars[name.as_str()].as_str().is_some_and(|v| !v.is_empty()),
+                    "{}: {name}",
+                    f.logical_id
+                );
+            }
+        }
+        assert_eq!(
+            vars["TABLE_NAME"].as_str(),
+            Some(h.store().names.table.as_str())
+        );
+        for (name, value) in vars.as_object().unwrap() {
+            let value = value.as_str().unwrap();
+            assert!(
+                !value.contains("127.0.0.1"),
+                "{name}: {value} is the host's loopback"
+            );
+        }
+    }
+    let endpoint = adtrail_local::sam_env::endpoint(&h.app);
+    assert!(endpoint.contains("host.docker.internal"), "{endpoint}");
+    // The endpoint is the template's, declared only when set.
+    let aws = &t.raw["Globals"]["Function"]["Environment"]["Variables"]["AWS_ENDPOINT_URL"];
+    assert!(format!("{aws:?}").contains("HasLocalEndpoint"), "{aws:?}");
+    assert_eq!(
+        t.raw["Parameters"]["LocalEndpointUrl"]["Default"].as_str(),
+        Some("")
+    );
+}

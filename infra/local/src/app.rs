@@ -57,7 +57,7 @@ pub async fn start(
         Err(_) => {
             // The fake reads the runner's clock for Meta's 7-day rule.
             let fake = FakeMeta::start_with_clock(
-                "127.0.0.1:0".parse()?,
+                format!("{}:0", crate::moto::bind_host()).parse()?,
                 Arc::new(ClockRef(clock.clone())),
             )
             .await?;
@@ -65,8 +65,11 @@ pub async fn start(
         }
     };
     let (platform_urls, platforms) = if fake.is_some() {
-        let fakes =
-            FakePlatforms::start("127.0.0.1:0".parse()?, Arc::new(ClockRef(clock.clone()))).await?;
+        let fakes = FakePlatforms::start(
+            format!("{}:0", crate::moto::bind_host()).parse()?,
+            Arc::new(ClockRef(clock.clone())),
+        )
+        .await?;
         (PlatformUrls::under(&fakes.url())?, Some(fakes))
     } else {
         (PlatformUrls::from_env()?, None)

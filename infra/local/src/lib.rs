@@ -10,6 +10,7 @@ pub mod http;
 pub mod jwt;
 pub mod moto;
 pub mod runner;
+pub mod sam_env;
 pub mod sample;
 pub mod stack;
 pub mod template;

@@ -58,6 +58,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             println!(
                 "  admin:     POST /_local/tick, POST /_local/clock {{\"advanceMs\":N}}, POST /_local/token {{\"sub\",\"scope\",\"sites\"}}"
             );
+            // `sam local` runs the functions against this stack.
+            std::fs::create_dir_all(".local")?;
+            std::fs::write(
+                ".local/sam-env.json",
+                serde_json::to_string_pretty(&adtrail_local::sam_env::env_vars(&app))?,
+            )?;
+            println!(
+                "  sam local: sam build && sam local start-api --env-vars .local/sam-env.json --parameter-overrides LocalEndpointUrl={} (start with ADTRAIL_BIND_HOST=0.0.0.0 so containers reach moto)",
+                adtrail_local::sam_env::endpoint(&app)
+            );
             println!("\nexport TOKEN={}", app.host_token());
             // The schedules: the dispatcher every minute, the sweeper every
             // five, each followed by draining the queues.

@@ -87,7 +87,7 @@ impl Moto {
         let (path, script) = moto_command();
         let child = Command::new(&path)
             .arg(&script)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .args(["-H", &bind_host(), "-p", &port.to_string()])
             .env("ADTRAIL_MOTO_PARENT", std::process::id().to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -110,6 +110,13 @@ impl Moto {
         }
         Err(MotoError::NoAnswer(url))
     }
+}
+
+/// The address the local stack's servers listen on: loopback, unless
+/// `ADTRAIL_BIND_HOST` says otherwise (`0.0.0.0` for `sam local`, whose
+/// containers reach the host from outside its loopback).
+pub fn bind_host() -> String {
+    std::env::var("ADTRAIL_BIND_HOST").unwrap_or_else(|_| "127.0.0.1".into())
 }
 
 /// An SDK configuration for the emulator at `url`: dummy credentials, one
