@@ -5,9 +5,10 @@
 //! transaction's doubling), times AWS's list prices for us-east-1 kept in
 //! `infra/prices/us-east-1.json` with their date and sources.
 //!
-//! Three figures: a million conversions (each a lead change recorded
-//! through the API that queues one event for the pixel, sent batched), a
-//! month of 1,000 linked ad accounts (a day of live syncs of the sample
+//! Four figures: a million conversions posted by a storefront (one sale a
+//! request, for the pixel, sent batched), a million new leads recorded
+//! through the API that each queue one event for the pixel (the lead's own
+//! writes with it), a month of 1,000 linked ad accounts (a day of live syncs of the sample
 //! agency, scaled), and a month of an idle stack (the schedules' ticks and
 //! what the stack keeps: keys, the app's secret, the dashboard, alarms).
 
@@ -205,10 +206,15 @@ async fn call(
     Ok(())
 }
 
-/// `n` leads recorded through the API, each queuing a `Lead` for the
-/// pixel, then sent: the usage of one conversion, times a million; and of
-/// its sending alone (the queue, the sender, the rows' claims and ends).
-async fn conversions(n: usize) -> Result<(Usage, Usage), Error> {
+/// A million conversions of one kind: `n` requests made by `request(i)`,
+/// each of `per_request` conversions, on a site whose pixel is live, then
+/// sent; the usage of all, times a million over the conversions, and of
+/// their sending alone (the queue, the sender, the rows' claims and ends).
+async fn conversions(
+    n: usize,
+    per_request: usize,
+    request: impl Fn(usize) -> (&'static str, serde_json::Value),
+) -> Result<(Usage, Usage), Error> {
     use reqwest::Method;
     let app = stack("bcost").await?;
     for (path, body) in [
@@ -235,15 +241,8 @@ async fn conversions(n: usize) -> Result<(Usage, Usage), Error> {
     store.counter.reset();
     app.runner().handler_time.reset();
     for i in 0..n {
-        let hash = adtrail_domain::contact::sha256_hex(&format!("55119{i:08}"));
-        call(
-            &app,
-            Method::POST,
-            "/v1/sites/loja-x/leads",
-            json!({"leadKey": format!("lead-{i}"), "changeId": format!("c-{i}"), "occurredAt": T0,
-                "origin": "organic", "meta": {"ph": [hash]}}),
-        )
-        .await?;
+        let (path, body) = request(i);
+        call(&app, Method::POST, path, body).await?;
     }
     let recorded = Usage::counted(&app);
     app.runner().drain().await?;
@@ -251,8 +250,41 @@ async fn conversions(n: usize) -> Result<(Usage, Usage), Error> {
     let sending = usage.minus(recorded);
     usage.api = n as f64;
     usage.log_bytes += n as f64 * LOG_BYTES_PER_API_REQUEST;
-    let k = 1e6 / n as f64;
+    let k = 1e6 / (n * per_request) as f64;
     Ok((usage.scaled(k), sending.scaled(k)))
+}
+
+/// A new lead recorded through the API, queuing a `Lead` for the pixel:
+/// the lead, its column entry, its counters and its change marker are
+/// written with the conversion.
+fn new_lead(i: usize) -> (&'static str, serde_json::Value) {
+    let hash = adtrail_domain::contact::sha256_hex(&format!("55119{i:08}"));
+    (
+        "/v1/sites/loja-x/leads",
+        json!({"leadKey": format!("lead-{i}"), "changeId": format!("c-{i}"), "occurredAt": T0,
+            "origin": "organic", "meta": {"ph": [hash]}}),
+    )
+}
+
+/// A storefront's sale, for the pixel: the conversion and its marker, and
+/// the site's counters once a transaction.
+fn sale(i: usize) -> serde_json::Value {
+    json!({"eventId": format!("order-{i}"), "event": "purchase", "occurredAt": T0,
+        "actionSource": "website", "eventSourceUrl": "https://loja-x.example/checkout",
+        "valueCents": 4_599, "currency": "BRL", "orderId": format!("{i}"),
+        "contact": {"phone": format!("+55 11 9{i:08}")}})
+}
+
+/// One sale a request: a storefront posting each checkout, the dearest way.
+fn posted_sale(i: usize) -> (&'static str, serde_json::Value) {
+    ("/v1/sites/loja-x/events", json!({"events": [sale(i)]}))
+}
+
+/// A hundred sales a request, the most `POST /events` takes: a backend
+/// posting its orders in batches.
+fn posted_hundred(i: usize) -> (&'static str, serde_json::Value) {
+    let events: Vec<_> = (i * 100..(i + 1) * 100).map(sale).collect();
+    ("/v1/sites/loja-x/events", json!({"events": events}))
 }
 
 /// A day of the sample agency's four accounts, live: syncs every 45
@@ -346,9 +378,18 @@ pub(crate) async fn cost_bench(latency_ms: u64) -> Result<(), Error> {
         "cost at AWS list prices for us-east-1 of {} (infra/prices/us-east-1.json):",
         p.date
     );
-    let (whole, sending) = conversions(300).await?;
-    line("per million conversions", &whole, &p, Some(3.0));
+    let (whole, sending) = conversions(300, 1, posted_sale).await?;
+    line("per million posted conversions", &whole, &p, Some(3.0));
     line("  of which sending them", &sending, &p, None);
+    let (whole, _) = conversions(20, 100, posted_hundred).await?;
+    line("  posted a hundred a request", &whole, &p, Some(3.0));
+    let (whole, _) = conversions(300, 1, new_lead).await?;
+    line(
+        "per million new leads, one event each",
+        &whole,
+        &p,
+        Some(3.0),
+    );
     line(
         "per 1,000 linked ad accounts a month",
         &accounts(latency_ms).await?,
