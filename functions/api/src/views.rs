@@ -18,6 +18,7 @@ mod forms;
 mod leadads;
 mod reads;
 mod reports;
+mod sites;
 pub(crate) use answers::*;
 pub(crate) use forms::{
     AnswerView, DayCount, Recent, form_lead_view, form_view, rules_view, simulation_view,
@@ -25,6 +26,7 @@ pub(crate) use forms::{
 pub(crate) use leadads::*;
 pub(crate) use reads::*;
 pub(crate) use reports::*;
+pub(crate) use sites::*;
 
 /// An ad account as a connection lists it.
 #[derive(Serialize)]

@@ -9,13 +9,11 @@ use adtrail_domain::graph_error::Usage;
 use adtrail_domain::links::SiteAdAccount;
 use adtrail_domain::money::Currency;
 use adtrail_domain::outcome::{FailureKind, Finish, LinkProgress, PlanDone, RunOutcome, finish};
-use adtrail_domain::pixels::ConnectionStatus;
 use adtrail_domain::plan::{SyncCursor, SyncPlan, plan_sync};
 use adtrail_meta::GraphError;
 use adtrail_store::connections::Connection;
 use adtrail_store::lease::LeaseCondition;
 use adtrail_store::queue::SyncMessage;
-use adtrail_store::seal::Purpose;
 use serde_json::json;
 
 use crate::catalog::{entry_of_ad, entry_of_row};
@@ -24,6 +22,9 @@ use crate::stopped::{failed, read_through, stopped};
 use crate::{Worker, WorkerError};
 
 mod finish;
+mod token;
+
+pub use token::Tokens;
 
 pub const MAX_THUMBNAILS_PER_RUN: usize = 300;
 /// Ads that brought leads named per live run.
@@ -53,13 +54,6 @@ pub(crate) enum Stop {
     LostLease,
     Store(adtrail_store::StoreError),
 }
-
-/// The tokens one batch opened, by owner and token version: the runs of
-/// one owner's accounts in a batch open its token once (a KMS request each,
-/// otherwise). Kept for the batch only, in memory, never logged; a new
-/// token has a new version, so it is opened anew.
-#[derive(Default)]
-pub struct Tokens(tokio::sync::Mutex<HashMap<(String, String), String>>);
 
 /// When a run started, when it stops starting Meta reads, and its batch's
 /// opened tokens.
@@ -356,46 +350,6 @@ impl Worker {
             report,
         )
         .await
-    }
-
-    /// The connection's token, or the outcome of a run that cannot have it:
-    /// a token marked invalid, or KMS refusing to open it.
-    async fn open_token(
-        &self,
-        connection: Option<&Connection>,
-        tokens: &Tokens,
-    ) -> Result<String, RunOutcome> {
-        let Some(connection) = connection.filter(|c| c.status == ConnectionStatus::Active) else {
-            return Err(failed(
-                FailureKind::Token,
-                "the connection's token was marked invalid",
-            ));
-        };
-        let key = (
-            connection.owner_key.clone(),
-            connection.token_version.clone(),
-        );
-        let mut opened = tokens.0.lock().await;
-        if let Some(token) = opened.get(&key) {
-            return Ok(token.clone());
-        }
-        let token = self
-            .store
-            .sealer()
-            .unseal(
-                &connection.owner_key,
-                Purpose::MetaConnection,
-                &connection.sealed_token,
-            )
-            .await
-            .map_err(|_| {
-                failed(
-                    FailureKind::SealingKey,
-                    "KMS could not open the connection's token",
-                )
-            })?;
-        opened.insert(key, token.clone());
-        Ok(token)
     }
 }
 

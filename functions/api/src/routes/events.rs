@@ -200,21 +200,14 @@ fn rows_of(
         .collect()
 }
 
-pub(crate) async fn post_events(
-    api: &Api,
-    caller: &Caller,
-    req: &Request,
-    site: &str,
-) -> Result<Response<Body>, ApiError> {
-    let site = SiteId::parse("siteId", site)?;
-    let body: EventsBody = json_body(req)?;
-    caller.require_host()?;
+/// Every event of a request checked, each with its warnings: the first
+/// bad one (or an id repeated within the request) fails them all.
+fn check_events(body: EventsBody, now: i64) -> Result<Vec<(PostedEvent, Vec<String>)>, ApiError> {
     if body.events.is_empty() || body.events.len() > MAX_EVENTS_PER_POST {
         return Err(ApiError::invalid(format!(
             "events: must hold 1 to {MAX_EVENTS_PER_POST} events"
         )));
     }
-    let now = api.clock.now_ms();
     let mut events = vec![];
     let mut ids = HashSet::new();
     for (i, b) in body.events.into_iter().enumerate() {
@@ -225,6 +218,20 @@ pub(crate) async fn post_events(
         }
         events.push(check_event(i, b, now)?);
     }
+    Ok(events)
+}
+
+pub(crate) async fn post_events(
+    api: &Api,
+    caller: &Caller,
+    req: &Request,
+    site: &str,
+) -> Result<Response<Body>, ApiError> {
+    let site = SiteId::parse("siteId", site)?;
+    let body: EventsBody = json_body(req)?;
+    caller.require_host()?;
+    let now = api.clock.now_ms();
+    let mut events = check_events(body, now)?;
     let Some(site_row) = api.store.sites().get_site(site.as_str()).await? else {
         return Err(ApiError::no_site());
     };

@@ -16,147 +16,13 @@ use std::sync::Arc;
 
 use adtrail_domain::time::{DAY_MS, MINUTE_MS, VirtualClock};
 use adtrail_local::app::{App, start};
-use serde::Deserialize;
 use serde_json::json;
 
 use crate::{Error, T0};
 
-/// Log bytes an invocation writes at INFO (its summary line and the
-/// runtime's), and an API request's access log line: measured from the
-/// lines' formats, not captured.
-const LOG_BYTES_PER_INVOCATION: f64 = 600.0;
-const LOG_BYTES_PER_API_REQUEST: f64 = 300.0;
+mod usage;
 
-#[derive(Debug, Deserialize)]
-struct Prices {
-    date: String,
-    lambda_arm_gb_second: f64,
-    lambda_request: f64,
-    dynamodb_write_request_unit: f64,
-    dynamodb_read_request_unit: f64,
-    sqs_request: f64,
-    kms_request: f64,
-    kms_key_month: f64,
-    eventbridge_custom_event: f64,
-    secretsmanager_secret_month: f64,
-    secretsmanager_request: f64,
-    http_api_request: f64,
-    s3_put_request: f64,
-    cloudwatch_logs_ingested_gb: f64,
-    cloudwatch_dashboard_month: f64,
-    cloudwatch_alarm_month: f64,
-}
-
-fn prices() -> Result<Prices, Error> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../prices/us-east-1.json");
-    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
-}
-
-/// What a piece of work used, in the units AWS bills.
-#[derive(Debug, Clone, Copy, Default)]
-struct Usage {
-    gb_seconds: f64,
-    invocations: f64,
-    write_units: f64,
-    read_units: f64,
-    sqs: f64,
-    kms: f64,
-    events: f64,
-    secrets: f64,
-    api: f64,
-    s3: f64,
-    log_bytes: f64,
-}
-
-impl Usage {
-    /// What the stack's clients counted, and the functions' invocations
-    /// and handler time, each at its memory size in the template.
-    fn counted(app: &App) -> Self {
-        let runner = app.runner();
-        let c = &runner.stack.store.counter;
-        let raw = &runner.stack.template.raw;
-        let global = raw["Globals"]["Function"]["MemorySize"]
-            .as_f64()
-            .unwrap_or(128.0);
-        let (mut gb_seconds, mut invocations) = (0.0, 0.0);
-        for (function, (n, ms)) in runner.handler_time.snapshot() {
-            let mb = raw["Resources"][function.as_str()]["Properties"]["MemorySize"]
-                .as_f64()
-                .unwrap_or(global);
-            gb_seconds += ms / 1_000.0 * mb / 1_024.0;
-            invocations += n as f64;
-        }
-        Usage {
-            gb_seconds,
-            invocations,
-            write_units: c.write_units(),
-            read_units: c.read_units(),
-            sqs: c.get("sqs") as f64,
-            kms: c.get("kms") as f64,
-            events: c.get("eventbridge") as f64,
-            secrets: c.get("secretsmanager") as f64,
-            api: 0.0,
-            s3: c.get("s3") as f64,
-            log_bytes: invocations * LOG_BYTES_PER_INVOCATION,
-        }
-    }
-
-    fn scaled(self, k: f64) -> Self {
-        Usage {
-            gb_seconds: self.gb_seconds * k,
-            invocations: self.invocations * k,
-            write_units: self.write_units * k,
-            read_units: self.read_units * k,
-            sqs: self.sqs * k,
-            kms: self.kms * k,
-            events: self.events * k,
-            secrets: self.secrets * k,
-            api: self.api * k,
-            s3: self.s3 * k,
-            log_bytes: self.log_bytes * k,
-        }
-    }
-
-    fn minus(self, o: Self) -> Self {
-        self.plus(o.scaled(-1.0))
-    }
-
-    fn plus(self, o: Self) -> Self {
-        Usage {
-            gb_seconds: self.gb_seconds + o.gb_seconds,
-            invocations: self.invocations + o.invocations,
-            write_units: self.write_units + o.write_units,
-            read_units: self.read_units + o.read_units,
-            sqs: self.sqs + o.sqs,
-            kms: self.kms + o.kms,
-            events: self.events + o.events,
-            secrets: self.secrets + o.secrets,
-            api: self.api + o.api,
-            s3: self.s3 + o.s3,
-            log_bytes: self.log_bytes + o.log_bytes,
-        }
-    }
-
-    /// Dollars by service: Lambda, DynamoDB, SQS, the rest.
-    fn cost(&self, p: &Prices) -> [(&'static str, f64); 4] {
-        let lambda = self.gb_seconds * p.lambda_arm_gb_second + self.invocations * p.lambda_request;
-        let dynamodb = self.write_units * p.dynamodb_write_request_unit
-            + self.read_units * p.dynamodb_read_request_unit;
-        let sqs = self.sqs * p.sqs_request;
-        let rest = self.kms * p.kms_request
-            + self.events * p.eventbridge_custom_event
-            + self.secrets * p.secretsmanager_request
-            + self.api * p.http_api_request
-            + self.s3 * p.s3_put_request
-            + self.log_bytes / 1e9 * p.cloudwatch_logs_ingested_gb;
-        [
-            ("lambda", lambda),
-            ("dynamodb", dynamodb),
-            ("sqs", sqs),
-            ("the rest", rest),
-        ]
-    }
-}
+use usage::{LOG_BYTES_PER_API_REQUEST, Prices, Usage, prices};
 
 fn line(label: &str, usage: &Usage, p: &Prices, goal: Option<f64>) {
     let parts = usage.cost(p);
@@ -217,24 +83,7 @@ async fn conversions(
 ) -> Result<(Usage, Usage), Error> {
     use reqwest::Method;
     let app = stack("bcost").await?;
-    for (path, body) in [
-        (
-            "/v1/sites/loja-x",
-            json!({"name": "Loja X", "currency": "BRL", "country": "BR"}),
-        ),
-        (
-            "/v1/meta/connections/agency",
-            json!({"accessToken": "EAAB-sample-agency-token-0001"}),
-        ),
-        (
-            "/v1/sites/loja-x/pixel",
-            json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "agency"}),
-        ),
-        (
-            "/v1/sites/loja-x/event-map",
-            json!({"columns": {}, "sendLeadEvent": true}),
-        ),
-    ] {
+    for (path, body) in crate::pixel_site() {
         call(&app, Method::PUT, path, body).await?;
     }
     let store = &app.runner().stack.store;

@@ -43,6 +43,30 @@ pub(crate) const ACCOUNTS: [(&str, &str); 4] = [
     ("pet-mania", "act_2038475611"),
 ];
 
+/// The `PUT`s that make Loja X a site whose pixel sends a `Lead` for
+/// each new lead: the site, the agency's connection, the pixel, the map.
+pub(crate) fn pixel_site() -> [(&'static str, serde_json::Value); 4] {
+    use serde_json::json;
+    [
+        (
+            "/v1/sites/loja-x",
+            json!({"name": "Loja X", "currency": "BRL", "country": "BR"}),
+        ),
+        (
+            "/v1/meta/connections/agency",
+            json!({"accessToken": "EAAB-sample-agency-token-0001"}),
+        ),
+        (
+            "/v1/sites/loja-x/pixel",
+            json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "agency"}),
+        ),
+        (
+            "/v1/sites/loja-x/event-map",
+            json!({"columns": {}, "sendLeadEvent": true}),
+        ),
+    ]
+}
+
 pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]

@@ -24,22 +24,11 @@ struct Figures {
     millis: f64,
 }
 
-/// The site, its connection, its pixel and a destination on each of the
-/// other four platforms.
+/// The site, its connection, its pixel (and event map) and a destination
+/// on each of the other four platforms.
 fn setup() -> Vec<(&'static str, Value)> {
-    vec![
-        (
-            "/v1/sites/loja-x",
-            json!({"name": "Loja X", "currency": "BRL", "country": "BR"}),
-        ),
-        (
-            "/v1/meta/connections/agency",
-            json!({"accessToken": "EAAB-sample-agency-token-0001"}),
-        ),
-        (
-            "/v1/sites/loja-x/pixel",
-            json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "agency"}),
-        ),
+    let mut puts = crate::pixel_site().to_vec();
+    puts.extend([
         (
             "/v1/sites/loja-x/destinations/tiktok",
             json!({"platform": "tiktok", "pixelCode": "C4BENCH",
@@ -63,7 +52,8 @@ fn setup() -> Vec<(&'static str, Value)> {
                 "clientSecret": adtrail_fake_platforms::GOOGLE_CLIENT_SECRET,
                 "refreshToken": adtrail_fake_platforms::GOOGLE_REFRESH_TOKEN}}),
         ),
-    ]
+    ]);
+    puts
 }
 
 /// `events` storefront purchases in requests of 100.

@@ -114,6 +114,20 @@ async fn at_size(n: usize) -> Result<(), Error> {
     Ok(())
 }
 
+/// The send queue's batching window, as the template sets it.
+fn send_window_ms(app: &adtrail_local::app::App) -> i64 {
+    app.runner()
+        .stack
+        .queues
+        .iter()
+        .find(|q| {
+            q.consumer
+                .as_ref()
+                .is_some_and(|(f, _)| f == "CapiSenderFunction")
+        })
+        .map_or(0, |q| q.batching_window_ms)
+}
+
 /// From a lead change (`POST /leads`) to Meta's receipt of its event, on
 /// a real clock, with the pollers running as the mappings do (the send
 /// queue's batching window from the template).
@@ -132,39 +146,12 @@ async fn lead_to_meta() -> Result<(), Error> {
             .json(&body)
             .send()
     };
-    for (path, body) in [
-        (
-            "/v1/sites/loja-x",
-            json!({"name": "Loja X", "currency": "BRL", "country": "BR"}),
-        ),
-        (
-            "/v1/meta/connections/agency",
-            json!({"accessToken": "EAAB-sample-agency-token-0001"}),
-        ),
-        (
-            "/v1/sites/loja-x/pixel",
-            json!({"pixelId": adtrail_fake_meta::LOJA_PIXEL.0, "ownerKey": "agency"}),
-        ),
-        (
-            "/v1/sites/loja-x/event-map",
-            json!({"columns": {}, "sendLeadEvent": true}),
-        ),
-    ] {
+    for (path, body) in crate::pixel_site() {
         call(reqwest::Method::PUT, path, body)
             .await?
             .error_for_status()?;
     }
-    let window_ms = app
-        .runner()
-        .stack
-        .queues
-        .iter()
-        .find(|q| {
-            q.consumer
-                .as_ref()
-                .is_some_and(|(f, _)| f == "CapiSenderFunction")
-        })
-        .map_or(0, |q| q.batching_window_ms);
+    let window_ms = send_window_ms(&app);
     let mut samples = vec![];
     for i in 0..5 {
         let hash = adtrail_domain::contact::sha256_hex(&format!("551198765{i:04}"));
