@@ -60,7 +60,7 @@ FUNCTIONS := adtrail-api adtrail-dispatcher adtrail-sync-worker adtrail-sweeper 
 ## only the SDK clients it uses.
 bench: venv-demo build-lambdas
 	infra/tools/check-sizes.sh
-	for b in $(FUNCTIONS) adtrail-hello; do cargo build --release --quiet --bin $$b || exit 1; done
+	for b in $(FUNCTIONS) adtrail-hello; do cargo build --release --quiet -p $$b || exit 1; done
 	cargo run --release --quiet -p adtrail-local --bin adtrail-bench
 
 ## The Conversions API fault run at full size: 10,000 conversions, 30% of
@@ -68,13 +68,15 @@ bench: venv-demo build-lambdas
 fault-run: venv-demo
 	ADTRAIL_FAULT_RUN=10000 ADTRAIL_FAULT_EVENTS=2000 infra/run-tests.sh -p adtrail-tests --test e2e fault -- --nocapture
 
-## Release arm64 binaries, as `sam build` makes them (one cargo invocation
-## each, so each links only its own clients; needs cargo-lambda).
+## Release arm64 binaries, as `sam build` makes them: one cargo invocation
+## per crate (`-p`, as sam build runs in each function's CodeUri), so cargo
+## resolves that crate's features alone and each binary links only its own
+## clients (`--bin` from the root would unify every member's features).
 build-lambdas: venv-demo
 	$(VENV)/bin/pip install --quiet cargo-lambda
 	-rustup target add aarch64-unknown-linux-gnu
 	for b in $(FUNCTIONS) adtrail-hello; do \
-		PATH=$(abspath $(VENV))/bin:$$PATH cargo lambda build --release --arm64 --bin $$b || exit 1; \
+		PATH=$(abspath $(VENV))/bin:$$PATH cargo lambda build --release --arm64 -p $$b || exit 1; \
 	done
 
 fmt:

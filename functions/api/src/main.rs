@@ -14,7 +14,7 @@ use lambda_http::{Error, Request, RequestExt, run, service_fn};
 async fn main() -> Result<(), Error> {
     adtrail_store::logging::init();
     telemetry::init();
-    let config = aws_config::load_from_env().await;
+    let config = adtrail_store::sdk::from_lambda_env()?;
     let api = Api {
         store: Store::new(&config, Names::from_env()?),
         graph: GraphClient::new(GraphConfig::from_env()?)?,

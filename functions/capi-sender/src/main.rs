@@ -15,7 +15,7 @@ use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 async fn main() -> Result<(), Error> {
     adtrail_store::logging::init();
     telemetry::init();
-    let config = aws_config::load_from_env().await;
+    let config = adtrail_store::sdk::from_lambda_env()?;
     let store = Store::new(&config, Names::from_env()?);
     let sender = Sender {
         visibility: Visibility::Sqs {

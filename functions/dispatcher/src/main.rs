@@ -10,7 +10,7 @@ use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     adtrail_store::logging::init();
-    let config = aws_config::load_from_env().await;
+    let config = adtrail_store::sdk::from_lambda_env()?;
     let dispatcher = Dispatcher {
         store: Store::new(&config, Names::from_env()?),
         clock: Arc::new(SystemClock),

@@ -40,6 +40,7 @@ mod read;
 pub mod recovery;
 pub mod retry;
 pub mod rollups;
+pub mod sdk;
 #[cfg(feature = "kms")]
 pub mod seal;
 pub mod sending;

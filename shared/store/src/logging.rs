@@ -18,10 +18,12 @@ use std::fmt;
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
-use tracing_subscriber::filter::{Directive, EnvFilter, LevelFilter};
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::fmt::format::{JsonFields, Writer};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields, MakeWriter};
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// The SDK's targets that print bodies at TRACE.
 pub const WIRE_TARGETS: [&str; 3] = [
@@ -34,38 +36,32 @@ pub const WIRE_TARGETS: [&str; 3] = [
 pub const RUNTIME_TARGETS: [&str; 3] =
     ["lambda_runtime", "lambda_runtime_api_client", "lambda_http"];
 
-/// The filter: the configured level, the wire targets capped at DEBUG and
-/// the runtime's at INFO (never more verbose than the configured level).
-fn filter() -> EnvFilter {
+/// The filter: the configured level (`RUST_LOG` may also name targets),
+/// the wire targets capped at DEBUG and the runtime's at INFO (never more
+/// verbose than the configured level). A `Targets` filter, not an
+/// `EnvFilter`: no span or field directives are needed, and EnvFilter's
+/// regex engine is a few hundred kilobytes of every binary.
+fn filter() -> Targets {
     let level = std::env::var("AWS_LAMBDA_LOG_LEVEL")
         .or_else(|_| std::env::var("RUST_LOG"))
         .ok()
         .and_then(|l| l.parse::<LevelFilter>().ok())
         .unwrap_or(LevelFilter::INFO);
-    filter_for(
-        level,
-        EnvFilter::builder()
-            .with_default_directive(level.into())
-            .from_env_lossy(),
-    )
+    // A RUST_LOG that does not parse (a span directive) is ignored whole,
+    // as EnvFilter's `from_env_lossy` ignored its bad parts.
+    let named = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|l| l.parse::<Targets>().ok())
+        .unwrap_or_default();
+    filter_for(level, named)
 }
 
-fn filter_for(level: LevelFilter, mut filter: EnvFilter) -> EnvFilter {
+fn filter_for(level: LevelFilter, named: Targets) -> Targets {
     let capped = |max: LevelFilter| std::cmp::min(level, max);
-    let directives = WIRE_TARGETS
-        .iter()
-        .map(|t| format!("{t}={}", capped(LevelFilter::DEBUG)))
-        .chain(
-            RUNTIME_TARGETS
-                .iter()
-                .map(|t| format!("{t}={}", capped(LevelFilter::INFO))),
-        );
-    for directive in directives {
-        if let Ok(d) = directive.parse::<Directive>() {
-            filter = filter.add_directive(d);
-        }
-    }
-    filter
+    named
+        .with_default(level)
+        .with_targets(WIRE_TARGETS.map(|t| (t, capped(LevelFilter::DEBUG))))
+        .with_targets(RUNTIME_TARGETS.map(|t| (t, capped(LevelFilter::INFO))))
 }
 
 /// Installs the subscriber, writing to stdout (CloudWatch in Lambda).
@@ -103,9 +99,10 @@ where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
     let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
+    // The formatter lets every level through; the `Targets` layer decides.
     let builder = tracing_subscriber::fmt()
         .with_target(false)
-        .with_env_filter(filter())
+        .with_max_level(LevelFilter::TRACE)
         .with_writer(writer);
     // A subscriber already installed (a second init in one process) stays.
     let _ = if json {
@@ -113,10 +110,12 @@ where
         builder
             .fmt_fields(JsonFields::new())
             .event_format(LambdaJson { function })
+            .finish()
+            .with(filter())
             .try_init()
     } else {
         // CloudWatch stamps each line; a terminal reader has the order.
-        builder.without_time().try_init()
+        builder.without_time().finish().with(filter()).try_init()
     };
 }
 
@@ -253,11 +252,11 @@ mod tests {
 
     #[test]
     fn at_trace_the_runtime_stays_at_info_and_the_wire_at_debug() {
-        let text = filter_for(LevelFilter::TRACE, EnvFilter::new("trace")).to_string();
+        let text = filter_for(LevelFilter::TRACE, Targets::new()).to_string();
         assert!(text.contains("lambda_runtime=info"), "{text}");
         assert!(text.contains("lambda_http=info"), "{text}");
         assert!(text.contains("aws_smithy_runtime=debug"), "{text}");
-        let quiet = filter_for(LevelFilter::WARN, EnvFilter::new("warn")).to_string();
+        let quiet = filter_for(LevelFilter::WARN, "adtrail=debug".parse().unwrap()).to_string();
         assert!(
             quiet.contains("lambda_runtime=warn"),
             "never louder: {quiet}"

@@ -341,3 +341,31 @@ async fn leads_trickling_in_reach_meta_in_one_request_after_the_batching_window(
         rows(&h, "loja-x").await.len()
     );
 }
+
+/// A poller that looks often while the window is open receives each
+/// message once: thirty polls inside the window (more than the send
+/// queue's `maxReceiveCount` of 20) and the lead still reaches Meta when
+/// the window closes, not the dead-letter queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polling_inside_the_batching_window_receives_each_message_once() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    record(
+        &h,
+        "ana",
+        "c0",
+        json!({"column": "agendado", "meta": meta_for("ana")}),
+    )
+    .await;
+    for _ in 0..30 {
+        let polled = h.runner().poll().await.unwrap();
+        assert_eq!(polled.batches, 0, "the window is still open");
+        h.runner().advance(100).await.unwrap();
+    }
+    h.runner().advance(2_000).await.unwrap();
+    let polled = h.runner().poll().await.unwrap();
+    assert_eq!(polled.batches, 1);
+    assert_eq!(h.fake().accepted_events().len(), 1);
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!((row.status, row.attempts), (ConversionStatus::Sent, 1));
+}

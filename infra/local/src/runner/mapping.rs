@@ -6,6 +6,15 @@
 
 use super::*;
 
+/// The batch a poller gathers while its window is open: received once,
+/// held invisible, delivered when full or when the window has passed since
+/// `opened` (the first message's receipt, on the runner's clock).
+#[derive(Debug, Default)]
+pub(super) struct Gathering {
+    pub(super) opened: i64,
+    pub(super) messages: Vec<aws_sdk_sqs::types::Message>,
+}
+
 /// A message a consumer failed, invisible until `due_ms`.
 #[derive(Debug, Clone)]
 pub(super) struct Held {
@@ -62,8 +71,9 @@ impl Runner {
     /// source mappings of the template run them: a queue's batch goes to
     /// its consumer when it is full (the mapping's `BatchSize`) or when the
     /// mapping's `MaximumBatchingWindowInSeconds` has passed since the
-    /// poller first saw the batch's oldest message; until then the messages
-    /// wait on the queue. [`Runner::drain`] is this with every window
+    /// poller received the batch's first message; until then the poller
+    /// holds what it received (invisible, received once, as Lambda's does).
+    /// [`Runner::drain`] is this with every window
     /// closed at once (a test's "run until idle").
     ///
     /// # Errors
@@ -75,38 +85,25 @@ impl Runner {
             let Some((function, batch)) = &queue.consumer else {
                 continue;
             };
-            let messages = self.receive_batch(queue, function, *batch).await?;
-            if messages.is_empty() {
-                continue;
-            }
             let now = self.now();
-            let ids: Vec<String> = messages
-                .iter()
-                .filter_map(|m| m.message_id.clone())
-                .collect();
-            let opened = {
-                let mut seen = self.first_seen.lock().unwrap_or_else(|e| e.into_inner());
-                ids.iter()
-                    .map(|id| *seen.entry(id.clone()).or_insert(now))
-                    .min()
-                    .unwrap_or(now)
-            };
-            let full = i64::try_from(messages.len()).unwrap_or(i64::MAX) >= *batch;
-            if !full && now < opened + queue.batching_window_ms {
-                let receipts: Vec<String> = messages
-                    .iter()
-                    .filter_map(|m| m.receipt_handle.clone())
-                    .collect();
-                self.set_visibility(&queue.url, &receipts, 0).await?;
+            let gathering = self.gather(queue, function, *batch, now).await?;
+            if gathering.messages.is_empty() {
                 continue;
             }
-            {
-                let mut seen = self.first_seen.lock().unwrap_or_else(|e| e.into_inner());
-                for id in &ids {
-                    seen.remove(id);
-                }
+            let full = i64::try_from(gathering.messages.len()).unwrap_or(i64::MAX) >= *batch;
+            if !full && now < gathering.opened + queue.batching_window_ms {
+                // Lambda's poller keeps what it received while the window
+                // is open; the messages stay invisible and are not
+                // received again (each receive would count towards the
+                // queue's maxReceiveCount).
+                self.gathering
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(queue.url.clone(), gathering);
+                continue;
             }
             report.batches += 1;
+            let messages = gathering.messages;
             let failed = self.invoke(function, sqs_event(queue, &messages)).await;
             self.settle(queue, function, &messages, &failed, &mut report)
                 .await?;
@@ -114,8 +111,37 @@ impl Runner {
         Ok(report)
     }
 
-    /// One batch from one queue to its consumer. Answers whether any
-    /// message came.
+    /// The batch a queue's poller is gathering: what it holds from earlier
+    /// polls, topped up with new receives to the batch size.
+    async fn gather(
+        &self,
+        queue: &LocalQueue,
+        function: &str,
+        batch: i64,
+        now: i64,
+    ) -> Result<Gathering, RunnerError> {
+        let mut gathering = self
+            .gathering
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&queue.url)
+            .unwrap_or(Gathering {
+                opened: now,
+                messages: vec![],
+            });
+        let room = batch - i64::try_from(gathering.messages.len()).unwrap_or(i64::MAX);
+        if room > 0 {
+            let more = self.receive_batch(queue, function, room).await?;
+            if gathering.messages.is_empty() {
+                gathering.opened = now;
+            }
+            gathering.messages.extend(more);
+        }
+        Ok(gathering)
+    }
+
+    /// One batch from one queue to its consumer (its window closed at
+    /// once). Answers whether any message came.
     async fn deliver_batch(
         &self,
         queue: &LocalQueue,
@@ -124,16 +150,12 @@ impl Runner {
         let Some((function, batch)) = &queue.consumer else {
             return Ok(false);
         };
-        let messages = self.receive_batch(queue, function, *batch).await?;
+        let messages = self
+            .gather(queue, function, *batch, self.now())
+            .await?
+            .messages;
         if messages.is_empty() {
             return Ok(false);
-        }
-        if let Ok(mut seen) = self.first_seen.lock() {
-            for m in &messages {
-                if let Some(id) = &m.message_id {
-                    seen.remove(id);
-                }
-            }
         }
         report.batches += 1;
         let failed = self.invoke(function, sqs_event(queue, &messages)).await;

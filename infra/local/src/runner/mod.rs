@@ -36,7 +36,7 @@ use crate::stack::{LocalQueue, LocalStack};
 
 mod mapping;
 
-use mapping::Held;
+use mapping::{Gathering, Held};
 
 /// Longer than any test or demo: a message the runner holds stays invisible
 /// in moto until the runner releases it.
@@ -127,9 +127,9 @@ pub struct Runner {
     /// The delays the sender asked for, by receipt handle.
     delays: Arc<Mutex<HashMap<String, i64>>>,
     held: Mutex<Vec<Held>>,
-    /// When a poller first saw each waiting message (by message id), on
-    /// the runner's clock: a batching window counts from there.
-    first_seen: Mutex<HashMap<String, i64>>,
+    /// The batch each queue's poller is gathering (by queue URL) while
+    /// the mapping's batching window is open.
+    gathering: Mutex<HashMap<String, Gathering>>,
     /// Each function's invocations and their handlers' time (wall ms), for
     /// the bench's Lambda cost.
     pub handler_time: HandlerTime,
@@ -203,7 +203,7 @@ impl Runner {
             stack,
             clock,
             held: Mutex::new(vec![]),
-            first_seen: Mutex::new(HashMap::new()),
+            gathering: Mutex::new(HashMap::new()),
             handler_time: HandlerTime::default(),
         }
     }

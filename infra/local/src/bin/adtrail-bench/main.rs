@@ -154,6 +154,7 @@ async fn main() -> Result<(), Error> {
         Ok("platforms") => return platforms::platforms_bench().await,
         Ok("cost") => return cost::cost_bench(latency).await,
         Ok("scale") => return scale::scale_bench().await,
+        Ok("latency") => return scale::lead_to_meta().await,
         Ok("init") => {
             init_times(runs.max(5)).await;
             return Ok(());

@@ -41,7 +41,7 @@ pub(crate) async fn init_times(runs: usize) {
     for (bin, s) in bins.iter().zip(samples) {
         if s.is_empty() {
             println!(
-                "init time {bin:<22} not measured (cargo build --release --bin {bin}, or no call to the runtime API within 10 s)"
+                "init time {bin:<22} not measured (cargo build --release -p {bin}, or no call to the runtime API within 10 s)"
             );
             continue;
         }

@@ -131,7 +131,7 @@ fn send_window_ms(app: &adtrail_local::app::App) -> i64 {
 /// From a lead change (`POST /leads`) to Meta's receipt of its event, on
 /// a real clock, with the pollers running as the mappings do (the send
 /// queue's batching window from the template).
-async fn lead_to_meta() -> Result<(), Error> {
+pub(crate) async fn lead_to_meta() -> Result<(), Error> {
     let app = start(
         "127.0.0.1:0".parse()?,
         Arc::new(OffsetClock::default()),
