@@ -58,10 +58,12 @@ FUNCTIONS := adtrail-api adtrail-dispatcher adtrail-sync-worker adtrail-sweeper 
 ## (failing past 8 MB), init times against a hello world, costs, scale.
 ## Each binary is built alone, as `sam build` builds it: a function links
 ## only the SDK clients it uses.
+## The size check runs last, so a binary past its budget fails the target
+## loudly without hiding the other figures.
 bench: venv-demo build-lambdas
-	infra/tools/check-sizes.sh
 	for b in $(FUNCTIONS) adtrail-hello; do cargo build --release --quiet -p $$b || exit 1; done
 	cargo run --release --quiet -p adtrail-local --bin adtrail-bench
+	infra/tools/check-sizes.sh
 
 ## The Conversions API fault run at full size: 10,000 conversions, 30% of
 ## Meta's calls failing, duplicates and lost messages (15 to 25 minutes on moto).
