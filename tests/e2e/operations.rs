@@ -378,3 +378,51 @@ async fn sam_local_gets_every_resource_name_of_the_local_stack() {
         Some("")
     );
 }
+
+/// `sam build` runs `cargo lambda build` in each function's CodeUri: the
+/// function's own crate, so cargo resolves that crate's features alone and
+/// the binary links only its SDK clients. From the workspace root
+/// (`CodeUri: .`) cargo would unify every member's features into each one.
+#[test]
+fn each_function_builds_from_its_own_crate() {
+    let t = template();
+    let root = default_path()
+        .parent()
+        .expect("the template's folder")
+        .to_path_buf();
+    let mut functions = 0;
+    for (id, resource) in t.raw["Resources"].as_mapping().expect("resources") {
+        if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        functions += 1;
+        let id = id.as_str().unwrap_or_default();
+        assert_eq!(
+            resource["Metadata"]["BuildMethod"].as_str(),
+            Some("rust-cargolambda"),
+            "{id}"
+        );
+        let binary = resource["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{id} names its binary"));
+        let code_uri = resource["Properties"]["CodeUri"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{id} has a CodeUri"));
+        assert_ne!(
+            code_uri.trim_end_matches('/'),
+            ".",
+            "{id} builds from the root"
+        );
+        let manifest = std::fs::read_to_string(root.join(code_uri).join("Cargo.toml"))
+            .unwrap_or_else(|e| panic!("{id}: {code_uri}/Cargo.toml: {e}"));
+        assert!(
+            manifest.contains(&format!("name = \"{binary}\"")),
+            "{id}: {code_uri} is the crate of {binary}"
+        );
+        assert!(
+            !manifest.contains("[workspace]"),
+            "{id}: {code_uri} is a member"
+        );
+    }
+    assert_eq!(functions, 6, "every function checked");
+}
