@@ -125,6 +125,7 @@ pub async fn sdk_config(url: &str) -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest())
         .endpoint_url(url)
         .region(Region::new("us-east-1"))
+        .http_client(adtrail_http::sdk::client())
         .credentials_provider(aws_sdk_sqs::config::Credentials::new(
             "testing", "testing", None, None, "local",
         ))

@@ -176,16 +176,10 @@ impl LocalStack {
     /// with: every call judged against its role, DynamoDB's faults
     /// injected when asked for.
     pub fn store_for(&self, function: &str) -> Store {
-        // The SDK's own default client (hyper, rustls with aws-lc), which
-        // the configuration only names once a client is built.
-        let inner = self.config.http_client().unwrap_or_else(|| {
-            use aws_smithy_http_client::tls;
-            aws_smithy_http_client::Builder::new()
-                .tls_provider(tls::Provider::Rustls(
-                    tls::rustls_provider::CryptoMode::AwsLc,
-                ))
-                .build_https()
-        });
+        let inner = self
+            .config
+            .http_client()
+            .unwrap_or_else(adtrail_http::sdk::client);
         let config = self
             .config
             .to_builder()

@@ -139,7 +139,7 @@ impl PlatformClient {
     /// # Errors
     /// When the TLS stack cannot start.
     pub fn new(urls: PlatformUrls, timeout: Duration) -> Result<Self, reqwest::Error> {
-        let http = reqwest::Client::builder()
+        let http = adtrail_http::client_builder()
             .timeout(timeout)
             .connect_timeout(Duration::from_secs(5))
             .redirect(reqwest::redirect::Policy::none())

@@ -101,11 +101,11 @@ impl GraphClient {
     /// # Errors
     /// When the TLS backend cannot start.
     pub fn new(config: GraphConfig) -> Result<Self, reqwest::Error> {
-        let http = reqwest::Client::builder()
+        let http = adtrail_http::client_builder()
             .timeout(config.timeout)
             .connect_timeout(Duration::from_secs(5))
             .build()?;
-        let cdn = reqwest::Client::builder()
+        let cdn = adtrail_http::client_builder()
             .timeout(Duration::from_secs(10))
             .connect_timeout(Duration::from_secs(5))
             .redirect(reqwest::redirect::Policy::none())

@@ -74,7 +74,6 @@ async fn init_once(path: &std::path::Path, bin: &str) -> Option<f64> {
         .env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")
         .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_LC_SYS_NO_JITTER_ENTROPY", "1")
         .env("TABLE_NAME", "t")
         .env("SYNC_QUEUE_URL", "http://127.0.0.1:9/q")
         .env("SEND_QUEUE_URL", "http://127.0.0.1:9/s")
