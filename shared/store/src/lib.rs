@@ -97,20 +97,24 @@ impl Names {
     }
 }
 
-/// The SDK clients and the names they act on, built once per process.
+/// The SDK clients and the names they act on, one of each per process.
+///
+/// DynamoDB's client, which every invocation of every function calls, is
+/// built with the store; each other one at its first use ([`Lazy`]), so a
+/// request that never reaches a service does not pay for its client.
 #[derive(Debug, Clone)]
 pub struct Store {
     pub ddb: aws_sdk_dynamodb::Client,
     #[cfg(feature = "sqs")]
-    pub sqs: aws_sdk_sqs::Client,
+    pub sqs: Lazy<aws_sdk_sqs::Client>,
     #[cfg(feature = "kms")]
-    pub kms: aws_sdk_kms::Client,
+    pub kms: Lazy<aws_sdk_kms::Client>,
     #[cfg(feature = "eventbridge")]
-    pub events: aws_sdk_eventbridge::Client,
+    pub events: Lazy<aws_sdk_eventbridge::Client>,
     #[cfg(feature = "s3")]
-    pub s3: aws_sdk_s3::Client,
+    pub s3: Lazy<aws_sdk_s3::Client>,
     #[cfg(feature = "secretsmanager")]
-    pub secrets: aws_sdk_secretsmanager::Client,
+    pub secrets: Lazy<aws_sdk_secretsmanager::Client>,
     pub names: Names,
     /// Counts the requests each service received (for `make bench`).
     pub counter: RequestCounter,
@@ -192,10 +196,59 @@ handles! {
     AppSecrets => app_secrets;
 }
 
+/// An SDK client built at its first use, then shared by every clone.
+///
+/// Building a client is no I/O, but it is not free: each SDK crate parses
+/// its table of AWS partitions and compiles their region patterns when its
+/// first client is made, about 0.7 M instructions a crate, most of a
+/// function's init time when it built all its clients at start (the API's
+/// six were 4.4 M of its 6.8 M instructions to the first runtime call).
+#[derive(Clone)]
+pub struct Lazy<C> {
+    client: std::sync::Arc<std::sync::OnceLock<C>>,
+    build: std::sync::Arc<dyn Fn() -> C + Send + Sync>,
+}
+
+impl<C> Lazy<C> {
+    fn new(build: impl Fn() -> C + Send + Sync + 'static) -> Self {
+        Self {
+            client: std::sync::Arc::default(),
+            build: std::sync::Arc::new(build),
+        }
+    }
+}
+
+/// A client built already (the tests hand the store one of their own).
+impl<C: Send + Sync + 'static> From<C> for Lazy<C> {
+    fn from(client: C) -> Self {
+        let built = std::sync::OnceLock::new();
+        let _ = built.set(client);
+        Self {
+            client: std::sync::Arc::new(built),
+            build: std::sync::Arc::new(|| unreachable!("the client was handed in built")),
+        }
+    }
+}
+
+impl<C> std::ops::Deref for Lazy<C> {
+    type Target = C;
+    fn deref(&self) -> &C {
+        self.client.get_or_init(|| (self.build)())
+    }
+}
+
+impl<C: std::fmt::Debug> std::fmt::Debug for Lazy<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.client.get() {
+            Some(client) => client.fmt(f),
+            None => f.write_str("Lazy(not built yet)"),
+        }
+    }
+}
+
 impl Store {
-    /// Builds every client the crate's features name from one SDK
-    /// configuration (client construction does no I/O: a client costs its
-    /// first request's connection, not init time). S3 uses path-style
+    /// The clients the crate's features name, from one SDK configuration:
+    /// DynamoDB's now, the others at their first use. S3 uses path-style
     /// addresses when an endpoint is overridden (moto locally).
     pub fn new(config: &aws_config::SdkConfig, names: Names) -> Self {
         Self::counted(config, names, RequestCounter::default())
@@ -209,39 +262,35 @@ impl Store {
             .retry_classifier(retry::TransactionConflicts)
             .interceptor(counter.for_service("dynamodb"))
             .build();
+        // Each lazy client's recipe: its crate's builder from the shared
+        // configuration, counted under the service's name.
+        macro_rules! lazy {
+            ($sdk:ident, $service:literal $(, $setting:ident($value:expr))*) => {{
+                let (config, counter) = (config.clone(), counter.clone());
+                Lazy::new(move || {
+                    $sdk::Client::from_conf(
+                        $sdk::config::Builder::from(&config)
+                            $(.$setting($value))*
+                            .interceptor(counter.for_service($service))
+                            .build(),
+                    )
+                })
+            }};
+        }
+        #[cfg(feature = "s3")]
+        let path_style = config.endpoint_url().is_some();
         Self {
             ddb: aws_sdk_dynamodb::Client::from_conf(ddb),
             #[cfg(feature = "sqs")]
-            sqs: aws_sdk_sqs::Client::from_conf(
-                aws_sdk_sqs::config::Builder::from(config)
-                    .interceptor(counter.for_service("sqs"))
-                    .build(),
-            ),
+            sqs: lazy!(aws_sdk_sqs, "sqs"),
             #[cfg(feature = "kms")]
-            kms: aws_sdk_kms::Client::from_conf(
-                aws_sdk_kms::config::Builder::from(config)
-                    .interceptor(counter.for_service("kms"))
-                    .build(),
-            ),
+            kms: lazy!(aws_sdk_kms, "kms"),
             #[cfg(feature = "eventbridge")]
-            events: aws_sdk_eventbridge::Client::from_conf(
-                aws_sdk_eventbridge::config::Builder::from(config)
-                    .interceptor(counter.for_service("eventbridge"))
-                    .build(),
-            ),
+            events: lazy!(aws_sdk_eventbridge, "eventbridge"),
             #[cfg(feature = "s3")]
-            s3: aws_sdk_s3::Client::from_conf(
-                aws_sdk_s3::config::Builder::from(config)
-                    .force_path_style(config.endpoint_url().is_some())
-                    .interceptor(counter.for_service("s3"))
-                    .build(),
-            ),
+            s3: lazy!(aws_sdk_s3, "s3", force_path_style(path_style)),
             #[cfg(feature = "secretsmanager")]
-            secrets: aws_sdk_secretsmanager::Client::from_conf(
-                aws_sdk_secretsmanager::config::Builder::from(config)
-                    .interceptor(counter.for_service("secretsmanager"))
-                    .build(),
-            ),
+            secrets: lazy!(aws_sdk_secretsmanager, "secretsmanager"),
             names,
             counter,
         }
@@ -252,6 +301,45 @@ impl Store {
         Self {
             names,
             ..self.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn a_lazy_client_is_built_at_its_first_use_once_for_every_clone() {
+        let built = Arc::new(AtomicUsize::new(0));
+        let counting = Arc::clone(&built);
+        let lazy = Lazy::new(move || counting.fetch_add(1, Ordering::SeqCst) + 100);
+        let clone = lazy.clone();
+        assert_eq!(built.load(Ordering::SeqCst), 0, "nothing built before use");
+        assert_eq!(format!("{lazy:?}"), "Lazy(not built yet)");
+        assert_eq!(*clone, 100);
+        assert_eq!(*lazy, 100);
+        assert_eq!(built.load(Ordering::SeqCst), 1);
+        assert_eq!(*Lazy::from(7), 7);
+    }
+
+    #[test]
+    fn only_dynamodb_is_built_with_the_store() {
+        let config = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .build();
+        let store = read::tests::store_with(aws_sdk_dynamodb::Client::new(&config));
+        #[cfg(feature = "sqs")]
+        assert!(store.sqs.client.get().is_none());
+        #[cfg(feature = "kms")]
+        {
+            assert!(store.kms.client.get().is_none());
+            let _ = store.kms.config();
+            assert!(store.kms.client.get().is_some());
         }
     }
 }

@@ -206,7 +206,7 @@ async fn a_sealing_key_kms_refuses_only_delays_the_sync() {
     )
     .retry_config(aws_config::retry::RetryConfig::disabled())
     .build();
-    store.kms = aws_sdk_kms::Client::from_conf(kms_config);
+    store.kms = aws_sdk_kms::Client::from_conf(kms_config).into();
     let worker = adtrail_sync_worker::Worker {
         store: store.clone(),
         ..h.runner().worker.clone()
