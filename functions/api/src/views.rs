@@ -167,7 +167,7 @@ pub(crate) fn account_view(
                 .as_deref()
                 .and_then(adtrail_domain::dates::parse_date),
             link.created_at,
-            tz,
+            &tz,
         )
     });
     LinkView {

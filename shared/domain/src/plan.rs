@@ -107,7 +107,7 @@ impl SyncPlan {
 
 /// What one run of an account reads from Meta.
 pub fn plan_sync(cursor: &SyncCursor, now: i64) -> SyncPlan {
-    let tz = cursor.timezone;
+    let tz = &cursor.timezone;
     let today = tz.local_date(now);
     let earliest = shift(today, -(BACKFILL_DAYS - 1));
     let mut from = cursor.backfill_from;
@@ -165,7 +165,7 @@ pub fn backfill_progress(
     last_sync_at: Option<i64>,
     backfill_from: Option<LocalDate>,
     linked_at: i64,
-    tz: Timezone,
+    tz: &Timezone,
 ) -> Option<(i64, i64)> {
     if last_sync_at.is_some() {
         return None;

@@ -198,14 +198,14 @@ fn retries_wait_15_minutes_doubling_to_6_hours() {
 fn backfill_progress_counts_blocks_from_the_link_date() {
     let tz = Timezone::parse("UTC").unwrap();
     let linked = ms("2026-06-30T12:00:00Z");
-    assert_eq!(backfill_progress(None, None, linked, tz), Some((0, 3)));
+    assert_eq!(backfill_progress(None, None, linked, &tz), Some((0, 3)));
     assert_eq!(
-        backfill_progress(None, Some(d("2026-05-02")), linked, tz),
+        backfill_progress(None, Some(d("2026-05-02")), linked, &tz),
         Some((1, 3))
     );
     assert_eq!(
-        backfill_progress(None, Some(d("2026-06-01")), linked, tz),
+        backfill_progress(None, Some(d("2026-06-01")), linked, &tz),
         Some((2, 3))
     );
-    assert_eq!(backfill_progress(Some(linked), None, linked, tz), None);
+    assert_eq!(backfill_progress(Some(linked), None, linked, &tz), None);
 }
