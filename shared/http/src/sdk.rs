@@ -9,7 +9,7 @@
 //! a broken connection, a request the client could not build).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use aws_smithy_runtime_api::client::http::{
@@ -47,9 +47,7 @@ impl HttpClient for ReqwestClient {
         let key = (settings.connect_timeout(), settings.read_timeout());
         let mut clients = self.by_timeouts.lock().unwrap_or_else(|e| e.into_inner());
         let client = clients.entry(key).or_insert_with(|| build(key)).clone();
-        SharedHttpConnector::new(Connector {
-            client: Arc::new(client),
-        })
+        SharedHttpConnector::new(Connector { client })
     }
 }
 
@@ -68,14 +66,15 @@ fn build((connect, read): Timeouts) -> reqwest::Client {
         .expect("a reqwest client on the shared rustls configuration")
 }
 
+/// reqwest's client is a handle to its shared pool: a clone is cheap.
 #[derive(Debug)]
 struct Connector {
-    client: Arc<reqwest::Client>,
+    client: reqwest::Client,
 }
 
 impl HttpConnector for Connector {
     fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        let client = Arc::clone(&self.client);
+        let client = self.client.clone();
         HttpConnectorFuture::new(async move {
             let request = request
                 .try_into_http1x()
