@@ -210,6 +210,16 @@ pub struct Lazy<C> {
 }
 
 impl<C> Lazy<C> {
+    #[cfg_attr(
+        not(any(
+            feature = "sqs",
+            feature = "kms",
+            feature = "eventbridge",
+            feature = "s3",
+            feature = "secretsmanager"
+        )),
+        allow(dead_code, unused_macros, reason = "built with no lazy client")
+    )]
     fn new(build: impl Fn() -> C + Send + Sync + 'static) -> Self {
         Self {
             client: std::sync::Arc::default(),
@@ -264,6 +274,16 @@ impl Store {
             .build();
         // Each lazy client's recipe: its crate's builder from the shared
         // configuration, counted under the service's name.
+        #[cfg_attr(
+            not(any(
+                feature = "sqs",
+                feature = "kms",
+                feature = "eventbridge",
+                feature = "s3",
+                feature = "secretsmanager"
+            )),
+            allow(dead_code, unused_macros, reason = "built with no lazy client")
+        )]
         macro_rules! lazy {
             ($sdk:ident, $service:literal $(, $setting:ident($value:expr))*) => {{
                 let (config, counter) = (config.clone(), counter.clone());
