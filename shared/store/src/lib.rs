@@ -210,17 +210,8 @@ pub struct Lazy<C> {
 }
 
 impl<C> Lazy<C> {
-    #[cfg_attr(
-        not(any(
-            feature = "sqs",
-            feature = "kms",
-            feature = "eventbridge",
-            feature = "s3",
-            feature = "secretsmanager"
-        )),
-        allow(dead_code, unused_macros, reason = "built with no lazy client")
-    )]
-    fn new(build: impl Fn() -> C + Send + Sync + 'static) -> Self {
+    /// A client `build` makes at its first use.
+    pub fn new(build: impl Fn() -> C + Send + Sync + 'static) -> Self {
         Self {
             client: std::sync::Arc::default(),
             build: std::sync::Arc::new(build),
@@ -282,7 +273,7 @@ impl Store {
                 feature = "s3",
                 feature = "secretsmanager"
             )),
-            allow(dead_code, unused_macros, reason = "built with no lazy client")
+            allow(unused_macros, reason = "built with no lazy client")
         )]
         macro_rules! lazy {
             ($sdk:ident, $service:literal $(, $setting:ident($value:expr))*) => {{
