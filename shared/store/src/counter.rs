@@ -58,6 +58,11 @@ impl RequestCounter {
     pub fn largest_item(&self) -> usize {
         self.1.lock().map(|u| u.largest_item).unwrap_or(0)
     }
+    /// DynamoDB's units so far by what spent them (`TxPut conv`, `Query
+    /// index due`, …): write units, read units, requests.
+    pub fn units_by(&self) -> BTreeMap<String, (f64, f64, u64)> {
+        self.1.lock().map(|u| u.by.clone()).unwrap_or_default()
+    }
 }
 
 mod units;

@@ -2,15 +2,17 @@
 //! Lambda GB-seconds of the measured handler times at the template's
 //! memory sizes, the requests to SQS, KMS, EventBridge, Secrets Manager, S3
 //! and API Gateway, and DynamoDB's request units from item sizes (with a
-//! transaction's doubling), times AWS's list prices for us-east-1 kept in
+//! transaction's doubling, and each index entry written), times AWS's list prices for us-east-1 kept in
 //! `infra/prices/us-east-1.json` with their date and sources.
 //!
 //! Four figures: a million conversions posted by a storefront (one sale a
 //! request, for the pixel, sent batched), a million new leads recorded
 //! through the API that each queue one event for the pixel (the lead's own
 //! writes with it), a month of 1,000 linked ad accounts (a day of live syncs of the sample
-//! agency, scaled), and a month of an idle stack (the schedules' ticks and
-//! what the stack keeps: keys, the app's secret, the dashboard, alarms).
+//! agency, scaled), and a month of an idle stack (the schedules' ticks,
+//! the queues' pollers, and what the stack keeps: keys, the app's secret,
+//! the dashboard, alarms). Under each figure, its DynamoDB units by what
+//! spent them.
 
 use std::sync::Arc;
 
@@ -47,6 +49,52 @@ fn line(label: &str, usage: &Usage, p: &Prices, goal: Option<f64>) {
     );
 }
 
+/// DynamoDB's units by what spent them (`TxPut conv`: a conversion row
+/// put in a transaction): write units, read units, requests.
+type ByLabel = std::collections::BTreeMap<String, (f64, f64, f64)>;
+
+/// What the stack's counter booked so far, by label.
+fn units_by(app: &App) -> ByLabel {
+    app.runner()
+        .stack
+        .store
+        .counter
+        .units_by()
+        .into_iter()
+        .map(|(label, (w, r, n))| (label, (w, r, n as f64)))
+        .collect()
+}
+
+/// `a` less `b` taken `times` times, label by label.
+fn less(mut a: ByLabel, b: &ByLabel, times: f64) -> ByLabel {
+    for (label, (w, r, n)) in b {
+        let entry = a.entry(label.clone()).or_default();
+        entry.0 -= w * times;
+        entry.1 -= r * times;
+        entry.2 -= n * times;
+    }
+    a
+}
+
+/// The lines under a cost figure: its DynamoDB units by label, per `per`
+/// units of work, dearest first.
+fn breakdown(by: ByLabel, per: f64, unit: &str, p: &Prices) -> Vec<String> {
+    let dollars =
+        |w: f64, r: f64| w * p.dynamodb_write_request_unit + r * p.dynamodb_read_request_unit;
+    let mut rows: Vec<(String, f64, f64, f64)> = by
+        .into_iter()
+        .map(|(label, (w, r, n))| (label, w / per, r / per, n / per))
+        .filter(|(_, w, r, _)| w + r > 1e-9)
+        .collect();
+    rows.sort_by(|a, b| dollars(b.1, b.2).total_cmp(&dollars(a.1, a.2)));
+    rows.into_iter()
+        .take(8)
+        .map(|(label, w, r, n)| {
+            format!("       {label:<26} {w:>6.2} WRU {r:>6.2} RRU {n:>6.2} requests {unit}")
+        })
+        .collect()
+}
+
 async fn stack(prefix: &str) -> Result<App, Error> {
     let clock = VirtualClock::starting_at(T0);
     let prefix = format!(
@@ -80,7 +128,7 @@ async fn conversions(
     n: usize,
     per_request: usize,
     request: impl Fn(usize) -> (&'static str, serde_json::Value),
-) -> Result<(Usage, Usage), Error> {
+) -> Result<(Usage, Usage, Vec<String>), Error> {
     use reqwest::Method;
     let app = stack("bcost").await?;
     for (path, body) in crate::pixel_site() {
@@ -100,7 +148,13 @@ async fn conversions(
     usage.api = n as f64;
     usage.log_bytes += n as f64 * LOG_BYTES_PER_API_REQUEST;
     let k = 1e6 / (n * per_request) as f64;
-    Ok((usage.scaled(k), sending.scaled(k)))
+    let by = breakdown(
+        units_by(&app),
+        (n * per_request) as f64,
+        "a conversion",
+        &prices()?,
+    );
+    Ok((usage.scaled(k), sending.scaled(k), by))
 }
 
 /// A new lead recorded through the API, queuing a `Lead` for the pixel:
@@ -146,7 +200,7 @@ fn posted_hundred(i: usize) -> (&'static str, serde_json::Value) {
 /// adds is the rest. The day's ticks are priced that way: each tick's
 /// usage less that of a tick with nothing due, measured on the same stack
 /// after the day.
-async fn accounts(latency_ms: u64) -> Result<Usage, Error> {
+async fn accounts(latency_ms: u64) -> Result<(Usage, Vec<String>), Error> {
     use reqwest::Method;
     let app = stack("bacct").await?;
     for (site, currency) in [("loja-x", "BRL"), ("pet-mania", "USD")] {
@@ -193,17 +247,28 @@ async fn accounts(latency_ms: u64) -> Result<Usage, Error> {
         ticks += 1;
     }
     let day = Usage::counted(&app);
+    let day_by = units_by(&app);
     runner.stack.store.counter.reset();
     runner.handler_time.reset();
     runner.dispatch().await?;
     runner.sweep().await?;
     let idle_tick = Usage::counted(&app);
+    let by = breakdown(
+        less(day_by, &units_by(&app), f64::from(ticks)),
+        crate::ACCOUNTS.len() as f64,
+        "an account-day",
+        &prices()?,
+    );
     let usage = day.minus(idle_tick.scaled(f64::from(ticks)));
-    Ok(usage.scaled(1_000.0 / crate::ACCOUNTS.len() as f64 * 30.0))
+    Ok((
+        usage.scaled(1_000.0 / crate::ACCOUNTS.len() as f64 * 30.0),
+        by,
+    ))
 }
 
 /// An idle stack's month: the dispatcher every minute, the sweeper every
-/// five, each finding nothing; and what the stack keeps.
+/// five, each finding nothing, and the event sources' pollers receiving
+/// nothing; and what the stack keeps.
 async fn idle(p: &Prices) -> Result<(Usage, f64), Error> {
     let app = stack("bidle").await?;
     let runner = app.runner();
@@ -228,6 +293,35 @@ async fn idle(p: &Prices) -> Result<(Usage, f64), Error> {
                 .count()
         })
     };
+    // Each SQS event source's pollers long-poll its queue whatever the
+    // traffic, at most three receives a minute each (a long poll lasts up
+    // to 20 seconds): five pollers when the source caps its concurrency,
+    // as all of ours do, since only uncapped sources scale down to two
+    // (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html).
+    let polls_a_month = 3.0 * 60.0 * 24.0 * 30.0;
+    let pollers: f64 = resources
+        .as_mapping()
+        .into_iter()
+        .flat_map(|m| m.values())
+        .flat_map(|r| {
+            r["Properties"]["Events"]
+                .as_mapping()
+                .into_iter()
+                .flat_map(|e| e.values())
+        })
+        .filter(|e| e["Type"].as_str() == Some("SQS"))
+        .map(|e| {
+            if e["Properties"]["ScalingConfig"]["MaximumConcurrency"].is_null() {
+                2.0
+            } else {
+                5.0
+            }
+        })
+        .sum();
+    let month = month.plus(Usage {
+        sqs: pollers * polls_a_month,
+        ..Usage::default()
+    });
     let kept = count("AWS::KMS::Key") as f64 * p.kms_key_month
         + p.secretsmanager_secret_month
         + count("AWS::CloudWatch::Dashboard") as f64 * p.cloudwatch_dashboard_month
@@ -242,28 +336,33 @@ pub(crate) async fn cost_bench(latency_ms: u64) -> Result<(), Error> {
         "cost at AWS list prices for us-east-1 of {} (infra/prices/us-east-1.json):",
         p.date
     );
-    let (whole, sending) = conversions(300, 1, posted_sale).await?;
+    let print = |lines: Vec<String>| lines.iter().for_each(|l| println!("{l}"));
+    let (whole, sending, by) = conversions(300, 1, posted_sale).await?;
     line("per million posted conversions", &whole, &p, Some(3.0));
     line("  of which sending them", &sending, &p, None);
-    let (whole, _) = conversions(20, 100, posted_hundred).await?;
+    print(by);
+    let (whole, _, by) = conversions(20, 100, posted_hundred).await?;
     line("  posted a hundred a request", &whole, &p, Some(3.0));
-    let (whole, _) = conversions(300, 1, new_lead).await?;
+    print(by);
+    let (whole, _, _) = conversions(300, 1, new_lead).await?;
     line(
         "per million new leads, one event each",
         &whole,
         &p,
         Some(3.0),
     );
+    let (month, by) = accounts(latency_ms).await?;
     line(
         "per 1,000 linked ad accounts a month (beyond the idle ticks)",
-        &accounts(latency_ms).await?,
+        &month,
         &p,
         Some(1.0),
     );
+    print(by);
     let (ticks, kept) = idle(&p).await?;
     let tick_cost: f64 = ticks.cost(&p).iter().map(|(_, c)| c).sum();
     println!(
-        "cost an idle stack a month               ${:>7.3} (the schedules' ticks ${tick_cost:.3}; keys, the app's secret, the dashboard and alarms ${kept:.2})",
+        "cost an idle stack a month               ${:>7.3} (the schedules' ticks and the queues' pollers ${tick_cost:.3}; keys, the app's secret, the dashboard and alarms ${kept:.2})",
         tick_cost + kept
     );
     Ok(())
