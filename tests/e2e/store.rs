@@ -2,6 +2,7 @@
 //! step, purges, claims.
 
 use adtrail_domain::outcome::{Change, LinkUpdate, SyncState};
+use adtrail_domain::plan::LEASE_MS;
 use adtrail_domain::spend::{RowChange, SpendFigures, SpendRow};
 use adtrail_store::connections::ListedAccount;
 use adtrail_store::lease::LeaseCondition;
@@ -74,14 +75,14 @@ async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
     assert!(
         !store
             .links()
-            .lease_link("s1", "act_1", "run-2", T0 + 14 * 60_000)
+            .lease_link("s1", "act_1", "run-2", T0 + LEASE_MS - 60_000)
             .await
             .unwrap()
     );
     assert!(
         store
             .links()
-            .lease_link("s1", "act_1", "run-2", T0 + 15 * 60_000)
+            .lease_link("s1", "act_1", "run-2", T0 + LEASE_MS)
             .await
             .unwrap()
     );
@@ -107,17 +108,44 @@ async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
     assert!(
         !store
             .links()
-            .finish_run("s1", "act_1", "run-1", &update)
+            .finish_run("s1", "act_1", "run-1", &update, None)
             .await
             .unwrap()
     );
+    // An ending that keeps the time the lease set leaves the link where
+    // the lease put it; any other moves it.
+    let leased = link.next_sync_at;
+    assert_eq!(leased, Some(T0 + 2 * LEASE_MS));
+    let finished = |run: &'static str, update: LinkUpdate| async move {
+        assert!(
+            store
+                .links()
+                .finish_run("s1", "act_1", run, &update, leased)
+                .await
+                .unwrap()
+        );
+        store
+            .links()
+            .get_link("s1", "act_1")
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let kept = LinkUpdate {
+        next_sync_at: T0 + 2 * LEASE_MS,
+        ..update.clone()
+    };
+    let after = finished("run-2", kept).await;
+    assert_eq!(after.next_sync_at, leased);
+    assert_eq!(after.run_id, None, "the lease is released");
     assert!(
         store
             .links()
-            .finish_run("s1", "act_1", "run-2", &update)
+            .lease_link("s1", "act_1", "run-3", T0 + 2 * LEASE_MS)
             .await
             .unwrap()
     );
+    assert_eq!(finished("run-3", update).await.next_sync_at, Some(T0));
 }
 
 #[tokio::test]
@@ -170,7 +198,7 @@ async fn spend_writes_keep_the_sums_in_step_and_stop_without_the_lease() {
     assert!(
         store
             .links()
-            .lease_link("s1", "act_1", "run-2", T0 + 16 * 60_000)
+            .lease_link("s1", "act_1", "run-2", T0 + LEASE_MS + 60_000)
             .await
             .unwrap()
     );

@@ -5,7 +5,7 @@
 //!
 //! Two dispatchers running at once send exactly one message per due link:
 //! the lease is conditional on the link still being due, and a lease moves
-//! the link's next sync 15 minutes on.
+//! the link's next sync on by the lease (`LEASE_MS`, the next live sync).
 
 use adtrail_domain::time::SharedClock;
 use adtrail_store::queue::SyncMessage;

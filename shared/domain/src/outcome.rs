@@ -94,6 +94,19 @@ impl RunOutcome {
             RunOutcome::Failed { .. } => "failed",
         }
     }
+
+    /// Whether Meta refused the run's token: the only ending that depends
+    /// on whether the token is still the connection's.
+    pub fn token_refused(&self) -> bool {
+        match self {
+            RunOutcome::Failed {
+                kind: FailureKind::Token,
+                ..
+            } => true,
+            RunOutcome::Partial { stopped, .. } => stopped.token_refused(),
+            _ => false,
+        }
+    }
 }
 
 /// The part of a link the outcome depends on.
@@ -104,6 +117,9 @@ pub struct LinkProgress {
     pub sync_requested: bool,
     /// Whether the token the run used is still the connection's token.
     pub token_still_stored: bool,
+    /// The next sync time the run's lease set: a live run that needs no
+    /// other time keeps it.
+    pub leased_next: Option<i64>,
 }
 
 /// A field the update sets, clears or leaves.
@@ -241,7 +257,10 @@ fn finish_ok(
     } else if wait > 0 {
         now + wait
     } else {
-        now + SYNC_INTERVAL_MS
+        // Every 45 minutes from one lease to the next.
+        link.leased_next
+            .filter(|at| *at > now)
+            .unwrap_or(now + SYNC_INTERVAL_MS)
     };
     let (daily, weekly) = match plan {
         PlanDone::Live { daily, weekly } => (*daily, *weekly),

@@ -15,7 +15,15 @@ use crate::dates::{LocalDate, Timezone, day_count, shift};
 use crate::time::{DAY_MS, HOUR_MS, MINUTE_MS};
 
 pub const SYNC_INTERVAL_MS: i64 = 45 * MINUTE_MS;
-pub const LEASE_MS: i64 = 15 * MINUTE_MS;
+/// How long a run holds its account. The lease moves the account's next
+/// sync this far on, and is the next live sync itself: a live run that
+/// succeeds (nearly every run) keeps that time, so its ending writes the
+/// account without moving it in the due index, which would cost two more
+/// index writes a run. The price: a run that dies without ending (its
+/// message lost, its process killed) is taken over at the next live sync,
+/// 45 minutes on, rather than sooner; a run that runs out of time ends
+/// itself before its deadline and is not such a run.
+pub const LEASE_MS: i64 = SYNC_INTERVAL_MS;
 pub const RETRY_MS: i64 = 15 * MINUTE_MS;
 pub const MAX_RETRY_MS: i64 = 6 * HOUR_MS;
 pub const PERMISSION_RETRY_MS: i64 = 6 * HOUR_MS;

@@ -159,7 +159,9 @@ impl Links<'_> {
     }
 
     /// Records how a run ended, if it still holds the link. Answers whether
-    /// it did.
+    /// it did. A next sync time equal to `leased_next` (what the lease set,
+    /// as the run read it) is not written again: the link stays where it
+    /// is in the due index, which saves the index's two writes.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -169,12 +171,9 @@ impl Links<'_> {
         account: &str,
         run_id: &str,
         u: &LinkUpdate,
+        leased_next: Option<i64>,
     ) -> Result<bool, StoreError> {
-        let mut set = vec![
-            "nextSyncAt = :next",
-            "syncState = :state",
-            "failures = :failures",
-        ];
+        let mut set = vec!["syncState = :state", "failures = :failures"];
         let mut remove = vec!["runId", "syncRequested", "runStartedAt"];
         let mut req = self
             .ddb
@@ -183,9 +182,12 @@ impl Links<'_> {
             .set_key(Some(key(site, account).into_iter().collect()))
             .condition_expression("runId = :run")
             .expression_attribute_values(":run", s(run_id))
-            .expression_attribute_values(":next", n(u.next_sync_at))
             .expression_attribute_values(":state", s(u.sync_state.as_str()))
             .expression_attribute_values(":failures", n(u.failures));
+        if leased_next != Some(u.next_sync_at) {
+            set.push("nextSyncAt = :next");
+            req = req.expression_attribute_values(":next", n(u.next_sync_at));
+        }
         match &u.last_error {
             Some(e) => {
                 set.push("lastError = :err");

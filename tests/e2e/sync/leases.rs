@@ -15,7 +15,10 @@ async fn a_run_that_lost_its_lease_writes_nothing() {
     assert_eq!(h.runner().dispatch().await.unwrap().sent, 4);
     let run_a = h.link("loja-x", LOJA_PRINCIPAL).await.run_id.unwrap();
     // The lease runs out: run B takes the account, and says so.
-    h.runner().advance(16 * MINUTE_MS).await.unwrap();
+    h.runner()
+        .advance(adtrail_domain::plan::LEASE_MS + MINUTE_MS)
+        .await
+        .unwrap();
     assert_eq!(h.runner().dispatch().await.unwrap().sent, 4);
     let link = h.link("loja-x", LOJA_PRINCIPAL).await;
     assert_ne!(link.run_id.as_deref(), Some(run_a.as_str()));

@@ -34,21 +34,29 @@ impl Worker {
             // A newer run holds the account: this one's ending is not the account's.
             return Ok(());
         }
-        let connection = self
-            .store
-            .connections()
-            .get_connection(&link.owner_key)
-            .await?;
+        // Only a refused token asks whether it is still the stored one: no
+        // other ending reads the connection again.
+        let token_still_stored = if outcome.token_refused() {
+            self.store
+                .connections()
+                .get_connection(&link.owner_key)
+                .await?
+                .is_some_and(|c| c.token_version == token_version)
+        } else {
+            true
+        };
         let progress = LinkProgress {
             sync_state: current.sync_state,
             failures: current.failures,
             sync_requested: current.sync_requested,
-            token_still_stored: connection
-                .as_ref()
-                .is_some_and(|c| c.token_version == token_version),
+            token_still_stored,
+            leased_next: current.next_sync_at,
         };
         match finish(progress, outcome, started_at, now) {
-            Finish::Update(update) => self.record_update(msg, outcome, &update).await,
+            Finish::Update(update) => {
+                self.record_update(msg, outcome, &update, current.next_sync_at)
+                    .await
+            }
             Finish::PauseConnection { last_error } => {
                 if self
                     .store
@@ -71,7 +79,13 @@ impl Worker {
                 if let Finish::Update(update) = finish(retry, outcome, started_at, now) {
                     self.store
                         .links()
-                        .finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, &update)
+                        .finish_run(
+                            &msg.site_id,
+                            &msg.ad_account_id,
+                            &msg.run_id,
+                            &update,
+                            current.next_sync_at,
+                        )
                         .await?;
                 }
                 Ok(())
@@ -86,11 +100,18 @@ impl Worker {
         msg: &SyncMessage,
         outcome: &RunOutcome,
         update: &adtrail_domain::outcome::LinkUpdate,
+        leased_next: Option<i64>,
     ) -> Result<(), WorkerError> {
         if self
             .store
             .links()
-            .finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, update)
+            .finish_run(
+                &msg.site_id,
+                &msg.ad_account_id,
+                &msg.run_id,
+                update,
+                leased_next,
+            )
             .await?
             && let (RunOutcome::Failed { .. } | RunOutcome::Partial { .. }, Some(error)) =
                 (outcome, &update.last_error)

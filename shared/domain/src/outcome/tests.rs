@@ -10,6 +10,7 @@ fn link() -> LinkProgress {
         failures: 0,
         sync_requested: false,
         token_still_stored: true,
+        leased_next: None,
     }
 }
 fn failed(kind: FailureKind, regain_ms: Option<i64>) -> RunOutcome {
@@ -113,6 +114,60 @@ fn back_off_by_outcome() {
         );
         assert_eq!(u.sync_state, state, "{outcome:?}");
     }
+}
+
+#[test]
+fn a_live_run_keeps_the_time_its_lease_set_unless_it_needs_another() {
+    let live = ok(
+        PlanDone::Live {
+            daily: false,
+            weekly: false,
+        },
+        10,
+        None,
+    );
+    let leased = LinkProgress {
+        leased_next: Some(NOW + 40 * MINUTE_MS),
+        ..link()
+    };
+    let u = update(finish(leased, &live, NOW - 5 * MINUTE_MS, NOW));
+    assert_eq!(
+        u.next_sync_at,
+        NOW + 40 * MINUTE_MS,
+        "45 minutes lease to lease"
+    );
+    // Asked for, busy, failed or backfilling: the run's own time.
+    let asked = LinkProgress {
+        sync_requested: true,
+        ..leased
+    };
+    assert_eq!(update(finish(asked, &live, NOW, NOW)).next_sync_at, NOW);
+    let busy = ok(
+        PlanDone::Live {
+            daily: false,
+            weekly: false,
+        },
+        90,
+        None,
+    );
+    assert_eq!(
+        update(finish(leased, &busy, NOW, NOW)).next_sync_at,
+        NOW + HOUR_MS
+    );
+    let failed_run = failed(FailureKind::Unavailable, None);
+    assert_eq!(
+        update(finish(leased, &failed_run, NOW, NOW)).next_sync_at,
+        NOW + 15 * MINUTE_MS
+    );
+    // A lease already past (a clock behind another's): 45 minutes from now.
+    let past = LinkProgress {
+        leased_next: Some(NOW - 1),
+        ..link()
+    };
+    assert_eq!(
+        update(finish(past, &live, NOW, NOW)).next_sync_at,
+        NOW + 45 * MINUTE_MS
+    );
 }
 
 #[test]
