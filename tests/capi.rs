@@ -63,6 +63,18 @@ pub async fn record(h: &Harness, key: &str, change: &str, extra: Value) -> (u16,
     h.call("POST", "/v1/sites/loja-x/leads", Some(body)).await
 }
 
+/// Ana, a new lead at Loja X straight into `agendado` (change `c1`): one
+/// `Schedule` for the pixel.
+pub async fn schedule_ana(h: &Harness) -> (u16, Value) {
+    record(
+        h,
+        "ana",
+        "c1",
+        json!({"column": "agendado", "meta": meta_for("ana")}),
+    )
+    .await
+}
+
 /// Moves a lead at Loja X; answers the body.
 pub async fn move_to(h: &Harness, key: &str, change: &str, extra: Value) -> (u16, Value) {
     let mut body = json!({"changeId": change, "occurredAt": h.now()});

@@ -170,11 +170,12 @@ impl Sweeper {
     async fn recover_lost_sends(&self, report: &mut SweepReport) -> Result<(), StoreError> {
         let now = self.clock.now_ms();
         for shard in 0..WORK_SHARDS {
+            let mut after = None;
             for _ in 0..MAX_LATE_PAGES {
-                let late = self
+                let (late, next) = self
                     .store
                     .conversions()
-                    .late_sends(shard, now - LOST_AFTER_MS, LATE_PAGE)
+                    .late_sends(shard, now - LOST_AFTER_MS, LATE_PAGE, after)
                     .await?;
                 let mut again = vec![];
                 for (site, key) in &late {
@@ -200,8 +201,9 @@ impl Sweeper {
                         tracing::warn!(refused, "SQS refused some sends");
                     }
                 }
-                if late.len() < LATE_PAGE as usize {
-                    break;
+                match next {
+                    Some(cursor) => after = Some(cursor),
+                    None => break,
                 }
             }
         }

@@ -5,7 +5,7 @@
 use adtrail_domain::capi::{Conversion, ConversionStatus, doomed};
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
-use crate::attr::{FromItem, get_s, n, s};
+use crate::attr::{FromItem, Item, get_s, n, s};
 use crate::items::MATCH_ATTRIBUTES;
 use crate::keys::{
     COUNT_SHARDS, PK, SK, WORK_INDEX, conv_pk, parse_conv_pk, send_shard_n, shard_of,
@@ -26,9 +26,16 @@ pub enum Lost {
     Skipped,
 }
 
+/// Where the next page of [`Conversions::late_sends`] starts: rows a
+/// sender still holds stay at the head of the index, so the next page must
+/// start past them rather than at the head again.
+#[derive(Debug, Clone)]
+pub struct LateCursor(Item);
+
 impl Conversions<'_> {
     /// Pending rows of one shard whose attempt was due before `before`,
-    /// oldest first, at most `limit`.
+    /// oldest first, at most `limit`, from `after` on; answers them and
+    /// where the next page starts (`None`: no more).
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -37,7 +44,8 @@ impl Conversions<'_> {
         shard: u32,
         before: i64,
         limit: i32,
-    ) -> Result<Vec<(String, String)>, StoreError> {
+        after: Option<LateCursor>,
+    ) -> Result<(Vec<(String, String)>, Option<LateCursor>), StoreError> {
         let out = self
             .ddb
             .query()
@@ -47,17 +55,19 @@ impl Conversions<'_> {
             .expression_attribute_values(":shard", s(send_shard_n(shard)))
             .expression_attribute_values(":before", n(before))
             .limit(limit)
+            .set_exclusive_start_key(after.map(|c| c.0))
             .send()
             .await
             .map_err(StoreError::ddb)?;
-        Ok(out
+        let rows = out
             .items()
             .iter()
             .filter_map(|item| {
                 let pk = parse_conv_pk(get_s(item, PK)?)?;
                 Some((pk.to_owned(), get_s(item, SK)?.to_owned()))
             })
-            .collect())
+            .collect();
+        Ok((rows, out.last_evaluated_key.map(LateCursor)))
     }
 
     /// Deals with a pending row found late: a send lost on the way. With no
@@ -81,7 +91,9 @@ impl Conversions<'_> {
         let Some(seen) = c.work_at.filter(|at| *at < now - lost_after_ms) else {
             return Ok(Lost::Skipped);
         };
-        if c.status != ConversionStatus::Pending {
+        // A sender holds it: being sent, not lost (a claim leaves the row
+        // at its due time in the index).
+        if c.status != ConversionStatus::Pending || c.lease_until.is_some_and(|until| until > now) {
             return Ok(Lost::Skipped);
         }
         // A claim counts its attempt; a message that never reached a sender
@@ -99,10 +111,13 @@ impl Conversions<'_> {
             .table_name(t)
             .key(PK, s(conv_pk(site)))
             .key(SK, s(sk))
-            .condition_expression("#status = :pending AND workAt = :seen")
+            .condition_expression(
+                "#status = :pending AND workAt = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
+            )
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()))
             .expression_attribute_values(":seen", n(seen))
+            .expression_attribute_values(":now", n(now))
             .expression_attribute_values(":attempts", n(attempts));
         let mut items = vec![];
         let outcome = match &fail {

@@ -2,6 +2,12 @@
 //! (leases its attempt for 15 minutes and counts it, conditional on the row
 //! as it was read), then ends it (sent, retried or failed) with the
 //! counters moved and the hashes erased in the same transaction.
+//!
+//! A claim leaves the row where it is in the `work` index (at the time its
+//! attempt came due): moving it to the lease's end would cost two index
+//! writes a conversion. The sweeper, which looks there for sends lost on
+//! the way, passes over a row whose lease still runs, and finds one whose
+//! sender died as soon as its lease ends.
 
 use std::collections::BTreeMap;
 
@@ -67,9 +73,7 @@ impl Conversions<'_> {
     ) -> Result<Claim, StoreError> {
         let until = now + lease_ms;
         let res = self.update_item(conv_pk(site), sk)
-            .update_expression(
-                "SET attempts = attempts + :one, leaseId = :id, leaseUntil = :until, workAt = :until",
-            )
+            .update_expression("SET attempts = attempts + :one, leaseId = :id, leaseUntil = :until")
             .condition_expression(
                 "#status = :pending AND nextAttemptAt <= :now AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
             )
@@ -87,7 +91,6 @@ impl Conversions<'_> {
             let taken_over = c.lease_until.is_some();
             c.attempts += 1;
             c.lease_until = Some(until);
-            c.work_at = Some(until);
             if taken_over && !c.unsure {
                 // The attempt before was claimed and never ended: it may
                 // have reached Meta.
@@ -160,7 +163,6 @@ impl Conversions<'_> {
                 c.unsure = c.unsure || c.lease_until.is_some();
                 c.attempts += 1;
                 c.lease_until = Some(until);
-                c.work_at = Some(until);
                 claims[i] = Claim::Claimed(Box::new(c));
             } else {
                 // Another writer got in the way: claim it as it is now.
@@ -192,7 +194,7 @@ impl Conversions<'_> {
         };
         self.update_item(conv_pk(site), sk)
             .update_expression(
-                "SET attempts = :next, leaseId = :id, leaseUntil = :until, workAt = :until, unsure = :unsure",
+                "SET attempts = :next, leaseId = :id, leaseUntil = :until, unsure = :unsure",
             )
             .expression_attribute_values(":unsure", AttributeValue::Bool(unsure))
             .condition_expression(condition)

@@ -5,7 +5,6 @@ use adtrail_domain::capi::ConversionStatus;
 use adtrail_domain::time::MINUTE_MS;
 use adtrail_tests::capi::*;
 use adtrail_tests::*;
-use serde_json::json;
 
 use super::drain;
 
@@ -19,13 +18,7 @@ async fn an_answer_that_never_comes_sends_again_with_the_same_event_id() {
     loja_with_pixel(&h).await;
     // Every answer lost for the first three attempts, 5xx after.
     h.fake().tune(|k| k.accept_then_timeout = 3);
-    record(
-        &h,
-        "ana",
-        "c1",
-        json!({"column": "agendado", "meta": meta_for("ana")}),
-    )
-    .await;
+    schedule_ana(&h).await;
     drain(&h).await;
     let row = &rows(&h, "loja-x").await[0];
     assert_eq!(
@@ -84,13 +77,7 @@ async fn a_throttled_send_waits_for_metas_regain_time() {
             only_path: Some("/events".into()),
         })
     });
-    record(
-        &h,
-        "ana",
-        "c1",
-        json!({"column": "agendado", "meta": meta_for("ana")}),
-    )
-    .await;
+    schedule_ana(&h).await;
     let t = h.now();
     drain(&h).await;
     let row = &rows(&h, "loja-x").await[0];

@@ -10,6 +10,19 @@ use serde_json::{Value, json};
 
 use super::drain;
 
+/// Every message on the send queue lost (a crash between the write and
+/// the queue, or a sender that took them and died).
+async fn lose_queued_sends(h: &Harness) {
+    let url = h.store().names.send_queue_url.clone();
+    h.store()
+        .sqs
+        .purge_queue()
+        .queue_url(&url)
+        .send()
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duplicate_deliveries_send_once_and_lost_sends_are_recovered() {
     let h = Harness::start().await;
@@ -51,13 +64,7 @@ async fn duplicate_deliveries_send_once_and_lost_sends_are_recovered() {
         json!({"column": "agendado", "meta": meta_for("bia")}),
     )
     .await;
-    h.store()
-        .sqs
-        .purge_queue()
-        .queue_url(&url)
-        .send()
-        .await
-        .unwrap();
+    lose_queued_sends(&h).await;
     h.runner().advance(15 * MINUTE_MS).await.unwrap();
     let report = h.runner().sweep().await.unwrap();
     assert_eq!(
@@ -75,6 +82,51 @@ async fn duplicate_deliveries_send_once_and_lost_sends_are_recovered() {
         .find(|r| r.lead_key == "bia")
         .unwrap();
     assert_eq!((bia.status, bia.attempts), (ConversionStatus::Sent, 2));
+}
+
+/// A sender that claimed a row late and died: the claim leaves the row at
+/// its due time in the index, so the sweeper finds it late while the lease
+/// still runs, and must leave it; once the lease ends it goes again,
+/// unsure (Meta may hold it), with the claimed attempt not counted twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_whose_sender_died_goes_again_once_its_lease_ends() {
+    use adtrail_domain::capi::SEND_LEASE_MS;
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    schedule_ana(&h).await;
+    lose_queued_sends(&h).await;
+    let sk = rows(&h, "loja-x").await[0].sk.clone();
+    // Claimed ten minutes late by a sender that never ends it.
+    h.runner().advance(10 * MINUTE_MS).await.unwrap();
+    let claims = h
+        .store()
+        .conversions()
+        .claim_sends(
+            &[("loja-x".into(), sk)],
+            "dead-sender",
+            SEND_LEASE_MS,
+            h.now(),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        claims[0],
+        adtrail_store::sending::Claim::Claimed(_)
+    ));
+    // 16 minutes late, its lease still running: left alone.
+    h.runner().advance(6 * MINUTE_MS).await.unwrap();
+    assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 0);
+    // The lease over: sent again, once.
+    h.runner().advance(10 * MINUTE_MS).await.unwrap();
+    assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 1);
+    assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 0);
+    drain(&h).await;
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!(
+        (row.status, row.attempts, row.unsure),
+        (ConversionStatus::Sent, 2, true)
+    );
+    assert_eq!(h.fake().accepted_events().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -252,13 +304,7 @@ async fn a_sender_near_its_deadline_starts_no_request_and_hands_the_rows_back() 
     use lambda_runtime::{Context, LambdaEvent};
     let h = Harness::start().await;
     loja_with_pixel(&h).await;
-    record(
-        &h,
-        "ana",
-        "c1",
-        json!({"column": "agendado", "meta": meta_for("ana")}),
-    )
-    .await;
+    schedule_ana(&h).await;
     let url = h.store().names.send_queue_url.clone();
     let received = h
         .store()

@@ -94,13 +94,7 @@ async fn permission_errors_and_old_events_fail_at_once() {
     let h = Harness::start().await;
     loja_with_pixel(&h).await;
     h.fake().tune(|k| k.deny_events = true);
-    record(
-        &h,
-        "ana",
-        "c1",
-        json!({"column": "agendado", "meta": meta_for("ana")}),
-    )
-    .await;
+    schedule_ana(&h).await;
     drain(&h).await;
     let row = &rows(&h, "loja-x").await[0];
     assert_eq!((row.status, row.attempts), (ConversionStatus::Failed, 1));
@@ -367,13 +361,7 @@ async fn an_answer_that_received_fewer_events_than_sent_is_an_attempt_to_repeat(
     loja_with_pixel(&h).await;
     // Meta takes the events but says it received one fewer.
     h.fake().tune(|k| k.short_receipts = 1);
-    record(
-        &h,
-        "ana",
-        "c1",
-        json!({"column": "agendado", "meta": meta_for("ana")}),
-    )
-    .await;
+    schedule_ana(&h).await;
     drain(&h).await;
     let row = &rows(&h, "loja-x").await[0];
     assert_eq!((row.status, row.attempts), (ConversionStatus::Pending, 1));

@@ -145,13 +145,7 @@ async fn status_shows_each_destinations_totals(h: &Harness) {
 async fn a_leads_conversions_are_listed_whatever_their_destination() {
     let h = Harness::start().await;
     loja_with_pixel(&h).await;
-    record(
-        &h,
-        "ana",
-        "c1",
-        json!({"column": "agendado", "meta": meta_for("ana")}),
-    )
-    .await;
+    schedule_ana(&h).await;
     move_to(
         &h,
         "ana",
