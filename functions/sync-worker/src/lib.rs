@@ -118,7 +118,8 @@ fn account_for(message: &SyncMessage, report: &RunReport) {
 }
 
 /// When to stop starting Meta reads, from the invocation's deadline (epoch
-/// ms; 0 outside Lambda, where a run gets the whole 15-minute lease).
+/// ms; 0 outside Lambda, where a run gets what Lambda's longest timeout,
+/// 15 minutes, would give).
 fn stop_reads_at(deadline_ms: u64) -> Instant {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
