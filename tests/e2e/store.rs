@@ -410,3 +410,38 @@ async fn a_connection_listing_of_a_huge_agency_fits_its_item() {
     assert_eq!(stored.accounts.len(), 1_000);
     assert_eq!(stored.pixels.len(), 1_000);
 }
+
+/// The cost bench prices a receive that got nothing as the event sources'
+/// pollers' own: the counter tells it from one that got a message, as
+/// moto answers them.
+#[tokio::test]
+async fn the_counter_tells_an_empty_receive_from_one_that_got_a_message() {
+    use adtrail_store::counter::EMPTY_RECEIVES;
+    let h = Harness::start().await;
+    let store = h.store();
+    let url = store.names.send_queue_url.clone();
+    store
+        .queues()
+        .send_batch(&url, &["{}".to_owned()])
+        .await
+        .unwrap();
+    store.counter.reset();
+    let receive = || async {
+        store
+            .sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .unwrap()
+            .messages
+            .unwrap_or_default()
+            .len()
+    };
+    assert_eq!(receive().await, 1);
+    assert_eq!(store.counter.get(EMPTY_RECEIVES), 0);
+    assert_eq!(receive().await, 0, "the one message is in flight");
+    assert_eq!(store.counter.get(EMPTY_RECEIVES), 1);
+    assert_eq!(store.counter.get("sqs"), 2);
+}

@@ -14,7 +14,7 @@ use aws_smithy_runtime_api::client::interceptors::context::{
     AfterDeserializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
 };
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_types::config_bag::ConfigBag;
+use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
 
 /// Requests sent, by service, and DynamoDB's request units. Clones share
 /// the counts.
@@ -67,6 +67,31 @@ impl RequestCounter {
 
 mod units;
 
+/// The count of SQS receives that returned no message (also counted under
+/// `sqs`): what an event source's pollers do all day, whatever the
+/// traffic, so the cost bench prices them once, as the idle stack's.
+pub const EMPTY_RECEIVES: &str = "sqs-empty-receives";
+
+/// Marks a request as an SQS receive, for its answer to be looked at.
+#[derive(Debug, Clone, Copy)]
+struct Receive;
+
+impl Storable for Receive {
+    type Storer = StoreReplace<Self>;
+}
+
+/// Whether a `ReceiveMessage` answer (JSON) holds a message.
+fn received_messages(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.get("Messages")
+                .and_then(|m| m.as_array())
+                .map(|m| !m.is_empty())
+        })
+        .unwrap_or(false)
+}
+
 /// The interceptor for one service's client.
 #[derive(Debug, Clone)]
 pub struct ServiceCounter {
@@ -88,6 +113,15 @@ impl Intercept for ServiceCounter {
         if let Ok(mut m) = self.counts.0.lock() {
             *m.entry(self.service).or_default() += 1;
         }
+        if self.service == "sqs"
+            && context
+                .request()
+                .headers()
+                .get("x-amz-target")
+                .is_some_and(|t| t.ends_with(".ReceiveMessage"))
+        {
+            cfg.interceptor_state().store_put(Receive);
+        }
         if self.service == "dynamodb" {
             let request = context.request();
             let target = request.headers().get("x-amz-target").unwrap_or_default();
@@ -107,6 +141,13 @@ impl Intercept for ServiceCounter {
         _components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
+        if cfg.load::<Receive>().is_some()
+            && let Some(body) = context.response().body().bytes()
+            && !received_messages(body)
+            && let Ok(mut m) = self.counts.0.lock()
+        {
+            *m.entry(EMPTY_RECEIVES).or_default() += 1;
+        }
         if let (Some(read), Some(body)) =
             (cfg.load::<units::Read>(), context.response().body().bytes())
             && let Ok(mut u) = self.counts.1.lock()
@@ -114,5 +155,20 @@ impl Intercept for ServiceCounter {
             u.response(read, body);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::received_messages;
+
+    #[test]
+    fn a_receive_that_got_messages_is_told_from_an_empty_one() {
+        assert!(received_messages(
+            br#"{"Messages": [{"MessageId": "1", "Body": "{}"}]}"#
+        ));
+        assert!(!received_messages(b"{}"));
+        assert!(!received_messages(br#"{"Messages": []}"#));
+        assert!(!received_messages(b"<xml/>"));
     }
 }

@@ -2,6 +2,7 @@
 //! used ([`Usage`]) and the prices it is multiplied by ([`Prices`]).
 
 use adtrail_local::app::App;
+use adtrail_store::counter::EMPTY_RECEIVES;
 use serde::Deserialize;
 
 use crate::Error;
@@ -76,7 +77,9 @@ impl Usage {
             invocations,
             write_units: c.write_units(),
             read_units: c.read_units(),
-            sqs: c.get("sqs") as f64,
+            // A receive that returned nothing is the event sources'
+            // pollers' own, priced once in the idle stack.
+            sqs: c.get("sqs").saturating_sub(c.get(EMPTY_RECEIVES)) as f64,
             kms: c.get("kms") as f64,
             events: c.get("eventbridge") as f64,
             secrets: c.get("secretsmanager") as f64,
