@@ -1,9 +1,11 @@
 //! Reading a range of spend from Meta, split in halves while Meta has more
 //! rows than one call reads, and saving each part's rows under the run's
-//! lease.
+//! lease as it comes.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
+use adtrail_domain::catalog::CatalogEntry;
 use adtrail_domain::dates::day_start;
 use adtrail_domain::graph_error::Usage;
 use adtrail_domain::links::SiteAdAccount;
@@ -16,7 +18,8 @@ use adtrail_store::lease::LeaseCondition;
 use adtrail_store::spend::SpendWrite;
 
 use crate::Worker;
-use crate::run::{RunReport, Stop};
+use crate::catalog::entry_of_row;
+use crate::run::{RunReport, Stop, learn};
 
 /// Reads of one part when other executions of the run keep writing its
 /// rows first.
@@ -29,10 +32,31 @@ pub(crate) struct Part {
     pub(crate) complete: bool,
 }
 
+/// What a run keeps of a part once it is saved: the days it covers and
+/// whether Meta gave them whole. Its rows are dropped then, so a run holds
+/// one part's rows at a time (at most one call's, 20,000), however many
+/// parts its block takes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PartRead {
+    pub(crate) range: DateRange,
+    pub(crate) complete: bool,
+}
+
+/// Where a run's parts go as they are read: saved under its lease, and
+/// learnt into the catalog it builds.
+pub(crate) struct Saving<'a> {
+    pub(crate) cond: &'a LeaseCondition,
+    pub(crate) report: &'a mut RunReport,
+    pub(crate) catalog: BTreeMap<String, CatalogEntry>,
+    pub(crate) read: Vec<PartRead>,
+}
+
 impl Worker {
     /// A range's spend, split in halves while Meta has more rows than one
     /// call reads, down to single days. A day still over the cap keeps what
     /// came (`complete: false`): nothing is inferred from what it lacks.
+    /// Each part is saved as it comes, so what was read stays saved
+    /// whatever stops the reading.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn read_range(
         &self,
@@ -42,7 +66,7 @@ impl Worker {
         range: DateRange,
         stop_reads_at: Instant,
         usage: &mut Usage,
-        parts: &mut Vec<Part>,
+        saving: &mut Saving<'_>,
     ) -> Result<(), Stop> {
         let mut pending = vec![range];
         while let Some(range) = pending.pop() {
@@ -71,11 +95,18 @@ impl Worker {
                     pending.push(second);
                     pending.push(first);
                 }
-                _ => parts.push(Part {
-                    range,
-                    rows,
-                    complete,
-                }),
+                _ => {
+                    let part = Part {
+                        range,
+                        rows,
+                        complete,
+                    };
+                    self.save_part(saving.cond, &part, saving.report).await?;
+                    for row in &part.rows {
+                        learn(&mut saving.catalog, entry_of_row(row));
+                    }
+                    saving.read.push(PartRead { range, complete });
+                }
             }
         }
         Ok(())

@@ -16,8 +16,8 @@ use adtrail_store::lease::LeaseCondition;
 use adtrail_store::queue::SyncMessage;
 use serde_json::json;
 
-use crate::catalog::{entry_of_ad, entry_of_row};
-use crate::read::Part;
+use crate::catalog::entry_of_ad;
+use crate::read::{PartRead, Saving};
 use crate::stopped::{failed, read_through, stopped};
 use crate::{Worker, WorkerError};
 
@@ -198,7 +198,12 @@ impl Worker {
             stop_reads_at,
         };
         let mut usage = Usage::default();
-        let mut parts = vec![];
+        let mut saving = Saving {
+            cond: &run.cond,
+            report,
+            catalog: BTreeMap::new(),
+            read: vec![],
+        };
         let read = self
             .read_range(
                 &token,
@@ -207,11 +212,14 @@ impl Worker {
                 plan.range(),
                 stop_reads_at,
                 &mut usage,
-                &mut parts,
+                &mut saving,
             )
             .await;
-        // What came is saved under the lease, whatever stopped the reading.
-        let mut catalog = self.save_parts(&run.cond, &parts, report).await?;
+        let Saving {
+            mut catalog,
+            read: parts,
+            ..
+        } = saving;
         if let Err(stop) = read {
             return self
                 .stopped_reading(&run, &plan, &parts, catalog, stop, report)
@@ -266,31 +274,13 @@ impl Worker {
         Ok(listed.usage)
     }
 
-    /// Saves each part read under the lease, and answers what its rows
-    /// say of the catalog.
-    async fn save_parts(
-        &self,
-        cond: &LeaseCondition,
-        parts: &[Part],
-        report: &mut RunReport,
-    ) -> Result<BTreeMap<String, CatalogEntry>, Stop> {
-        let mut catalog = BTreeMap::new();
-        for part in parts {
-            self.save_part(cond, part, report).await?;
-            for row in &part.rows {
-                learn(&mut catalog, entry_of_row(row));
-            }
-        }
-        Ok(catalog)
-    }
-
     /// The reading stopped: a backfill goes on next time from the first
     /// day not read; anything else is the stop's own outcome.
     async fn stopped_reading(
         &self,
         run: &RunScope,
         plan: &SyncPlan,
-        parts: &[Part],
+        parts: &[PartRead],
         catalog: BTreeMap<String, CatalogEntry>,
         stop: Stop,
         report: &mut RunReport,
@@ -371,7 +361,7 @@ fn cursor_of(link: &SiteAdAccount) -> Option<(SyncCursor, Currency)> {
 }
 
 /// Merges what the run learnt of an ad into the catalog it builds.
-fn learn(catalog: &mut BTreeMap<String, CatalogEntry>, learnt: CatalogEntry) {
+pub(crate) fn learn(catalog: &mut BTreeMap<String, CatalogEntry>, learnt: CatalogEntry) {
     catalog
         .entry(learnt.ad_id.clone())
         .or_insert_with(|| CatalogEntry {

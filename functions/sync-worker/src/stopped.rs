@@ -12,7 +12,7 @@ use crate::run::Stop;
 
 /// The last day of `range` that the parts read cover without a gap from
 /// its first, if they cover any.
-pub(crate) fn read_through(range: DateRange, parts: &[crate::read::Part]) -> Option<LocalDate> {
+pub(crate) fn read_through(range: DateRange, parts: &[crate::read::PartRead]) -> Option<LocalDate> {
     let mut ranges: Vec<DateRange> = parts.iter().map(|p| p.range).collect();
     ranges.sort_by_key(|r| r.since);
     let mut through: Option<LocalDate> = None;
