@@ -274,9 +274,14 @@ impl Conversions<'_> {
                         .expression_attribute_values(":sent", s(ConversionStatus::Sent.as_str()))
                         .expression_attribute_values(":now", n(now))
                 }
+                // Its message goes back to the queue: due again now, so the
+                // sweeper does not take it for lost meanwhile.
                 SendEnd::Released => update
-                    .update_expression("SET attempts = attempts - :one REMOVE leaseId, leaseUntil")
-                    .expression_attribute_values(":one", n(1)),
+                    .update_expression(
+                        "SET attempts = attempts - :one, workAt = :now REMOVE leaseId, leaseUntil",
+                    )
+                    .expression_attribute_values(":one", n(1))
+                    .expression_attribute_values(":now", n(now)),
                 SendEnd::Retry {
                     at,
                     last_error,

@@ -305,6 +305,8 @@ async fn a_sender_near_its_deadline_starts_no_request_and_hands_the_rows_back() 
     let h = Harness::start().await;
     loja_with_pixel(&h).await;
     schedule_ana(&h).await;
+    // Its message waited in a backlog: the row came due 20 minutes ago.
+    h.runner().advance(20 * MINUTE_MS).await.unwrap();
     let url = h.store().names.send_queue_url.clone();
     let received = h
         .store()
@@ -341,6 +343,8 @@ async fn a_sender_near_its_deadline_starts_no_request_and_hands_the_rows_back() 
         (ConversionStatus::Pending, 0),
         "the attempt was given back"
     );
+    // Handed back, not lost: the sweeper leaves it to its message.
+    assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 0);
     // Visible again at once: the next invocation sends it, first attempt.
     drain(&h).await;
     assert_eq!(h.fake().accepted_events().len(), 1);
