@@ -50,6 +50,7 @@ mod tally;
 pub mod telemetry;
 mod write;
 
+use aws_smithy_runtime_api::client::interceptors::SharedInterceptor;
 pub use counter::RequestCounter;
 pub use error::StoreError;
 
@@ -250,19 +251,35 @@ impl<C: std::fmt::Debug> std::fmt::Debug for Lazy<C> {
 impl Store {
     /// The clients the crate's features name, from one SDK configuration:
     /// DynamoDB's now, the others at their first use. S3 uses path-style
-    /// addresses when an endpoint is overridden (moto locally).
+    /// addresses when an endpoint is overridden (moto locally). Nothing is
+    /// counted: a function in Lambda does not pay for the bench's counter
+    /// (which reads every request and answer).
     pub fn new(config: &aws_config::SdkConfig, names: Names) -> Self {
-        Self::counted(config, names, RequestCounter::default())
+        Self::build(config, names, None)
     }
 
     /// The same, counting into `counter` (the local stack's functions share
     /// one, so the benchmarks count every function's requests).
     pub fn counted(config: &aws_config::SdkConfig, names: Names, counter: RequestCounter) -> Self {
-        let ddb = aws_sdk_dynamodb::config::Builder::from(config)
+        Self::build(config, names, Some(counter))
+    }
+
+    fn build(
+        config: &aws_config::SdkConfig,
+        names: Names,
+        counter: Option<RequestCounter>,
+    ) -> Self {
+        // A client's interceptors: the counter's for its service, if any.
+        let counting = |service: &'static str| -> Vec<SharedInterceptor> {
+            counter
+                .iter()
+                .map(|c| SharedInterceptor::new(c.for_service(service)))
+                .collect()
+        };
+        let mut ddb = aws_sdk_dynamodb::config::Builder::from(config)
             .retry_config(retry::dynamodb_retry_config())
-            .retry_classifier(retry::TransactionConflicts)
-            .interceptor(counter.for_service("dynamodb"))
-            .build();
+            .retry_classifier(retry::TransactionConflicts);
+        ddb.set_interceptors(counting("dynamodb"));
         // Each lazy client's recipe: its crate's builder from the shared
         // configuration, counted under the service's name.
         #[cfg_attr(
@@ -277,21 +294,19 @@ impl Store {
         )]
         macro_rules! lazy {
             ($sdk:ident, $service:literal $(, $setting:ident($value:expr))*) => {{
-                let (config, counter) = (config.clone(), counter.clone());
+                let (config, interceptors) = (config.clone(), counting($service));
                 Lazy::new(move || {
-                    $sdk::Client::from_conf(
-                        $sdk::config::Builder::from(&config)
-                            $(.$setting($value))*
-                            .interceptor(counter.for_service($service))
-                            .build(),
-                    )
+                    let mut builder = $sdk::config::Builder::from(&config)
+                        $(.$setting($value))*;
+                    builder.set_interceptors(interceptors.clone());
+                    $sdk::Client::from_conf(builder.build())
                 })
             }};
         }
         #[cfg(feature = "s3")]
         let path_style = config.endpoint_url().is_some();
         Self {
-            ddb: aws_sdk_dynamodb::Client::from_conf(ddb),
+            ddb: aws_sdk_dynamodb::Client::from_conf(ddb.build()),
             #[cfg(feature = "sqs")]
             sqs: lazy!(aws_sdk_sqs, "sqs"),
             #[cfg(feature = "kms")]
@@ -303,7 +318,7 @@ impl Store {
             #[cfg(feature = "secretsmanager")]
             secrets: lazy!(aws_sdk_secretsmanager, "secretsmanager"),
             names,
-            counter,
+            counter: counter.unwrap_or_default(),
         }
     }
 
@@ -335,6 +350,24 @@ mod tests {
         assert_eq!(*lazy, 100);
         assert_eq!(built.load(Ordering::SeqCst), 1);
         assert_eq!(*Lazy::from(7), 7);
+    }
+
+    /// A function's store reads no request for the bench: only the local
+    /// stack's counted store has the counter on its clients.
+    #[cfg(feature = "sqs")]
+    #[test]
+    fn only_a_counted_store_has_the_counter_on_its_clients() {
+        let config = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .build();
+        let names = || read::tests::store_with(aws_sdk_dynamodb::Client::new(&config)).names;
+        let plain = Store::new(&config, names());
+        assert_eq!(plain.ddb.config().interceptors().count(), 0);
+        assert_eq!(plain.sqs.config().interceptors().count(), 0);
+        let counted = Store::counted(&config, names(), RequestCounter::default());
+        assert_eq!(counted.ddb.config().interceptors().count(), 1);
+        assert_eq!(counted.sqs.config().interceptors().count(), 1);
     }
 
     // Needs two lazy clients to look at: built with them (`make test`
