@@ -6,6 +6,7 @@
 mod alarms;
 mod api;
 mod capi;
+mod counter;
 mod fault;
 mod fault_platforms;
 mod identity;

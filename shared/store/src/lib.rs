@@ -357,11 +357,8 @@ mod tests {
     #[cfg(feature = "sqs")]
     #[test]
     fn only_a_counted_store_has_the_counter_on_its_clients() {
-        let config = aws_config::SdkConfig::builder()
-            .behavior_version(aws_config::BehaviorVersion::latest())
-            .region(aws_config::Region::new("us-east-1"))
-            .build();
-        let names = || read::tests::store_with(aws_sdk_dynamodb::Client::new(&config)).names;
+        use read::tests::names;
+        let config = read::tests::sdk_config();
         let plain = Store::new(&config, names());
         assert_eq!(plain.ddb.config().interceptors().count(), 0);
         assert_eq!(plain.sqs.config().interceptors().count(), 0);
@@ -376,10 +373,7 @@ mod tests {
     #[cfg(all(feature = "sqs", feature = "kms"))]
     #[test]
     fn only_dynamodb_is_built_with_the_store() {
-        let config = aws_config::SdkConfig::builder()
-            .behavior_version(aws_config::BehaviorVersion::latest())
-            .region(aws_config::Region::new("us-east-1"))
-            .build();
+        let config = read::tests::sdk_config();
         let store = read::tests::store_with(aws_sdk_dynamodb::Client::new(&config));
         assert!(store.sqs.client.get().is_none());
         assert!(store.kms.client.get().is_none());

@@ -138,12 +138,18 @@ pub(crate) mod tests {
 
     /// The store with a DynamoDB client that answers from `rules` (the
     /// other clients are real but never called).
-    pub(crate) fn store_with(ddb: Client) -> Store {
-        let config = aws_config::SdkConfig::builder()
+    /// An SDK configuration that reaches nothing, for clients built
+    /// without a server.
+    pub(crate) fn sdk_config() -> aws_config::SdkConfig {
+        aws_config::SdkConfig::builder()
             .behavior_version(aws_config::BehaviorVersion::latest())
             .region(aws_config::Region::new("us-east-1"))
-            .build();
-        let names = Names {
+            .build()
+    }
+
+    /// Names of a table `t` and nothing else.
+    pub(crate) fn names() -> Names {
+        Names {
             table: "t".into(),
             sync_queue_url: String::new(),
             send_queue_url: String::new(),
@@ -152,10 +158,13 @@ pub(crate) mod tests {
             bucket: String::new(),
             meta_app_secret: None,
             leadgen_queue_url: None,
-        };
+        }
+    }
+
+    pub(crate) fn store_with(ddb: Client) -> Store {
         Store {
             ddb,
-            ..Store::new(&config, names)
+            ..Store::new(&sdk_config(), names())
         }
     }
 
