@@ -10,10 +10,11 @@ pub mod table;
 use std::sync::Arc;
 
 use adtrail_domain::links::SiteAdAccount;
+use adtrail_domain::plan::SyncInterval;
 use adtrail_domain::time::VirtualClock;
 use adtrail_fake_meta::FakeMeta;
 use adtrail_local::Runner;
-use adtrail_local::app::{App, start};
+use adtrail_local::app::{App, start_with};
 use adtrail_store::Store;
 use serde_json::{Value, json};
 
@@ -40,12 +41,19 @@ impl Harness {
     }
 
     pub async fn start_at(now: i64) -> Self {
+        Self::start_with(now, SyncInterval::DEFAULT).await
+    }
+
+    /// A fresh stack whose dispatcher and worker keep another interval
+    /// (the template's `SyncIntervalMinutes`).
+    pub async fn start_with(now: i64, interval: SyncInterval) -> Self {
         let clock = VirtualClock::starting_at(now);
         let prefix = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let app = start(
+        let app = start_with(
             "127.0.0.1:0".parse().expect("addr"),
             Arc::new(clock.clone()),
             &prefix,
+            interval,
         )
         .await
         .expect("the local stack starts (is moto reachable? run through `make test`)");

@@ -2,7 +2,10 @@
 //! step, purges, claims.
 
 use adtrail_domain::outcome::{Change, LinkUpdate, SyncState};
-use adtrail_domain::plan::LEASE_MS;
+use adtrail_domain::plan::SyncInterval;
+
+/// The seed's lease, the default interval's.
+const LEASE_MS: i64 = SyncInterval::DEFAULT.ms();
 use adtrail_domain::spend::{RowChange, SpendFigures, SpendRow};
 use adtrail_store::connections::ListedAccount;
 use adtrail_store::lease::LeaseCondition;
@@ -52,7 +55,7 @@ async fn linked(h: &Harness) -> String {
     assert!(
         store
             .links()
-            .lease_link("s1", "act_1", "run-1", T0)
+            .lease_link("s1", "act_1", "run-1", T0, SyncInterval::DEFAULT)
             .await
             .unwrap()
     );
@@ -67,7 +70,7 @@ async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
     assert!(
         !store
             .links()
-            .lease_link("s1", "act_1", "run-2", T0)
+            .lease_link("s1", "act_1", "run-2", T0, SyncInterval::DEFAULT)
             .await
             .unwrap(),
         "leased already"
@@ -75,14 +78,20 @@ async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
     assert!(
         !store
             .links()
-            .lease_link("s1", "act_1", "run-2", T0 + LEASE_MS - 60_000)
+            .lease_link(
+                "s1",
+                "act_1",
+                "run-2",
+                T0 + LEASE_MS - 60_000,
+                SyncInterval::DEFAULT
+            )
             .await
             .unwrap()
     );
     assert!(
         store
             .links()
-            .lease_link("s1", "act_1", "run-2", T0 + LEASE_MS)
+            .lease_link("s1", "act_1", "run-2", T0 + LEASE_MS, SyncInterval::DEFAULT)
             .await
             .unwrap()
     );
@@ -141,7 +150,13 @@ async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
     assert!(
         store
             .links()
-            .lease_link("s1", "act_1", "run-3", T0 + 2 * LEASE_MS)
+            .lease_link(
+                "s1",
+                "act_1",
+                "run-3",
+                T0 + 2 * LEASE_MS,
+                SyncInterval::DEFAULT
+            )
             .await
             .unwrap()
     );
@@ -198,7 +213,13 @@ async fn spend_writes_keep_the_sums_in_step_and_stop_without_the_lease() {
     assert!(
         store
             .links()
-            .lease_link("s1", "act_1", "run-2", T0 + LEASE_MS + 60_000)
+            .lease_link(
+                "s1",
+                "act_1",
+                "run-2",
+                T0 + LEASE_MS + 60_000,
+                SyncInterval::DEFAULT
+            )
             .await
             .unwrap()
     );
@@ -309,7 +330,7 @@ async fn a_relink_stops_a_pending_purge(h: &Harness, puts: &[RowChange]) {
     assert!(
         store
             .links()
-            .lease_link("s1", "act_1", "run-3", T0)
+            .lease_link("s1", "act_1", "run-3", T0, SyncInterval::DEFAULT)
             .await
             .unwrap()
     );

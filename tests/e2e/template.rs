@@ -106,7 +106,31 @@ fn no_policy_grants_a_wildcard_action_or_resource() {
 fn the_worker_stops_within_its_lease_and_the_queue_outlasts_the_worker() {
     let t = template();
     let worker = t.function("SyncWorkerFunction").unwrap();
-    let lease_secs = adtrail_domain::plan::LEASE_MS / 1_000;
+    // The shortest lease the template's parameter allows, as the code
+    // bounds it.
+    use adtrail_domain::plan::SyncInterval;
+    let interval = &t.raw["Parameters"]["SyncIntervalMinutes"];
+    assert_eq!(
+        (
+            interval["MinValue"].as_i64(),
+            interval["MaxValue"].as_i64(),
+            interval["Default"].as_i64()
+        ),
+        (
+            Some(SyncInterval::MIN_MINUTES),
+            Some(SyncInterval::MAX_MINUTES),
+            Some(SyncInterval::DEFAULT.ms() / 60_000)
+        )
+    );
+    let set = &t.raw["Globals"]["Function"]["Environment"]["Variables"]["SYNC_INTERVAL_MINUTES"];
+    assert!(
+        matches!(set, Value::Tagged(r) if r.tag == "!Ref" && r.value.as_str() == Some("SyncIntervalMinutes")),
+        "{set:?}"
+    );
+    let lease_secs = SyncInterval::from_minutes(&SyncInterval::MIN_MINUTES.to_string())
+        .unwrap()
+        .lease_ms()
+        / 1_000;
     assert!(
         worker.timeout < lease_secs,
         "worker timeout {} < lease {lease_secs}",

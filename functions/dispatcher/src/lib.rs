@@ -5,8 +5,10 @@
 //!
 //! Two dispatchers running at once send exactly one message per due link:
 //! the lease is conditional on the link still being due, and a lease moves
-//! the link's next sync on by the lease (`LEASE_MS`, the next live sync).
+//! the link's next sync on by the lease ([`SyncInterval`], the next live
+//! sync).
 
+use adtrail_domain::plan::SyncInterval;
 use adtrail_domain::time::SharedClock;
 use adtrail_store::queue::SyncMessage;
 use adtrail_store::{Store, StoreError};
@@ -23,6 +25,8 @@ const MAX_ROUNDS: usize = 8;
 pub struct Dispatcher {
     pub store: Store,
     pub clock: SharedClock,
+    /// The operator's cadence: each lease's length.
+    pub interval: SyncInterval,
 }
 
 /// What one invocation did.
@@ -51,7 +55,7 @@ impl Dispatcher {
                 if self
                     .store
                     .links()
-                    .lease_link(&site_id, &ad_account_id, &run_id, now)
+                    .lease_link(&site_id, &ad_account_id, &run_id, now, self.interval)
                     .await?
                 {
                     tracing::info!(site_id = %site_id, ad_account_id = %ad_account_id, run_id = %run_id, "leased");

@@ -14,6 +14,7 @@ async fn main() -> Result<(), Error> {
     let dispatcher = Dispatcher {
         store: Store::new(&config, Names::from_env()?),
         clock: Arc::new(SystemClock),
+        interval: adtrail_store::sync_interval_from_env()?,
     };
     run(service_fn(|event: LambdaEvent<_>| {
         handle(&dispatcher, event)

@@ -36,6 +36,9 @@ pub struct Worker {
     pub store: Store,
     pub graph: GraphClient,
     pub clock: SharedClock,
+    /// The operator's cadence: a live run whose lease time has passed
+    /// syncs next this far on.
+    pub interval: adtrail_domain::plan::SyncInterval,
 }
 
 /// Why a message goes back to the queue.

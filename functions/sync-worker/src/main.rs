@@ -17,6 +17,7 @@ async fn main() -> Result<(), Error> {
         store: Store::new(&config, Names::from_env()?),
         graph: GraphClient::new(GraphConfig::from_env()?)?,
         clock: Arc::new(SystemClock),
+        interval: adtrail_store::sync_interval_from_env()?,
     };
     run(service_fn(|event: LambdaEvent<_>| {
         let request_id = event.context.request_id.clone();

@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use adtrail_domain::plan::SyncInterval;
 use adtrail_fake_meta::FakeMeta;
 use adtrail_fake_platforms::FakePlatforms;
 use adtrail_meta::{GraphClient, GraphConfig};
@@ -39,7 +40,8 @@ impl App {
     }
 }
 
-/// Starts everything. `api_addr` may use port 0.
+/// Starts everything. `api_addr` may use port 0. The sync interval is
+/// the template's, from `SYNC_INTERVAL_MINUTES` (45 minutes unset).
 ///
 /// # Errors
 /// A message saying what could not start.
@@ -47,6 +49,20 @@ pub async fn start(
     api_addr: SocketAddr,
     clock: Arc<dyn MovableClock>,
     prefix: &str,
+) -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
+    let interval = adtrail_store::sync_interval_from_env()?;
+    start_with(api_addr, clock, prefix, interval).await
+}
+
+/// [`start`] with a sync interval of the caller's (a test's, the bench's).
+///
+/// # Errors
+/// A message saying what could not start.
+pub async fn start_with(
+    api_addr: SocketAddr,
+    clock: Arc<dyn MovableClock>,
+    prefix: &str,
+    interval: SyncInterval,
 ) -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
     let moto = Moto::ensure()?;
     let config = sdk_config(&moto.url).await;
@@ -83,6 +99,7 @@ pub async fn start(
         GraphClient::new(graph_config)?,
         PlatformClient::new(platform_urls, timeout)?,
         clock,
+        interval,
     );
     runner.check_mappings().await?;
     let local = Arc::new(Local {

@@ -142,10 +142,13 @@ async fn backfill(app: &App, c: &Client) -> Result<(), Error> {
         }
         runner.advance(2_000).await?;
     }
-    runner.advance(45 * MINUTE_MS).await?;
+    // The seed's 45 minutes, or SYNC_INTERVAL_MINUTES.
+    let interval = runner.dispatcher.interval.ms();
+    runner.advance(interval).await?;
     let live = runner.tick().await?;
     println!(
-        "  45 minutes later: {} live runs (today and yesterday)",
+        "  {} minutes later: {} live runs (today and yesterday)",
+        interval / MINUTE_MS,
         live.dispatched.sent
     );
 

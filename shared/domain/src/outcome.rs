@@ -5,7 +5,7 @@
 use crate::dates::LocalDate;
 use crate::error_codes::{LastErrorCode, last_error};
 use crate::plan::{
-    BACKFILL_NEXT_BLOCK_MS, PERMISSION_RETRY_MS, SYNC_INTERVAL_MS, THROTTLE_BACKOFF_MS,
+    BACKFILL_NEXT_BLOCK_MS, PERMISSION_RETRY_MS, SyncInterval, THROTTLE_BACKOFF_MS,
     USAGE_BACKOFF_PCT, retry_delay,
 };
 
@@ -120,6 +120,8 @@ pub struct LinkProgress {
     /// The next sync time the run's lease set: a live run that needs no
     /// other time keeps it.
     pub leased_next: Option<i64>,
+    /// The operator's cadence, for a live run whose lease time has passed.
+    pub interval: SyncInterval,
 }
 
 /// A field the update sets, clears or leaves.
@@ -257,10 +259,10 @@ fn finish_ok(
     } else if wait > 0 {
         now + wait
     } else {
-        // Every 45 minutes from one lease to the next.
+        // Every interval from one lease to the next.
         link.leased_next
             .filter(|at| *at > now)
-            .unwrap_or(now + SYNC_INTERVAL_MS)
+            .unwrap_or(now + link.interval.ms())
     };
     let (daily, weekly) = match plan {
         PlanDone::Live { daily, weekly } => (*daily, *weekly),

@@ -4,7 +4,7 @@
 //! - after linking, a 90-day backfill, one 30-day block per run, resumable;
 //!   the last block reads the full catalog and counts as the daily and weekly
 //!   resync;
-//! - then today and yesterday every 45 minutes;
+//! - then today and yesterday every 45 minutes ([`SyncInterval`]);
 //! - the trailing 7 days and the full catalog on the first run after local
 //!   day start + 4 hours;
 //! - the trailing 28 days on that daily run once 7 days less 12 hours have
@@ -14,16 +14,70 @@
 use crate::dates::{LocalDate, Timezone, day_count, shift};
 use crate::time::{DAY_MS, HOUR_MS, MINUTE_MS};
 
-pub const SYNC_INTERVAL_MS: i64 = 45 * MINUTE_MS;
-/// How long a run holds its account. The lease moves the account's next
-/// sync this far on, and is the next live sync itself: a live run that
-/// succeeds (nearly every run) keeps that time, so its ending writes the
-/// account without moving it in the due index, which would cost two more
-/// index writes a run. The price: a run that dies without ending (its
-/// message lost, its process killed) is taken over at the next live sync,
-/// 45 minutes on, rather than sooner; a run that runs out of time ends
-/// itself before its deadline and is not such a run.
-pub const LEASE_MS: i64 = SYNC_INTERVAL_MS;
+/// How often a live account's today and yesterday are read: the seed's 45
+/// minutes unless the operator sets another (`SyncIntervalMinutes`, from
+/// 15 minutes to a day). A longer interval costs less (each run is an SQS
+/// message, a Lambda share, a lease and an ending in DynamoDB, and Meta
+/// calls against the app's rate limits) and shows today's spend later.
+///
+/// It is also the lease: a run holds its account this long, and the lease
+/// moves the account's next sync this far on, to the next live sync
+/// itself. A live run that succeeds (nearly every run) keeps that time, so
+/// its ending writes the account without moving it in the due index,
+/// which would cost two more index writes a run. The price: a run that
+/// dies without ending (its message lost, its process killed) is taken
+/// over at the next live sync rather than sooner; a run that runs out of
+/// time ends itself before its deadline and is not such a run. The
+/// shortest interval is above the worker's 10-minute timeout, so a lease
+/// always outlasts its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncInterval(i64);
+
+/// An interval outside [`SyncInterval::MIN_MINUTES`]..=[`SyncInterval::MAX_MINUTES`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the sync interval must be a whole number of minutes from {min} to {max}, not {given:?}", min = SyncInterval::MIN_MINUTES, max = SyncInterval::MAX_MINUTES)]
+pub struct BadSyncInterval {
+    pub given: String,
+}
+
+impl SyncInterval {
+    /// The seed's cadence.
+    pub const DEFAULT: Self = Self(45 * MINUTE_MS);
+    pub const MIN_MINUTES: i64 = 15;
+    pub const MAX_MINUTES: i64 = 24 * 60;
+
+    /// Whole minutes, within the bounds.
+    ///
+    /// # Errors
+    /// [`BadSyncInterval`] for anything else.
+    pub fn from_minutes(text: &str) -> Result<Self, BadSyncInterval> {
+        text.trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|m| (Self::MIN_MINUTES..=Self::MAX_MINUTES).contains(m))
+            .map(|m| Self(m * MINUTE_MS))
+            .ok_or_else(|| BadSyncInterval {
+                given: text.chars().take(32).collect(),
+            })
+    }
+
+    /// From one live sync to the next, in milliseconds.
+    pub const fn ms(self) -> i64 {
+        self.0
+    }
+
+    /// How long a run holds its account: the interval (see above).
+    pub const fn lease_ms(self) -> i64 {
+        self.0
+    }
+}
+
+impl Default for SyncInterval {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
 pub const RETRY_MS: i64 = 15 * MINUTE_MS;
 pub const MAX_RETRY_MS: i64 = 6 * HOUR_MS;
 pub const PERMISSION_RETRY_MS: i64 = 6 * HOUR_MS;

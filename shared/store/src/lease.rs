@@ -6,7 +6,7 @@
 
 use adtrail_domain::links::SiteAdAccount;
 use adtrail_domain::outcome::{Change, LinkUpdate, SyncState};
-use adtrail_domain::plan::LEASE_MS;
+use adtrail_domain::plan::SyncInterval;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, ReturnValue, TransactWriteItem};
 
 use crate::attr::{get_s, n, s};
@@ -102,9 +102,9 @@ impl Links<'_> {
     }
 
     /// Takes a due link for a new run: succeeds only while its next sync
-    /// has come (so two dispatchers never both take it). A previous run
-    /// still holding it is recorded as `RUN_TIMEOUT`. Answers whether this
-    /// call took it.
+    /// has come (so two dispatchers never both take it), and moves the
+    /// next sync on by the interval's lease. A previous run still holding
+    /// it is recorded as `RUN_TIMEOUT`. Answers whether this call took it.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -114,6 +114,7 @@ impl Links<'_> {
         account: &str,
         run_id: &str,
         now: i64,
+        interval: SyncInterval,
     ) -> Result<bool, StoreError> {
         let res = self
             .ddb
@@ -126,7 +127,7 @@ impl Links<'_> {
             .update_expression("SET runId = :run, runStartedAt = :now, nextSyncAt = :until")
             .expression_attribute_values(":run", s(run_id))
             .expression_attribute_values(":now", n(now))
-            .expression_attribute_values(":until", n(now + LEASE_MS))
+            .expression_attribute_values(":until", n(now + interval.lease_ms()))
             .return_values(ReturnValue::UpdatedOld)
             .send()
             .await;

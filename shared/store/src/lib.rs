@@ -98,6 +98,19 @@ impl Names {
     }
 }
 
+/// The operator's sync cadence: `SYNC_INTERVAL_MINUTES` (the template's
+/// `SyncIntervalMinutes`), the seed's 45 minutes when unset or empty.
+///
+/// # Errors
+/// A message naming the variable when it is not 15 to 1440 minutes.
+pub fn sync_interval_from_env() -> Result<adtrail_domain::plan::SyncInterval, String> {
+    match std::env::var("SYNC_INTERVAL_MINUTES") {
+        Ok(v) if !v.is_empty() => adtrail_domain::plan::SyncInterval::from_minutes(&v)
+            .map_err(|e| format!("SYNC_INTERVAL_MINUTES: {e}")),
+        _ => Ok(adtrail_domain::plan::SyncInterval::DEFAULT),
+    }
+}
+
 /// The SDK clients and the names they act on, one of each per process.
 ///
 /// DynamoDB's client, which every invocation of every function calls, is
@@ -337,6 +350,34 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
+
+    #[test]
+    fn the_sync_interval_comes_from_its_variable_and_a_bad_one_is_named() {
+        use adtrail_domain::plan::SyncInterval;
+        const VAR: &str = "SYNC_INTERVAL_MINUTES";
+        // Only this test reads or writes the variable in this process.
+        let set = |v: Option<&str>| match v {
+            // SAFETY: no other thread of this test binary touches it.
+            Some(v) => unsafe { std::env::set_var(VAR, v) },
+            None => unsafe { std::env::remove_var(VAR) },
+        };
+        set(None);
+        assert_eq!(sync_interval_from_env(), Ok(SyncInterval::DEFAULT));
+        set(Some(""));
+        assert_eq!(sync_interval_from_env(), Ok(SyncInterval::DEFAULT));
+        set(Some("90"));
+        assert_eq!(
+            sync_interval_from_env().map(SyncInterval::ms),
+            Ok(90 * 60_000)
+        );
+        set(Some("5"));
+        let err = sync_interval_from_env().unwrap_err();
+        assert!(
+            err.starts_with("SYNC_INTERVAL_MINUTES: ") && err.contains("\"5\""),
+            "{err}"
+        );
+        set(None);
+    }
 
     #[test]
     fn a_lazy_client_is_built_at_its_first_use_once_for_every_clone() {

@@ -16,7 +16,7 @@ async fn a_run_that_lost_its_lease_writes_nothing() {
     let run_a = h.link("loja-x", LOJA_PRINCIPAL).await.run_id.unwrap();
     // The lease runs out: run B takes the account, and says so.
     h.runner()
-        .advance(adtrail_domain::plan::LEASE_MS + MINUTE_MS)
+        .advance(adtrail_domain::plan::SyncInterval::DEFAULT.lease_ms() + MINUTE_MS)
         .await
         .unwrap();
     assert_eq!(h.runner().dispatch().await.unwrap().sent, 4);
@@ -238,4 +238,46 @@ async fn two_executions_of_one_run_at_once_count_spend_once() {
     assert!(a.is_ok() && b.is_ok());
     assert!(!h.all_rows("loja-x", LOJA_PRINCIPAL).await.is_empty());
     h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
+}
+
+/// An operator's longer interval (`SyncIntervalMinutes` = 180): each lease
+/// holds the account three hours, a live account is not read in between,
+/// and the live runs keep three hours from one lease to the next.
+#[tokio::test]
+async fn a_longer_interval_spaces_the_live_syncs_and_their_leases() {
+    use adtrail_domain::plan::SyncInterval;
+    let three_hours = SyncInterval::from_minutes("180").unwrap();
+    let h = Harness::start_with(T0, three_hours).await;
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    let live = h.link("loja-x", LOJA_PRINCIPAL).await;
+    let next = live.next_sync_at.unwrap();
+    assert!(
+        next > h.now() + 3 * HOUR_MS - MINUTE_MS && next <= h.now() + 3 * HOUR_MS,
+        "the last backfill block's lease, three hours on: {next} against {}",
+        h.now()
+    );
+    // The seed's 45 minutes on, and two hours on: nothing is due.
+    h.fake().clear_requests();
+    for _ in 0..2 {
+        h.runner().advance(45 * MINUTE_MS).await.unwrap();
+        assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, 0);
+    }
+    h.runner().advance(HOUR_MS).await.unwrap();
+    h.runner().tick().await.unwrap();
+    assert!(h.insights_ranges(LOJA_PRINCIPAL).is_empty());
+    // Its time: the lease holds three hours, and the run keeps that time.
+    h.runner().set_clock(next).await.unwrap();
+    assert_eq!(h.runner().dispatch().await.unwrap().leased, 4);
+    let leased = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert_eq!(leased.next_sync_at, Some(next + 3 * HOUR_MS));
+    assert!(leased.run_id.is_some());
+    h.runner().drain().await.unwrap();
+    assert_eq!(
+        h.insights_ranges(LOJA_PRINCIPAL),
+        vec![("2026-06-29".to_owned(), "2026-06-30".to_owned())]
+    );
+    let after = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert!(after.run_id.is_none() && after.last_sync_at == Some(next));
+    assert_eq!(after.next_sync_at, Some(next + 3 * HOUR_MS));
 }

@@ -51,6 +51,7 @@ impl Worker {
             sync_requested: current.sync_requested,
             token_still_stored,
             leased_next: current.next_sync_at,
+            interval: self.interval,
         };
         match finish(progress, outcome, started_at, now) {
             Finish::Update(update) => {

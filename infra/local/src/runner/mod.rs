@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use adtrail_api::Api;
 use adtrail_capi_sender::Sender;
 use adtrail_dispatcher::{DispatchReport, Dispatcher};
+use adtrail_domain::plan::SyncInterval;
 use adtrail_domain::time::{Clock, SystemClock, VirtualClock};
 use adtrail_leadgen_worker::LeadgenWorker;
 use adtrail_meta::GraphClient;
@@ -142,6 +143,7 @@ impl Runner {
         graph: GraphClient,
         platforms: adtrail_platforms::PlatformClient,
         clock: Arc<dyn MovableClock>,
+        interval: SyncInterval,
     ) -> Self {
         let shared: adtrail_domain::time::SharedClock = Arc::new(ClockRef(clock.clone()));
         let delays = Arc::new(Mutex::new(HashMap::new()));
@@ -173,6 +175,7 @@ impl Runner {
             dispatcher: Dispatcher {
                 store: stack.store_for("DispatcherFunction"),
                 clock: shared.clone(),
+                interval,
             },
             leadgen: LeadgenWorker {
                 store: stack.store_for("LeadgenWorkerFunction"),
@@ -192,6 +195,7 @@ impl Runner {
                 store: stack.store_for("SyncWorkerFunction"),
                 graph: graph.clone(),
                 clock: shared.clone(),
+                interval,
             },
             sweeper: Sweeper {
                 store: stack.store_for("SweeperFunction"),

@@ -11,6 +11,7 @@ fn link() -> LinkProgress {
         sync_requested: false,
         token_still_stored: true,
         leased_next: None,
+        interval: SyncInterval::DEFAULT,
     }
 }
 fn failed(kind: FailureKind, regain_ms: Option<i64>) -> RunOutcome {
@@ -159,7 +160,8 @@ fn a_live_run_keeps_the_time_its_lease_set_unless_it_needs_another() {
         update(finish(leased, &failed_run, NOW, NOW)).next_sync_at,
         NOW + 15 * MINUTE_MS
     );
-    // A lease already past (a clock behind another's): 45 minutes from now.
+    // A lease already past (a clock behind another's): an interval from
+    // now, the seed's 45 minutes or the operator's.
     let past = LinkProgress {
         leased_next: Some(NOW - 1),
         ..link()
@@ -167,6 +169,38 @@ fn a_live_run_keeps_the_time_its_lease_set_unless_it_needs_another() {
     assert_eq!(
         update(finish(past, &live, NOW, NOW)).next_sync_at,
         NOW + 45 * MINUTE_MS
+    );
+    let hourly = LinkProgress {
+        interval: SyncInterval::from_minutes("60").unwrap(),
+        ..past
+    };
+    assert_eq!(
+        update(finish(hourly, &live, NOW, NOW)).next_sync_at,
+        NOW + HOUR_MS
+    );
+}
+
+#[test]
+fn the_interval_is_whole_minutes_from_a_quarter_hour_to_a_day() {
+    assert_eq!(SyncInterval::default().ms(), 45 * MINUTE_MS);
+    assert_eq!(
+        SyncInterval::from_minutes(" 15 ").unwrap().ms(),
+        15 * MINUTE_MS
+    );
+    let day = SyncInterval::from_minutes("1440").unwrap();
+    assert_eq!((day.ms(), day.lease_ms()), (24 * HOUR_MS, 24 * HOUR_MS));
+    for bad in ["14", "1441", "0", "-45", "45.5", "", "forty-five"] {
+        let err = SyncInterval::from_minutes(bad).unwrap_err();
+        assert!(err.to_string().contains("from 15 to 1440"), "{err}");
+    }
+    // What is quoted back is bounded.
+    let long = "9".repeat(1_000);
+    assert!(
+        SyncInterval::from_minutes(&long)
+            .unwrap_err()
+            .to_string()
+            .len()
+            < 120
     );
 }
 

@@ -82,7 +82,7 @@ fn live_runs_read_two_days_until_the_4am_slot() {
     let mut c = cursor("Asia/Kolkata");
     // 03:59 local on June 30th (+05:30).
     let before = ms("2026-06-29T22:29:00Z");
-    c.last_sync_at = Some(before - SYNC_INTERVAL_MS);
+    c.last_sync_at = Some(before - SyncInterval::DEFAULT.ms());
     c.last_daily_resync_at = Some(before - DAY_MS);
     c.last_full_resync_at = Some(before - DAY_MS);
     assert_eq!(live(&c, before), (2, false, false, false));
@@ -91,14 +91,17 @@ fn live_runs_read_two_days_until_the_4am_slot() {
     assert_eq!(live(&c, slot), (7, true, true, false));
     // Once done for the day, back to two days.
     c.last_daily_resync_at = Some(slot);
-    assert_eq!(live(&c, slot + SYNC_INTERVAL_MS), (2, false, false, false));
+    assert_eq!(
+        live(&c, slot + SyncInterval::DEFAULT.ms()),
+        (2, false, false, false)
+    );
 }
 
 #[test]
 fn the_weekly_run_reads_28_days_after_seven_days_less_twelve_hours() {
     let mut c = cursor("Asia/Kathmandu");
     let slot = ms("2026-06-29T22:15:00Z"); // 04:00 at +05:45
-    c.last_sync_at = Some(slot - SYNC_INTERVAL_MS);
+    c.last_sync_at = Some(slot - SyncInterval::DEFAULT.ms());
     c.last_daily_resync_at = Some(slot - DAY_MS);
     c.last_full_resync_at = Some(slot - WEEK_MS + DAY_MS / 2 + 1);
     assert_eq!(live(&c, slot), (7, true, true, false));

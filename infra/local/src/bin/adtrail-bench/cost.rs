@@ -16,8 +16,9 @@
 
 use std::sync::Arc;
 
-use adtrail_domain::time::{DAY_MS, MINUTE_MS, VirtualClock};
-use adtrail_local::app::{App, start};
+use adtrail_domain::plan::SyncInterval;
+use adtrail_domain::time::{DAY_MS, VirtualClock};
+use adtrail_local::app::{App, start_with};
 use serde_json::json;
 
 use crate::{Error, T0};
@@ -96,12 +97,16 @@ fn breakdown(by: ByLabel, per: f64, unit: &str, p: &Prices) -> Vec<String> {
 }
 
 async fn stack(prefix: &str) -> Result<App, Error> {
+    stack_with(prefix, SyncInterval::DEFAULT).await
+}
+
+async fn stack_with(prefix: &str, interval: SyncInterval) -> Result<App, Error> {
     let clock = VirtualClock::starting_at(T0);
     let prefix = format!(
         "{prefix}-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..10]
     );
-    start("127.0.0.1:0".parse()?, Arc::new(clock), &prefix).await
+    start_with("127.0.0.1:0".parse()?, Arc::new(clock), &prefix, interval).await
 }
 
 async fn call(
@@ -190,9 +195,10 @@ fn posted_hundred(i: usize) -> (&'static str, serde_json::Value) {
     ("/v1/sites/loja-x/events", json!({"events": events}))
 }
 
-/// A day of the sample agency's four accounts, live: syncs every 45
-/// minutes, the daily re-read, the catalog, and the dispatcher's and the
-/// sweeper's work for them. Per 1,000 accounts, 30 days.
+/// A day of the sample agency's four accounts, live: syncs every interval
+/// (the seed's 45 minutes, or an operator's `SyncIntervalMinutes`), the
+/// daily re-read, the catalog, and the dispatcher's and the sweeper's work
+/// for them. Per 1,000 accounts, 30 days.
 ///
 /// The schedules tick every minute however many accounts are linked, so a
 /// tick's own cost (the dispatcher's and the sweeper's invocations finding
@@ -200,9 +206,9 @@ fn posted_hundred(i: usize) -> (&'static str, serde_json::Value) {
 /// adds is the rest. The day's ticks are priced that way: each tick's
 /// usage less that of a tick with nothing due, measured on the same stack
 /// after the day.
-async fn accounts(latency_ms: u64) -> Result<(Usage, Vec<String>), Error> {
+async fn accounts(latency_ms: u64, interval: SyncInterval) -> Result<(Usage, Vec<String>), Error> {
     use reqwest::Method;
-    let app = stack("bacct").await?;
+    let app = stack_with("bacct", interval).await?;
     for (site, currency) in [("loja-x", "BRL"), ("pet-mania", "USD")] {
         call(
             &app,
@@ -242,7 +248,7 @@ async fn accounts(latency_ms: u64) -> Result<(Usage, Vec<String>), Error> {
     let until = runner.now() + DAY_MS;
     let mut ticks = 0;
     while runner.now() < until {
-        runner.advance(45 * MINUTE_MS).await?;
+        runner.advance(interval.ms()).await?;
         runner.tick().await?;
         ticks += 1;
     }
@@ -351,7 +357,7 @@ pub(crate) async fn cost_bench(latency_ms: u64) -> Result<(), Error> {
         &p,
         Some(3.0),
     );
-    let (month, by) = accounts(latency_ms).await?;
+    let (month, by) = accounts(latency_ms, SyncInterval::DEFAULT).await?;
     line(
         "per 1,000 linked ad accounts a month (beyond the idle ticks)",
         &month,
@@ -359,6 +365,18 @@ pub(crate) async fn cost_bench(latency_ms: u64) -> Result<(), Error> {
         Some(1.0),
     );
     print(by);
+    // The same month at longer intervals an operator may set: today's
+    // spend shows later, and each account costs less.
+    for minutes in ["90", "180", "360"] {
+        let interval = SyncInterval::from_minutes(minutes)?;
+        let (month, _) = accounts(latency_ms, interval).await?;
+        line(
+            &format!("  syncing every {minutes} minutes (SyncIntervalMinutes)"),
+            &month,
+            &p,
+            Some(1.0),
+        );
+    }
     let (ticks, kept) = idle(&p).await?;
     let tick_cost: f64 = ticks.cost(&p).iter().map(|(_, c)| c).sum();
     println!(
