@@ -133,21 +133,97 @@ pub fn sample_accounts() -> Vec<SampleAccount> {
         .collect()
 }
 
-/// What an ad spent on a date, in minor units, with impressions and clicks;
-/// `None` for an ad-day with nothing (Meta leaves it out).
-pub fn ad_day(ad_id: &str, date: NaiveDate) -> Option<(i64, i64, i64)> {
+/// Meta's insights refresh every 15 minutes: a day has 96 refreshes.
+pub const REFRESHES_A_DAY: i64 = 96;
+
+/// How many of `date`'s refreshes had come at `now_ms` in the account's
+/// timezone: all of a day gone, none of a day to come, and today's so far.
+/// Insights "refresh every 15 minutes" (Meta's insights best practices), so
+/// today's spend grows through the day as the ads deliver, and a sync that
+/// reads today again finds it changed.
+pub fn refreshes(timezone: &str, date: NaiveDate, now_ms: i64) -> i64 {
+    let local = jiff::tz::db()
+        .get(timezone)
+        .ok()
+        .zip(jiff::Timestamp::from_millisecond(now_ms).ok())
+        .map(|(tz, ts)| tz.to_datetime(ts));
+    let Some(local) = local else {
+        return REFRESHES_A_DAY;
+    };
+    let today = NaiveDate::from_ymd_opt(
+        i32::from(local.year()),
+        u32::from(local.month().unsigned_abs()),
+        u32::from(local.day().unsigned_abs()),
+    );
+    match today.map(|t| date.cmp(&t)) {
+        Some(std::cmp::Ordering::Less) | None => REFRESHES_A_DAY,
+        Some(std::cmp::Ordering::Greater) => 0,
+        Some(std::cmp::Ordering::Equal) => {
+            (i64::from(local.hour()) * 60 + i64::from(local.minute())) / 15
+        }
+    }
+}
+
+/// What an ad spent on a date, in minor units, with impressions and clicks,
+/// once `refreshes` of the day's 96 had come (a day's whole at 96); `None`
+/// for an ad-day with nothing yet (Meta leaves it out).
+pub fn ad_day(ad_id: &str, date: NaiveDate, refreshes: i64) -> Option<(i64, i64, i64)> {
     let digest = Sha256::digest(format!("{ad_id}:{date}").as_bytes());
     let h = u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"));
-    if h % 5 == 0 {
+    if h % 5 == 0 || refreshes <= 0 {
         return None;
     }
+    let so_far = |whole: i64| whole * refreshes.min(REFRESHES_A_DAY) / REFRESHES_A_DAY;
     let spend = 300 + (h >> 8) as i64 % 9_700;
     let impressions = spend * (4 + (h >> 24) as i64 % 8) / 10 + 10;
     let clicks = impressions / (20 + (h >> 32) as i64 % 40);
-    Some((spend, impressions, clicks))
+    Some((so_far(spend), so_far(impressions), so_far(clicks)))
 }
 
 /// Minor units as Meta's decimal string, for a currency with cents.
 pub fn decimal(cents: i64) -> String {
     format!("{}.{:02}", cents / 100, cents % 100)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2026-06-30T12:00Z: 09:00 in São Paulo (UTC-3).
+    const NOON_UTC: i64 = 1_782_820_800_000;
+
+    #[test]
+    fn today_grows_by_the_quarter_hour_and_days_gone_are_whole() {
+        let date = |d: &str| NaiveDate::parse_from_str(d, "%Y-%m-%d").unwrap();
+        let sp = "America/Sao_Paulo";
+        assert_eq!(refreshes(sp, date("2026-06-30"), NOON_UTC), 36);
+        assert_eq!(
+            refreshes(sp, date("2026-06-30"), NOON_UTC + 14 * 60_000),
+            36
+        );
+        assert_eq!(
+            refreshes(sp, date("2026-06-30"), NOON_UTC + 15 * 60_000),
+            37
+        );
+        assert_eq!(refreshes(sp, date("2026-06-29"), NOON_UTC), REFRESHES_A_DAY);
+        assert_eq!(refreshes(sp, date("2026-07-01"), NOON_UTC), 0);
+        // The same instant is already July 1st east of the date line.
+        assert_eq!(
+            refreshes("Pacific/Kiritimati", date("2026-07-01"), NOON_UTC),
+            8
+        );
+        // An ad-day with spend: today's share of it, growing, and nothing yet
+        // in the day's first quarter hour or on a day to come.
+        let ad = (0..100)
+            .map(|i| format!("23850{i}"))
+            .find(|id| ad_day(id, date("2026-06-30"), REFRESHES_A_DAY).is_some())
+            .unwrap();
+        let whole = ad_day(&ad, date("2026-06-30"), REFRESHES_A_DAY).unwrap();
+        let morning = ad_day(&ad, date("2026-06-30"), 36).unwrap();
+        let later = ad_day(&ad, date("2026-06-30"), 40).unwrap();
+        assert_eq!(morning.0, whole.0 * 36 / 96);
+        assert!(morning.0 < later.0 && later.0 < whole.0);
+        assert!(morning.1 <= later.1 && later.1 <= whole.1);
+        assert_eq!(ad_day(&ad, date("2026-06-30"), 0), None);
+    }
 }

@@ -11,7 +11,9 @@ use axum::response::{IntoResponse, Response};
 use chrono::NaiveDate;
 use serde_json::{Value, json};
 
-use crate::agency::{ME_ID, ME_NAME, SAMPLE_PAGES, SampleAccount, ad_day, decimal, page_token};
+use crate::agency::{
+    ME_ID, ME_NAME, SAMPLE_PAGES, SampleAccount, ad_day, decimal, page_token, refreshes,
+};
 use crate::knobs::Knobs;
 use crate::server::Shared;
 use crate::wire::{bad_param, meta_error, no_object, page_size, paged};
@@ -270,13 +272,15 @@ pub(crate) fn insights(
     };
     let mut rows = vec![];
     let mut date = since;
+    let now = shared.clock.now_ms();
     while date <= until {
+        let refreshes = refreshes(acc.timezone, date, now);
         for ad in acc
             .ads
             .iter()
             .filter(|a| !knobs.archived_ads.contains(&a.id))
         {
-            if let Some((spend, impressions, clicks)) = ad_day(&ad.id, date) {
+            if let Some((spend, impressions, clicks)) = ad_day(&ad.id, date, refreshes) {
                 rows.push(json!({
                     "ad_id": ad.id, "ad_name": ad.name, "adset_id": ad.adset_id, "adset_name": ad.adset_name,
                     "campaign_id": ad.campaign_id, "campaign_name": ad.campaign_name,
