@@ -209,6 +209,19 @@ impl Function {
             })
     }
 
+    /// The process's peak resident memory so far (`VmHWM`), in KiB: what
+    /// Lambda holds against the function's memory size.
+    pub fn peak_memory_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()?)).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    }
+
     /// Everything the process wrote so far.
     pub fn written(&self) -> String {
         self.output.lock().unwrap().join("\n")

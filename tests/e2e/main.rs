@@ -12,6 +12,7 @@ mod fault_platforms;
 mod identity;
 mod leadads;
 mod login;
+mod memory;
 mod operations;
 mod runtime;
 mod store;

@@ -133,6 +133,29 @@ pub fn sample_accounts() -> Vec<SampleAccount> {
         .collect()
 }
 
+/// `n` ads beyond `acc`'s own ([`crate::Knobs::wide_ads`]): ids of their
+/// own per account, each name padded to 400 characters.
+pub fn wide_ads(acc: &SampleAccount, n: usize) -> Vec<SampleAd> {
+    let digits: String = acc.id.chars().filter(char::is_ascii_digit).collect();
+    let long = |name: String| {
+        let pad = 400usize.saturating_sub(name.chars().count());
+        format!("{name}{}", "·".repeat(pad))
+    };
+    (0..n)
+        .map(|i| SampleAd {
+            id: format!("9{digits}{i:05}"),
+            name: long(format!("{} wide ad {i}", acc.name)),
+            adset_id: format!("8{digits}{:03}", i / 100),
+            adset_name: long(format!("wide ad set {}", i / 100)),
+            campaign_id: format!("7{digits}"),
+            campaign_name: long("wide campaign".to_owned()),
+            status: "ACTIVE",
+            object_type: "PHOTO",
+            carousel: false,
+        })
+        .collect()
+}
+
 /// Meta's insights refresh every 15 minutes: a day has 96 refreshes.
 pub const REFRESHES_A_DAY: i64 = 96;
 

@@ -12,7 +12,7 @@ use chrono::NaiveDate;
 use serde_json::{Value, json};
 
 use crate::agency::{
-    ME_ID, ME_NAME, SAMPLE_PAGES, SampleAccount, ad_day, decimal, page_token, refreshes,
+    ME_ID, ME_NAME, SAMPLE_PAGES, SampleAccount, ad_day, decimal, page_token, refreshes, wide_ads,
 };
 use crate::knobs::Knobs;
 use crate::server::Shared;
@@ -273,11 +273,13 @@ pub(crate) fn insights(
     let mut rows = vec![];
     let mut date = since;
     let now = shared.clock.now_ms();
+    let wide = wide_ads(acc, knobs.wide_ads);
     while date <= until {
         let refreshes = refreshes(acc.timezone, date, now);
         for ad in acc
             .ads
             .iter()
+            .chain(&wide)
             .filter(|a| !knobs.archived_ads.contains(&a.id))
         {
             if let Some((spend, impressions, clicks)) = ad_day(&ad.id, date, refreshes) {

@@ -88,6 +88,10 @@ pub struct Knobs {
     pub pixel_accounts: usize,
     /// Refuse to trade a short-lived user token for a long-lived one.
     pub fail_token_exchange: bool,
+    /// A wide account: each account's insights also hold this many more
+    /// ads, every name at the 400 characters adtrail keeps (the worker's
+    /// memory at its largest part).
+    pub wide_ads: usize,
 }
 
 /// One request the fake served.

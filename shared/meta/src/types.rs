@@ -18,7 +18,9 @@ pub struct AdAccount {
     pub timezone: String,
 }
 
-/// One row of `insights?level=ad&time_increment=1`.
+/// One row of `insights?level=ad&time_increment=1`. The names (ad, ad set,
+/// campaign) are on an ad's first row of a call only, `None` on its later
+/// days: Meta repeats the same current names on each.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpendRow {
     pub ad_id: String,
