@@ -14,7 +14,7 @@ use adtrail_domain::plan::SyncInterval;
 use adtrail_domain::time::VirtualClock;
 use adtrail_fake_meta::FakeMeta;
 use adtrail_local::Runner;
-use adtrail_local::app::{App, start_with};
+use adtrail_local::app::{App, Settings, start_with};
 use adtrail_store::Store;
 use serde_json::{Value, json};
 
@@ -41,19 +41,44 @@ impl Harness {
     }
 
     pub async fn start_at(now: i64) -> Self {
-        Self::start_with(now, SyncInterval::DEFAULT).await
+        Self::start_with(now, Settings::default()).await
     }
 
     /// A fresh stack whose dispatcher and worker keep another interval
     /// (the template's `SyncIntervalMinutes`).
-    pub async fn start_with(now: i64, interval: SyncInterval) -> Self {
+    pub async fn start_every(now: i64, interval: SyncInterval) -> Self {
+        Self::start_with(
+            now,
+            Settings {
+                interval,
+                ..Settings::default()
+            },
+        )
+        .await
+    }
+
+    /// A fresh stack whose clients give up on Meta and the other platforms
+    /// after `timeout` (`META_TIMEOUT_MS`): the fault runs, whose fakes
+    /// hang longer than that. This stack's alone.
+    pub async fn start_impatient(timeout: std::time::Duration) -> Self {
+        Self::start_with(
+            T0,
+            Settings {
+                timeout: Some(timeout),
+                ..Settings::default()
+            },
+        )
+        .await
+    }
+
+    async fn start_with(now: i64, settings: Settings) -> Self {
         let clock = VirtualClock::starting_at(now);
         let prefix = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let app = start_with(
             "127.0.0.1:0".parse().expect("addr"),
             Arc::new(clock.clone()),
             &prefix,
-            interval,
+            settings,
         )
         .await
         .expect("the local stack starts (is moto reachable? run through `make test`)");

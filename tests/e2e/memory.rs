@@ -45,6 +45,12 @@ async fn two_runs_reading_their_largest_part_stay_well_inside_256_mb() {
     let peak = worker.peak_memory_kib().expect("the process's status");
     // Both runs read a whole part and saved it.
     for (site, account) in [("loja-x", LOJA_PRINCIPAL), ("pet-mania", PET_EAST)] {
+        let link = h.link(site, account).await;
+        assert_eq!(
+            (link.failures, link.last_error.as_deref()),
+            (0, None),
+            "{site} {account}: the run failed"
+        );
         let rows = h.all_rows(site, account).await;
         assert!(rows.len() > 18_000, "{site} {account}: {} rows", rows.len());
         h.assert_sums_match_rows(site, account).await;

@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use adtrail_domain::plan::SyncInterval;
 use adtrail_fake_meta::FakeMeta;
@@ -40,8 +41,45 @@ impl App {
     }
 }
 
-/// Starts everything. `api_addr` may use port 0. The sync interval is
-/// the template's, from `SYNC_INTERVAL_MINUTES` (45 minutes unset).
+/// What a stack keeps beyond its resources' names: the deployed stack's
+/// settings, which a test or the bench may set for its stack alone (never
+/// through the process's environment, which every stack of a test run and
+/// every function it starts would share).
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// The template's `SyncIntervalMinutes`.
+    pub interval: SyncInterval,
+    /// How long the runner's clients wait for Meta and the other platforms
+    /// (`META_TIMEOUT_MS`); `None`: 10 s for the fake Meta, the platform
+    /// client's 30 s for the others.
+    pub timeout: Option<Duration>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            interval: SyncInterval::DEFAULT,
+            timeout: None,
+        }
+    }
+}
+
+impl Settings {
+    /// From `SYNC_INTERVAL_MINUTES` and `META_TIMEOUT_MS`, as the
+    /// functions read them.
+    ///
+    /// # Errors
+    /// A message naming the setting that is not a valid value.
+    pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(Self {
+            interval: adtrail_store::sync_interval_from_env()?,
+            timeout: adtrail_meta::timeout_from_env()?,
+        })
+    }
+}
+
+/// Starts everything. `api_addr` may use port 0. The settings come from
+/// the environment ([`Settings::from_env`]).
 ///
 /// # Errors
 /// A message saying what could not start.
@@ -50,11 +88,10 @@ pub async fn start(
     clock: Arc<dyn MovableClock>,
     prefix: &str,
 ) -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
-    let interval = adtrail_store::sync_interval_from_env()?;
-    start_with(api_addr, clock, prefix, interval).await
+    start_with(api_addr, clock, prefix, Settings::from_env()?).await
 }
 
-/// [`start`] with a sync interval of the caller's (a test's, the bench's).
+/// [`start`] with settings of the caller's (a test's, the bench's).
 ///
 /// # Errors
 /// A message saying what could not start.
@@ -62,14 +99,18 @@ pub async fn start_with(
     api_addr: SocketAddr,
     clock: Arc<dyn MovableClock>,
     prefix: &str,
-    interval: SyncInterval,
+    settings: Settings,
 ) -> Result<App, Box<dyn std::error::Error + Send + Sync>> {
     let moto = Moto::ensure()?;
     let config = sdk_config(&moto.url).await;
     let template = Template::load(&default_path())?;
     let stack = LocalStack::create(&config, template, prefix).await?;
     let (graph_config, fake) = match std::env::var("META_GRAPH_URL") {
-        Ok(_) => (GraphConfig::from_env()?, None),
+        Ok(_) => {
+            let mut config = GraphConfig::from_env()?;
+            config.timeout = settings.timeout.unwrap_or(config.timeout);
+            (config, None)
+        }
         Err(_) => {
             // The fake reads the runner's clock for Meta's 7-day rule.
             let fake = FakeMeta::start_with_clock(
@@ -77,7 +118,9 @@ pub async fn start_with(
                 Arc::new(ClockRef(clock.clone())),
             )
             .await?;
-            (fake_graph_config(&fake), Some(fake))
+            let mut config = fake_graph_config(&fake);
+            config.timeout = settings.timeout.unwrap_or(FAKE_META_TIMEOUT);
+            (config, Some(fake))
         }
     };
     let (platform_urls, platforms) = if fake.is_some() {
@@ -90,16 +133,13 @@ pub async fn start_with(
     } else {
         (PlatformUrls::from_env()?, None)
     };
-    let timeout = adtrail_meta::timeout_from_env()
-        .ok()
-        .flatten()
-        .unwrap_or(PLATFORM_TIMEOUT);
+    let timeout = settings.timeout.unwrap_or(PLATFORM_TIMEOUT);
     let runner = Runner::new(
         stack,
         GraphClient::new(graph_config)?,
         PlatformClient::new(platform_urls, timeout)?,
         clock,
-        interval,
+        settings.interval,
     );
     runner.check_mappings().await?;
     let local = Arc::new(Local {
@@ -123,16 +163,17 @@ pub async fn start_with(
     })
 }
 
+/// The wait for the fake Meta unless the settings say otherwise: it
+/// answers on loopback.
+const FAKE_META_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The Graph client's configuration for a fake at its address: the same
 /// rules as production, with the fake's plain-HTTP host allowed for
 /// thumbnails.
 pub fn fake_graph_config(fake: &FakeMeta) -> GraphConfig {
     let mut config = GraphConfig::meta();
     config.base_url = url::Url::parse(&fake.url()).expect("the fake's URL");
-    config.timeout = adtrail_meta::timeout_from_env()
-        .ok()
-        .flatten()
-        .unwrap_or(std::time::Duration::from_secs(10));
+    config.timeout = FAKE_META_TIMEOUT;
     config.thumbnail_hosts.push("127.0.0.1".into());
     config.insecure_thumbnail_hosts.push("127.0.0.1".into());
     config

@@ -247,7 +247,7 @@ async fn two_executions_of_one_run_at_once_count_spend_once() {
 async fn a_longer_interval_spaces_the_live_syncs_and_their_leases() {
     use adtrail_domain::plan::SyncInterval;
     let three_hours = SyncInterval::from_minutes("180").unwrap();
-    let h = Harness::start_with(T0, three_hours).await;
+    let h = Harness::start_every(T0, three_hours).await;
     h.link_agency().await;
     h.sync_until_live(10).await;
     let live = h.link("loja-x", LOJA_PRINCIPAL).await;

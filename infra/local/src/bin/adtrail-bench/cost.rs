@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use adtrail_domain::plan::SyncInterval;
 use adtrail_domain::time::{DAY_MS, VirtualClock};
-use adtrail_local::app::{App, start_with};
+use adtrail_local::app::{App, Settings, start_with};
 use serde_json::json;
 
 use crate::{Error, T0};
@@ -106,7 +106,11 @@ async fn stack_with(prefix: &str, interval: SyncInterval) -> Result<App, Error> 
         "{prefix}-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..10]
     );
-    start_with("127.0.0.1:0".parse()?, Arc::new(clock), &prefix, interval).await
+    let settings = Settings {
+        interval,
+        ..Settings::default()
+    };
+    start_with("127.0.0.1:0".parse()?, Arc::new(clock), &prefix, settings).await
 }
 
 async fn call(
