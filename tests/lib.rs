@@ -47,14 +47,7 @@ impl Harness {
     /// A fresh stack whose dispatcher and worker keep another interval
     /// (the template's `SyncIntervalMinutes`).
     pub async fn start_every(now: i64, interval: SyncInterval) -> Self {
-        Self::start_with(
-            now,
-            Settings {
-                interval,
-                ..Settings::default()
-            },
-        )
-        .await
+        Self::start_with(now, Settings::every(interval)).await
     }
 
     /// A fresh stack whose clients give up on Meta and the other platforms

@@ -65,6 +65,14 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The defaults with another sync interval.
+    pub fn every(interval: SyncInterval) -> Self {
+        Self {
+            interval,
+            ..Self::default()
+        }
+    }
+
     /// From `SYNC_INTERVAL_MINUTES` and `META_TIMEOUT_MS`, as the
     /// functions read them.
     ///

@@ -106,11 +106,13 @@ async fn stack_with(prefix: &str, interval: SyncInterval) -> Result<App, Error> 
         "{prefix}-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..10]
     );
-    let settings = Settings {
-        interval,
-        ..Settings::default()
-    };
-    start_with("127.0.0.1:0".parse()?, Arc::new(clock), &prefix, settings).await
+    start_with(
+        "127.0.0.1:0".parse()?,
+        Arc::new(clock),
+        &prefix,
+        Settings::every(interval),
+    )
+    .await
 }
 
 async fn call(
