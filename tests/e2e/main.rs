@@ -16,6 +16,7 @@ mod memory;
 mod operations;
 mod runtime;
 mod store;
+mod store_chunks;
 mod sync;
 mod telemetry;
 mod template;

@@ -22,7 +22,7 @@ fn account(id: &str) -> ListedAccount {
     }
 }
 
-fn row(day: i64, ad: &str, cents: i64) -> SpendRow {
+pub(crate) fn row(day: i64, ad: &str, cents: i64) -> SpendRow {
     SpendRow {
         day_start: day * 86_400_000,
         ad_id: ad.into(),
@@ -35,7 +35,7 @@ fn row(day: i64, ad: &str, cents: i64) -> SpendRow {
     }
 }
 
-async fn linked(h: &Harness) -> String {
+pub(crate) async fn linked(h: &Harness) -> String {
     let store = h.store();
     store
         .sites()

@@ -7,7 +7,8 @@
 //! | link (site ← ad account) | `site#<siteId>` | `link#<act>` | `owner` (gsi1), `due` while not paused |
 //! | account claim (one site per account) | `acct#<act>` | `claim` | |
 //! | connection (owner's token and listing) | `owner#<ownerKey>` | `connection` | `owner` under `expiry` (`<expiresAt>#<ownerKey>`) until flagged as expiring soon |
-//! | spend row (ad, account-local day) | `spend#<siteId>#<act>` | `<dayStart>#<adId>` | |
+//! | spend of an account-local day, its ads packed about a kilobyte an item | `spend#<siteId>#<act>` | `<dayStart>!<chunk>` | |
+//! | spend row of one ad-day, as written before the chunks (read, moved on its next change) | `spend#<siteId>#<act>` | `<dayStart>#<adId>` | |
 //! | site-day sum of an account | `sum#<siteId>#<act>` | `<dayStart>` | |
 //! | catalog entry | `catalog#<siteId>` | `<adId>` | |
 //! | purge of an unlinked account | `purge#<siteId>` | `<act>` | `work` |
@@ -100,6 +101,16 @@ pub fn spend_pk(site: &str, account: &str) -> String {
 /// Day starts are padded so the sort key orders by time.
 pub fn spend_sk(day_start: i64, ad: &str) -> String {
     format!("{day_start:013}#{ad}")
+}
+/// A chunk of a day's spend: `!` sorts before `#`, so a day's chunks come
+/// before its older one-ad rows, and both inside the day's key range.
+pub fn spend_chunk_sk(day_start: i64, chunk: u16) -> String {
+    format!("{day_start:013}!{chunk:04}")
+}
+/// Parses a chunk's sort key back into `(dayStart, chunk)`.
+pub fn parse_spend_chunk_sk(sk: &str) -> Option<(i64, u16)> {
+    let (day, chunk) = sk.split_once('!')?;
+    Some((day.parse().ok()?, chunk.parse().ok()?))
 }
 pub fn day_sk(day_start: i64) -> String {
     format!("{day_start:013}")
@@ -322,6 +333,11 @@ mod tests {
         let b = spend_sk(1_700_086_400_000, "1");
         assert!(a < b);
         assert_eq!(parse_spend_sk(&a), Some((1_700_000_000_000, "9")));
+        let chunk = spend_chunk_sk(1_700_000_000_000, 7);
+        assert!(day_sk(1_700_000_000_000) < chunk && chunk < a);
+        assert!(chunk < format!("{}~", day_sk(1_700_000_000_000)));
+        assert_eq!(parse_spend_chunk_sk(&chunk), Some((1_700_000_000_000, 7)));
+        assert_eq!(parse_spend_chunk_sk(&a), None);
     }
 
     #[test]

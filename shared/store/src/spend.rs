@@ -2,21 +2,24 @@
 //! with it.
 //!
 //! Every change to spend rows goes through [`Spend::write_spend`]: one
-//! transaction holds the lease check, the row puts and deletes, and an `ADD`
-//! of the difference to each day's sum, so the sums always equal the rows
-//! they sum, whatever fails in between.
+//! transaction holds the lease check, the item puts and deletes, and an
+//! `ADD` of the difference to each day's sum, so the sums always equal the
+//! rows they sum, whatever fails in between. How rows are packed into
+//! items is [`layout`]'s.
 
 use std::collections::BTreeMap;
 
-use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use adtrail_domain::spend::{RowChange, SpendFigures, SpendRow};
 
-use crate::attr::{Item, get_n, get_s, n, s};
+use crate::attr::{Item, get_s, n, s};
 use crate::items::{FiguresItem, decode};
 use crate::keys::*;
 use crate::lease::LeaseCondition;
 use crate::{Spend, StoreError};
+
+mod layout;
 
 /// DynamoDB's cap on the items of one transaction.
 pub(crate) const MAX_TRANSACTION_ITEMS: usize = 100;
@@ -43,36 +46,43 @@ impl Spend<'_> {
     ) -> Result<(Vec<SpendRow>, bool), StoreError> {
         let mut rows = vec![];
         let mut capped = false;
-        let query = self
-            .ddb
+        let query = self.spend_query(site, account, first_day, last_day);
+        self.query_pages(query, usize::MAX, |items| {
+            for item in items {
+                for row in layout::rows_of(item)? {
+                    if rows.len() >= cap {
+                        capped = true;
+                        return Ok(false);
+                    }
+                    rows.push(row);
+                }
+            }
+            Ok(true)
+        })
+        .await?;
+        rows.sort_by(|a, b| (a.day_start, &a.ad_id).cmp(&(b.day_start, &b.ad_id)));
+        Ok((rows, capped))
+    }
+
+    /// The strongly read query of an account's spend items between two day
+    /// starts, inclusive.
+    fn spend_query(
+        &self,
+        site: &str,
+        account: &str,
+        first_day: i64,
+        last_day: i64,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.ddb
             .query()
             .table_name(&self.names.table)
             .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
             .expression_attribute_values(":pk", s(spend_pk(site, account)))
             .expression_attribute_values(":from", s(day_sk(first_day)))
-            // `~` sorts after every digit: the whole last day is included.
+            // `~` sorts after every digit, `!` and `#`: the whole last day
+            // is included.
             .expression_attribute_values(":to", s(format!("{}~", day_sk(last_day))))
-            .consistent_read(true);
-        self.query_pages(query, usize::MAX, |items| {
-            for item in items {
-                let Some((day_start, ad)) = get_s(item, SK).and_then(parse_spend_sk) else {
-                    continue;
-                };
-                if rows.len() >= cap {
-                    capped = true;
-                    return Ok(false);
-                }
-                rows.push(SpendRow {
-                    day_start,
-                    ad_id: ad.to_owned(),
-                    figures: figures_of(item)?,
-                    updated_at: get_n(item, "updatedAt").unwrap_or(0),
-                });
-            }
-            Ok(true)
-        })
-        .await?;
-        Ok((rows, capped))
+            .consistent_read(true)
     }
 
     /// The site-day sums of one account between two day starts, inclusive.
@@ -132,11 +142,14 @@ impl Spend<'_> {
     }
 
     /// Writes row changes under `cond`, with the day sums in step, in as few
-    /// transactions as DynamoDB's 100-item cap allows. Each row is written
-    /// only if it still holds what the change was computed from, so two
-    /// executions of one run (both holding its lease) never add a day's
-    /// delta twice. Stops, having written nothing more, at the first
-    /// transaction that fails a condition, and says which.
+    /// transactions as DynamoDB's 100-item cap allows (see [`layout`] for
+    /// how a day's rows are packed). The days the changes touch are read
+    /// again first: a row that no longer holds what its change was computed
+    /// from (another execution of the run wrote it) refuses the whole write
+    /// before anything is written, and each item is written on the version
+    /// read, so two executions never add a day's delta twice. Stops, having
+    /// written nothing more, at the first transaction that fails a
+    /// condition, and says which.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -145,70 +158,66 @@ impl Spend<'_> {
         cond: &LeaseCondition,
         changes: &[RowChange],
     ) -> Result<SpendWrite, StoreError> {
-        let mut chunk: Vec<&RowChange> = vec![];
-        let mut days = std::collections::BTreeSet::new();
-        for change in changes {
-            let new_day = !days.contains(&change.day());
-            if 1 + chunk.len() + days.len() + 1 + usize::from(new_day) > MAX_TRANSACTION_ITEMS {
-                let written = self.write_spend_chunk(cond, &chunk).await?;
+        let (Some(first), Some(last)) = (
+            changes.iter().map(RowChange::day).min(),
+            changes.iter().map(RowChange::day).max(),
+        ) else {
+            return Ok(SpendWrite::Written);
+        };
+        let (site, account) = (cond.site_id(), cond.ad_account_id());
+        let mut days = BTreeMap::new();
+        let query = self.spend_query(site, account, first, last);
+        self.query_pages(query, usize::MAX, |items| {
+            for item in items {
+                layout::read_item(&mut days, item)?;
+            }
+            Ok(true)
+        })
+        .await?;
+        let place = layout::Place {
+            table: &self.names.table,
+            pk: spend_pk(site, account),
+        };
+        let Some(units) = layout::plan(&place, days, changes)? else {
+            return Ok(SpendWrite::Stale);
+        };
+        let mut batch: Vec<layout::Unit> = vec![];
+        let size = |batch: &[layout::Unit]| {
+            let days: std::collections::BTreeSet<i64> = batch.iter().map(|u| u.day).collect();
+            1 + days.len() + batch.iter().map(|u| u.items.len()).sum::<usize>()
+        };
+        for unit in units {
+            let new_day = usize::from(!batch.iter().any(|u| u.day == unit.day));
+            if !batch.is_empty()
+                && size(&batch) + unit.items.len() + new_day > MAX_TRANSACTION_ITEMS
+            {
+                let written = self.write_units(cond, std::mem::take(&mut batch)).await?;
                 if written != SpendWrite::Written {
                     return Ok(written);
                 }
-                chunk.clear();
-                days.clear();
             }
-            days.insert(change.day());
-            chunk.push(change);
+            batch.push(unit);
         }
-        if chunk.is_empty() {
+        if batch.is_empty() {
             return Ok(SpendWrite::Written);
         }
-        self.write_spend_chunk(cond, &chunk).await
+        self.write_units(cond, batch).await
     }
 
-    async fn write_spend_chunk(
+    /// One transaction: the lease check, the units' writes, and each day's
+    /// sum moved by its units' deltas.
+    async fn write_units(
         &self,
         cond: &LeaseCondition,
-        chunk: &[&RowChange],
+        units: Vec<layout::Unit>,
     ) -> Result<SpendWrite, StoreError> {
         let t = &self.names.table;
         let (site, account) = (cond.site_id(), cond.ad_account_id());
         let mut items = vec![cond.check(t)?];
         let mut deltas: BTreeMap<i64, SpendFigures> = BTreeMap::new();
-        for change in chunk {
-            deltas.entry(change.day()).or_default().add(change.delta());
-            items.push(match change {
-                RowChange::Put { row, old } => {
-                    let (condition, values) = as_read(*old);
-                    let put = Put::builder()
-                        .condition_expression(condition)
-                        .set_expression_attribute_values(values)
-                        .table_name(t)
-                        .item(PK, s(spend_pk(site, account)))
-                        .item(SK, s(spend_sk(row.day_start, &row.ad_id)))
-                        .item("adId", s(&row.ad_id))
-                        .item("dayStart", n(row.day_start))
-                        .item("spendCents", n(row.figures.spend_cents))
-                        .item("impressions", n(row.figures.impressions))
-                        .item("clicks", n(row.figures.clicks))
-                        .item("updatedAt", n(row.updated_at))
-                        .build()
-                        .map_err(StoreError::ddb)?;
-                    TransactWriteItem::builder().put(put).build()
-                }
-                RowChange::Delete { row } => {
-                    let (condition, values) = as_read(Some(row.figures));
-                    let delete = Delete::builder()
-                        .condition_expression(condition)
-                        .set_expression_attribute_values(values)
-                        .table_name(t)
-                        .key(PK, s(spend_pk(site, account)))
-                        .key(SK, s(spend_sk(row.day_start, &row.ad_id)))
-                        .build()
-                        .map_err(StoreError::ddb)?;
-                    TransactWriteItem::builder().delete(delete).build()
-                }
-            });
+        for unit in units {
+            deltas.entry(unit.day).or_default().add(unit.delta);
+            items.extend(unit.items);
         }
         for (day, delta) in deltas {
             if delta.is_zero() {
@@ -225,9 +234,6 @@ impl Spend<'_> {
                 .build()
                 .map_err(StoreError::ddb)?;
             items.push(TransactWriteItem::builder().update(update).build());
-        }
-        if items.len() == 1 {
-            return Ok(SpendWrite::Written);
         }
         Ok(match self.transact(items).await? {
             None => SpendWrite::Written,
@@ -246,23 +252,4 @@ pub enum SpendWrite {
     /// A row no longer holds what the change was computed from (another
     /// execution of the run wrote it first): read again and recompute.
     Stale,
-}
-
-/// The condition that a row still holds `old` (or is absent), with its
-/// values.
-fn as_read(old: Option<SpendFigures>) -> (&'static str, Option<Item>) {
-    match old {
-        None => ("attribute_not_exists(pk)", None),
-        Some(f) => (
-            "spendCents = :oldSpend AND impressions = :oldImpressions AND clicks = :oldClicks",
-            Some(
-                [
-                    (":oldSpend".to_owned(), n(f.spend_cents)),
-                    (":oldImpressions".to_owned(), n(f.impressions)),
-                    (":oldClicks".to_owned(), n(f.clicks)),
-                ]
-                .into(),
-            ),
-        ),
-    }
 }
