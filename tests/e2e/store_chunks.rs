@@ -168,3 +168,51 @@ async fn a_days_rows_are_packed_and_one_item_rows_move_on_their_next_change() {
     assert_eq!(spend_keys(&h).await.len(), 2);
     h.assert_sums_match_rows("s1", "act_1").await;
 }
+
+#[tokio::test]
+async fn a_day_of_thousands_of_ads_spans_transactions_with_its_sum_in_step() {
+    let h = Harness::start().await;
+    let run = linked(&h).await;
+    let held = LeaseCondition::Run {
+        site_id: "s1".into(),
+        ad_account_id: "act_1".into(),
+        run_id: run,
+    };
+    // 300 rows of one ad each, as before the chunks: they move as they
+    // change, up to twenty deletes beside each chunk put.
+    let old: Vec<SpendRow> = (0..300)
+        .map(|i| row(DAY, &format!("2{i:016}"), 10))
+        .collect();
+    one_item_an_ad(&h, &old).await;
+    let mut changes: Vec<RowChange> = old
+        .iter()
+        .map(|r| RowChange::Put {
+            row: row(DAY, &r.ad_id, 11),
+            old: Some(r.figures),
+        })
+        .collect();
+    // And 2,700 new ads the same day: about 150 chunks in all, more than
+    // one transaction holds.
+    changes.extend((0..2_700).map(|i| RowChange::Put {
+        row: row(DAY, &format!("1{i:016}"), 7),
+        old: None,
+    }));
+    assert_eq!(
+        h.store()
+            .spend()
+            .write_spend(&held, &changes)
+            .await
+            .unwrap(),
+        SpendWrite::Written
+    );
+    h.assert_sums_match_rows("s1", "act_1").await;
+    let rows = h.all_rows("s1", "act_1").await;
+    assert_eq!(rows.len(), 3_000);
+    assert_eq!(
+        rows.iter().map(|r| r.figures.spend_cents).sum::<i64>(),
+        300 * 11 + 2_700 * 7
+    );
+    let keys = spend_keys(&h).await;
+    assert!(keys.iter().all(|k| k.contains('!')), "every row moved");
+    assert!(keys.len() > 100, "{} chunks", keys.len());
+}
