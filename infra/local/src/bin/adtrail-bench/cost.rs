@@ -375,13 +375,14 @@ pub(crate) async fn cost_bench(latency_ms: u64) -> Result<(), Error> {
     // spend shows later, and each account costs less.
     for minutes in ["90", "180", "360"] {
         let interval = SyncInterval::from_minutes(minutes)?;
-        let (month, _) = accounts(latency_ms, interval).await?;
+        let (month, by) = accounts(latency_ms, interval).await?;
         line(
             &format!("  syncing every {minutes} minutes (SyncIntervalMinutes)"),
             &month,
             &p,
             Some(1.0),
         );
+        print(by.into_iter().take(4).collect());
     }
     let (ticks, kept) = idle(&p).await?;
     let tick_cost: f64 = ticks.cost(&p).iter().map(|(_, c)| c).sum();
