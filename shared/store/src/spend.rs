@@ -174,23 +174,17 @@ impl Spend<'_> {
             Ok(true)
         })
         .await?;
-        let place = layout::Place {
-            table: &self.names.table,
-            pk: spend_pk(site, account),
-        };
-        let Some(units) = layout::plan(&place, days, changes)? else {
+        let Some(units) = layout::plan(&spend_pk(site, account), days, changes) else {
             return Ok(SpendWrite::Stale);
         };
         let mut batch: Vec<layout::Unit> = vec![];
         let size = |batch: &[layout::Unit]| {
-            let days: std::collections::BTreeSet<i64> = batch.iter().map(|u| u.day).collect();
-            1 + days.len() + batch.iter().map(|u| u.items.len()).sum::<usize>()
+            let days: std::collections::BTreeSet<i64> = batch.iter().map(|u| u.day()).collect();
+            1 + days.len() + batch.iter().map(layout::Unit::len).sum::<usize>()
         };
         for unit in units {
-            let new_day = usize::from(!batch.iter().any(|u| u.day == unit.day));
-            if !batch.is_empty()
-                && size(&batch) + unit.items.len() + new_day > MAX_TRANSACTION_ITEMS
-            {
+            let new_day = usize::from(!batch.iter().any(|u| u.day() == unit.day()));
+            if !batch.is_empty() && size(&batch) + unit.len() + new_day > MAX_TRANSACTION_ITEMS {
                 let written = self.write_units(cond, std::mem::take(&mut batch)).await?;
                 if written != SpendWrite::Written {
                     return Ok(written);
@@ -213,11 +207,15 @@ impl Spend<'_> {
     ) -> Result<SpendWrite, StoreError> {
         let t = &self.names.table;
         let (site, account) = (cond.site_id(), cond.ad_account_id());
+        let place = layout::Place {
+            table: t,
+            pk: spend_pk(site, account),
+        };
         let mut items = vec![cond.check(t)?];
         let mut deltas: BTreeMap<i64, SpendFigures> = BTreeMap::new();
         for unit in units {
-            deltas.entry(unit.day).or_default().add(unit.delta);
-            items.extend(unit.items);
+            deltas.entry(unit.day()).or_default().add(unit.delta());
+            items.extend(unit.into_items(&place)?);
         }
         for (day, delta) in deltas {
             if delta.is_zero() {

@@ -232,11 +232,60 @@ impl Day {
 }
 
 /// Writes that must land in one transaction, and what they add to their
-/// day's sum.
+/// day's sum. Its items are built only when its transaction is: a run's
+/// changes are held as figures, not as request values, so a part of
+/// thousands of ad-days stays small in memory.
 pub(super) struct Unit {
-    pub(super) day: i64,
-    pub(super) items: Vec<TransactWriteItem>,
-    pub(super) delta: SpendFigures,
+    day: i64,
+    kind: UnitKind,
+}
+
+enum UnitKind {
+    /// A chunk written, with the one-ad items whose ads moved into it.
+    Chunk(u16, Chunk),
+    /// A one-ad item deleted, with its figures.
+    Dropped(String, SpendFigures),
+}
+
+impl Unit {
+    pub(super) fn day(&self) -> i64 {
+        self.day
+    }
+
+    /// The transaction items it takes.
+    pub(super) fn len(&self) -> usize {
+        match &self.kind {
+            UnitKind::Chunk(_, chunk) => 1 + chunk.moved.len(),
+            UnitKind::Dropped(..) => 1,
+        }
+    }
+
+    /// What it adds to its day's sum.
+    pub(super) fn delta(&self) -> SpendFigures {
+        match &self.kind {
+            UnitKind::Chunk(_, chunk) => chunk.delta,
+            UnitKind::Dropped(_, figures) => SpendFigures::default().minus(*figures),
+        }
+    }
+
+    /// Its transaction items.
+    pub(super) fn into_items(
+        self,
+        place: &Place<'_>,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        match self.kind {
+            UnitKind::Chunk(n, chunk) => {
+                let mut items = vec![chunk_write(place, self.day, n, &chunk)?];
+                for (ad, old) in &chunk.moved {
+                    items.push(single_delete(place, self.day, ad, *old)?);
+                }
+                Ok(items)
+            }
+            UnitKind::Dropped(ad, figures) => {
+                Ok(vec![single_delete(place, self.day, &ad, figures)?])
+            }
+        }
+    }
 }
 
 /// The keys of one account's spend.
@@ -245,44 +294,38 @@ pub(super) struct Place<'a> {
     pub(super) pk: String,
 }
 
-/// Applies `changes` to the days read; answers the units to write, or
-/// `None` when a change no longer fits what is stored.
+/// Applies `changes` to the days read (of the account whose spend key is
+/// `pk`); answers the units to write, or `None` when a change no longer
+/// fits what is stored.
 pub(super) fn plan(
-    place: &Place<'_>,
+    pk: &str,
     mut days: BTreeMap<i64, Day>,
     changes: &[RowChange],
-) -> Result<Option<Vec<Unit>>, StoreError> {
-    let fill = entries_fill(&place.pk);
+) -> Option<Vec<Unit>> {
+    let fill = entries_fill(pk);
     for change in changes {
         if !days.entry(change.day()).or_default().apply(change, fill) {
-            return Ok(None);
+            return None;
         }
     }
     let mut units = vec![];
     for (day, stored) in days {
         for (n, chunk) in stored.chunks {
-            if !chunk.dirty {
-                continue;
+            if chunk.dirty {
+                units.push(Unit {
+                    day,
+                    kind: UnitKind::Chunk(n, chunk),
+                });
             }
-            let mut items = vec![chunk_write(place, day, n, &chunk)?];
-            for (ad, old) in &chunk.moved {
-                items.push(single_delete(place, day, ad, *old)?);
-            }
-            units.push(Unit {
-                day,
-                items,
-                delta: chunk.delta,
-            });
         }
         for (ad, figures) in stored.dropped {
             units.push(Unit {
                 day,
-                items: vec![single_delete(place, day, &ad, figures)?],
-                delta: SpendFigures::default().minus(figures),
+                kind: UnitKind::Dropped(ad, figures),
             });
         }
     }
-    Ok(Some(units))
+    Some(units)
 }
 
 /// A chunk's put, or its delete once empty, on the version read.
@@ -384,10 +427,7 @@ mod tests {
         }
     }
 
-    const PLACE: Place<'static> = Place {
-        table: "t",
-        pk: String::new(),
-    };
+    const ACCOUNT_PK: &str = "spend#s#act_1";
 
     #[test]
     fn a_chunk_of_the_longest_ids_stays_within_a_kilobyte() {
@@ -403,9 +443,9 @@ mod tests {
         let changes: Vec<_> = (0..100)
             .map(|i| put(0, &format!("1202{i:013}"), 123_456))
             .collect();
-        let units = plan(&PLACE, BTreeMap::new(), &changes).unwrap().unwrap();
+        let units = plan(ACCOUNT_PK, BTreeMap::new(), &changes).unwrap();
         assert!((4..=6).contains(&units.len()), "{} chunks", units.len());
-        let total: i64 = units.iter().map(|u| u.delta.spend_cents).sum();
+        let total: i64 = units.iter().map(|u| u.delta().spend_cents).sum();
         assert_eq!(total, 100 * 123_456, "every row's delta in one unit");
     }
 
@@ -420,11 +460,7 @@ mod tests {
             row: row(0, "9", 6),
             old: Some(row(0, "9", 4).figures),
         };
-        assert!(
-            plan(&PLACE, days, &[put(0, "1", 1), stale])
-                .unwrap()
-                .is_none()
-        );
+        assert!(plan(ACCOUNT_PK, days, &[put(0, "1", 1), stale]).is_none());
     }
 
     #[test]
@@ -445,15 +481,18 @@ mod tests {
                 row: row(0, "8", 3),
             },
         ];
-        let units = plan(&PLACE, days, &changes).unwrap().unwrap();
+        let units = plan(ACCOUNT_PK, days, &changes).unwrap();
         assert_eq!(units.len(), 2);
-        assert_eq!(
-            units[0].items.len(),
-            2,
-            "the chunk and the old item's delete"
-        );
-        assert_eq!(units[0].delta.spend_cents, 2);
-        assert_eq!(units[1].items.len(), 1);
-        assert_eq!(units[1].delta.spend_cents, -3);
+        assert_eq!(units[0].len(), 2, "the chunk and the old item's delete");
+        assert_eq!(units[0].delta().spend_cents, 2);
+        assert_eq!(units[1].len(), 1);
+        assert_eq!(units[1].delta().spend_cents, -3);
+        let place = Place {
+            table: "t",
+            pk: ACCOUNT_PK.into(),
+        };
+        let mut units = units.into_iter();
+        let items = units.next().unwrap().into_items(&place).unwrap();
+        assert!(items[0].put().is_some() && items[1].delete().is_some());
     }
 }
