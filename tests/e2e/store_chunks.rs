@@ -74,15 +74,19 @@ fn figures(h: &[SpendRow], ad: &str) -> Option<i64> {
         .map(|r| r.figures.spend_cents)
 }
 
+/// The lease of a run on the linked account `act_1` of site `s1`.
+async fn held(h: &Harness) -> LeaseCondition {
+    LeaseCondition::Run {
+        site_id: "s1".into(),
+        ad_account_id: "act_1".into(),
+        run_id: linked(h).await,
+    }
+}
+
 #[tokio::test]
 async fn a_days_rows_are_packed_and_one_item_rows_move_on_their_next_change() {
     let h = Harness::start().await;
-    let run = linked(&h).await;
-    let held = LeaseCondition::Run {
-        site_id: "s1".into(),
-        ad_account_id: "act_1".into(),
-        run_id: run,
-    };
+    let held = held(&h).await;
     let old: Vec<SpendRow> = ["1", "2", "3"].map(|ad| row(DAY, ad, 100)).into();
     one_item_an_ad(&h, &old).await;
     assert_eq!(h.all_rows("s1", "act_1").await, old, "read as they are");
@@ -172,12 +176,7 @@ async fn a_days_rows_are_packed_and_one_item_rows_move_on_their_next_change() {
 #[tokio::test]
 async fn a_day_of_thousands_of_ads_spans_transactions_with_its_sum_in_step() {
     let h = Harness::start().await;
-    let run = linked(&h).await;
-    let held = LeaseCondition::Run {
-        site_id: "s1".into(),
-        ad_account_id: "act_1".into(),
-        run_id: run,
-    };
+    let held = held(&h).await;
     // 300 rows of one ad each, as before the chunks: they move as they
     // change, up to twenty deletes beside each chunk put.
     let old: Vec<SpendRow> = (0..300)

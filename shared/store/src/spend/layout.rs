@@ -50,6 +50,9 @@ struct Chunk {
     /// The version read; `None` for a chunk this write creates.
     version: Option<i64>,
     ads: BTreeMap<String, Entry>,
+    /// The entries' bytes, kept as they change: a new ad asks each chunk
+    /// for room, and summing every entry each time is quadratic in a day.
+    bytes: usize,
     dirty: bool,
     /// One-ad items of the same day whose ads this write moves here.
     moved: Vec<(String, SpendFigures)>,
@@ -75,7 +78,11 @@ enum Home {
 /// A row's or a chunk's DynamoDB size, as DynamoDB counts it: a number is
 /// about a byte per two digits and one more.
 fn number_bytes(v: i64) -> usize {
-    v.unsigned_abs().to_string().len() / 2 + 2
+    let digits = v
+        .unsigned_abs()
+        .checked_ilog10()
+        .map_or(1, |d| d as usize + 1);
+    digits / 2 + 2
 }
 
 /// An ad entry's bytes in a chunk: its key, and a list of four numbers.
@@ -89,8 +96,32 @@ fn entry_bytes(ad: &str, (f, at): &Entry) -> usize {
 }
 
 impl Chunk {
-    fn bytes(&self) -> usize {
-        self.ads.iter().map(|(ad, e)| entry_bytes(ad, e)).sum()
+    fn read(version: i64, ads: BTreeMap<String, Entry>) -> Self {
+        let bytes = ads.iter().map(|(ad, e)| entry_bytes(ad, e)).sum();
+        Chunk {
+            version: Some(version),
+            ads,
+            bytes,
+            ..Chunk::default()
+        }
+    }
+
+    /// Puts or replaces an ad's entry, moving the day's sum by `delta`.
+    fn put(&mut self, ad: String, entry: Entry, delta: SpendFigures) {
+        self.bytes += entry_bytes(&ad, &entry);
+        if let Some(old) = self.ads.insert(ad.clone(), entry) {
+            self.bytes -= entry_bytes(&ad, &old);
+        }
+        self.dirty = true;
+        self.delta.add(delta);
+    }
+
+    fn remove(&mut self, ad: &str, delta: SpendFigures) {
+        if let Some(old) = self.ads.remove(ad) {
+            self.bytes -= entry_bytes(ad, &old);
+        }
+        self.dirty = true;
+        self.delta.add(delta);
     }
 }
 
@@ -101,11 +132,7 @@ pub(super) fn read_item(days: &mut BTreeMap<i64, Day>, item: &Item) -> Result<()
         return Ok(());
     };
     if let Some((day, n)) = parse_spend_chunk_sk(sk) {
-        let chunk = Chunk {
-            version: Some(get_n(item, "v").unwrap_or(0)),
-            ads: decode_ads(item)?,
-            ..Chunk::default()
-        };
+        let chunk = Chunk::read(get_n(item, "v").unwrap_or(0), decode_ads(item)?);
         days.entry(day).or_default().chunks.insert(n, chunk);
     } else if let Some((day, ad)) = parse_spend_sk(sk) {
         let entry = (
@@ -180,7 +207,7 @@ impl Day {
         let n = self
             .chunks
             .iter()
-            .find(|(_, c)| c.bytes() + size <= fill)
+            .find(|(_, c)| c.bytes + size <= fill)
             .map(|(n, _)| *n)
             .unwrap_or_else(|| self.chunks.keys().next_back().map_or(0, |n| n + 1));
         self.chunks.entry(n).or_default()
@@ -203,24 +230,20 @@ impl Day {
         match (change, found.map(|f| f.0)) {
             (RowChange::Put { .. }, Some(Home::Chunk(n))) => {
                 let chunk = self.chunks.get_mut(&n).expect("found in it");
-                chunk.ads.insert(ad, entry);
-                chunk.dirty = true;
-                chunk.delta.add(delta);
+                chunk.put(ad, entry, delta);
             }
             (RowChange::Put { .. }, home) => {
                 let moved = matches!(home, Some(Home::Single))
                     .then(|| (ad.clone(), self.single.remove(&ad).expect("found").0));
                 let chunk = self.room_for(&ad, &entry, fill);
-                chunk.ads.insert(ad, entry);
-                chunk.dirty = true;
-                chunk.delta.add(delta);
+                chunk.put(ad, entry, delta);
                 chunk.moved.extend(moved);
             }
             (RowChange::Delete { .. }, Some(Home::Chunk(n))) => {
-                let chunk = self.chunks.get_mut(&n).expect("found in it");
-                chunk.ads.remove(&ad);
-                chunk.dirty = true;
-                chunk.delta.add(delta);
+                self.chunks
+                    .get_mut(&n)
+                    .expect("found in it")
+                    .remove(&ad, delta);
             }
             (RowChange::Delete { .. }, _) => {
                 let (figures, _) = self.single.remove(&ad).expect("found");

@@ -91,3 +91,23 @@ fn a_changed_one_ad_row_moves_into_a_chunk_in_the_same_unit() {
     let items = units.next().unwrap().into_items(&place).unwrap();
     assert!(items[0].put().is_some() && items[1].delete().is_some());
 }
+
+#[test]
+fn a_numbers_bytes_are_about_one_per_two_digits_and_one() {
+    assert_eq!(number_bytes(0), 2);
+    assert_eq!(number_bytes(9), 2);
+    assert_eq!(number_bytes(-12), 3);
+    assert_eq!(number_bytes(1_700_000_000_000), 8);
+}
+
+#[test]
+fn a_chunks_bytes_follow_its_entries() {
+    let mut chunk = Chunk::default();
+    let entry = (row(0, "1", 5).figures, 1_700_000_000_000);
+    chunk.put("1".into(), entry, entry.0);
+    chunk.put("22".into(), entry, entry.0);
+    chunk.remove("1", entry.0);
+    chunk.put("22".into(), (row(0, "22", 123_456).figures, 1), entry.0);
+    let summed: usize = chunk.ads.iter().map(|(ad, e)| entry_bytes(ad, e)).sum();
+    assert_eq!(chunk.bytes, summed);
+}
