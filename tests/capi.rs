@@ -129,3 +129,35 @@ pub fn purchase(id: &str, now: i64) -> Value {
                     "fbc": "fb.1.1554763741205.AbCdEf", "ttclid": "E.C.P.tiktok-click"}
     })
 }
+
+/// Every message on the send queue lost (a crash between the write and
+/// the queue, or a sender that took them and died).
+pub async fn lose_queued_sends(h: &Harness) {
+    let url = h.store().names.send_queue_url.clone();
+    h.store()
+        .sqs
+        .purge_queue()
+        .queue_url(&url)
+        .send()
+        .await
+        .unwrap();
+}
+
+/// `sk` of loja-x claimed now by a sender that dies and never ends it.
+pub async fn claim_as_dead_sender(h: &Harness, sk: &str) {
+    let claims = h
+        .store()
+        .conversions()
+        .claim_sends(
+            &[("loja-x".into(), sk.to_owned())],
+            "dead-sender",
+            adtrail_domain::capi::SEND_LEASE_MS,
+            h.now(),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        claims[0],
+        adtrail_store::sending::Claim::Claimed(_)
+    ));
+}

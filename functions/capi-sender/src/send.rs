@@ -332,6 +332,7 @@ fn finishes_of(jobs: &[Job], verdicts: &[Option<Verdict>], now: i64) -> Vec<Fini
                 sk: c.sk.clone(),
                 event_id: c.event_id.clone(),
                 event_name: c.event_name,
+                in_send_batch: c.in_send_batch,
                 end: end_of(verdict, c.attempts, c.unsure, now),
             }
         })

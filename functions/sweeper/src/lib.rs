@@ -17,7 +17,7 @@ use adtrail_meta::GraphClient;
 use adtrail_store::keys::WORK_SHARDS;
 use adtrail_store::purge::PurgeStep;
 use adtrail_store::queue::SendMessage;
-use adtrail_store::recovery::Lost;
+use adtrail_store::recovery::{Late, Lost};
 use adtrail_store::{Store, StoreError};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use lambda_runtime::LambdaEvent;
@@ -178,19 +178,34 @@ impl Sweeper {
                     .late_sends(shard, now - LOST_AFTER_MS, LATE_PAGE, after)
                     .await?;
                 let mut again = vec![];
-                for (site, key) in &late {
-                    match self
-                        .store
-                        .conversions()
-                        .recover_lost(site, key, LOST_AFTER_MS, now)
-                        .await?
-                    {
-                        Lost::Requeued => again.push(SendMessage {
-                            site_id: site.clone(),
-                            key: key.clone(),
-                        }),
-                        Lost::Failed => report.sends_failed += 1,
-                        Lost::Skipped => {}
+                for entry in &late {
+                    let (site, dealt) = match entry {
+                        Late::Row(site, key) => {
+                            let lost = self
+                                .store
+                                .conversions()
+                                .recover_lost(site, key, LOST_AFTER_MS, now)
+                                .await?;
+                            (site, vec![(key.clone(), lost)])
+                        }
+                        Late::Batch(site, batch) => {
+                            let dealt = self
+                                .store
+                                .conversions()
+                                .sweep_batch(site, batch, LOST_AFTER_MS, now)
+                                .await?;
+                            (site, dealt)
+                        }
+                    };
+                    for (key, lost) in dealt {
+                        match lost {
+                            Lost::Requeued => again.push(SendMessage {
+                                site_id: site.clone(),
+                                key,
+                            }),
+                            Lost::Failed => report.sends_failed += 1,
+                            Lost::Skipped => {}
+                        }
                     }
                 }
                 report.sends_requeued += again.len();

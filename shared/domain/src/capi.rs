@@ -312,6 +312,9 @@ pub struct Conversion {
     /// Present while pending; erased once delivery ends.
     pub hashes: Option<ContactHashes>,
     pub work_at: Option<i64>,
+    /// A send batch watches it for the sweeper (a posted batch's row): it
+    /// has no `work` entry of its own to leave when it ends.
+    pub in_send_batch: bool,
     /// An attempt left and got no answer (or was lost after it left):
     /// Meta may hold the event, so it is never failed for attempts.
     pub unsure: bool,

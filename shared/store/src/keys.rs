@@ -22,7 +22,8 @@
 //! | a lead change seen (idempotency) | `change#<siteId>` | `<changeId>` | |
 //! | a lead entering a column on a UTC day | `entry#<siteId>#<column>` | `<dayStart>#<leadId>` | |
 //! | a posted event queued for a destination (idempotency) | `posted#<siteId>` | `<slug>#<eventId>` | |
-//! | conversion (outbox row and history) | `conv#<siteId>` | `<createdAt>#<eventId>` | `work` while pending |
+//! | conversion (outbox row and history) | `conv#<siteId>` | `<createdAt>#<eventId>` | `work` while pending, unless its send batch stands for it |
+//! | a send batch: the rows of a site created in one millisecond of a posted batch, watched as one | `sendbatch#<siteId>` | `<createdAt>` | `work` while any of its rows is pending |
 //! | conversion counters, sharded | `count#<siteId>#<n>` | `total`, `day#<dayStart>` | |
 //! | a site being erased | `erase#<siteId>` | `erase` | `work` while it runs |
 //!
@@ -33,7 +34,10 @@
 //! paused links; `work` (`workShard`, `workAt`) lists background work the
 //! same way: purges (`purge#<n>`), erasures (`erase#<n>`) and pending
 //! conversions by the time their attempt is due (`send#<n>`), so the
-//! sweeper finds lost sends without a scan.
+//! sweeper finds lost sends without a scan. A posted batch's rows are not
+//! in the index one by one: their send batch is, at the time the rows were
+//! written (an index entry costs a write unit when a row is queued and
+//! another when it is sent).
 
 use sha2::{Digest, Sha256};
 
@@ -250,6 +254,15 @@ pub const COUNT_TOTAL_SK: &str = "total";
 pub fn count_day_sk(day_start: i64) -> String {
     format!("day#{day_start:013}")
 }
+/// The send batches of a site: its rows created in one millisecond by a
+/// posted batch, which have no `work` entry of their own.
+pub fn send_batch_pk(site: &str) -> String {
+    format!("sendbatch#{site}")
+}
+/// A send batch's sort key: the creation time its rows' keys start with.
+pub fn send_batch_sk(created_at: i64) -> String {
+    format!("{created_at:013}")
+}
 pub fn send_shard(event_id: &str) -> String {
     format!("send#{}", shard_of(event_id, WORK_SHARDS))
 }
@@ -289,6 +302,10 @@ impl RollupDim {
 /// The site a conversion partition key names.
 pub fn parse_conv_pk(pk: &str) -> Option<&str> {
     pk.strip_prefix("conv#")
+}
+/// The site a send batch's partition key names.
+pub fn parse_send_batch_pk(pk: &str) -> Option<&str> {
+    pk.strip_prefix("sendbatch#")
 }
 /// The day start a counter day item's sort key names.
 pub fn parse_count_day_sk(sk: &str) -> Option<i64> {
@@ -350,6 +367,16 @@ mod tests {
         }
         assert_eq!(RollupDim::parse("x#1"), None);
         assert_eq!(parse_conv_pk(&conv_pk("loja-x")), Some("loja-x"));
+        assert_eq!(
+            parse_send_batch_pk(&send_batch_pk("loja-x")),
+            Some("loja-x")
+        );
+        assert_eq!(parse_conv_pk(&send_batch_pk("loja-x")), None);
+        // A batch's key is the prefix of its rows' keys.
+        assert!(
+            conv_sk(1_700_000_000_000, "e")
+                .starts_with(&format!("{}#", send_batch_sk(1_700_000_000_000)))
+        );
         assert_eq!(
             parse_count_day_sk(&count_day_sk(86_400_000)),
             Some(86_400_000)

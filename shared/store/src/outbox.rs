@@ -152,7 +152,7 @@ fn conversion_puts(t: &str, w: &LeadWrite) -> Result<Vec<TransactWriteItem>, Sto
         let keys = (
             conv_pk(&w.lead.site_id),
             created_at,
-            send_shard(&c.event_id),
+            Some(send_shard(&c.event_id)),
         );
         let item = encode(
             &ConversionItem::pending(c, &w.lead, keys, w.now),
@@ -173,7 +173,7 @@ fn conversion_puts(t: &str, w: &LeadWrite) -> Result<Vec<TransactWriteItem>, Sto
         );
     }
     for r in &w.routed {
-        let keys = (conv_pk(&w.lead.site_id), w.now, send_shard(&r.sk));
+        let keys = (conv_pk(&w.lead.site_id), w.now, Some(send_shard(&r.sk)));
         let item = encode(
             &ConversionItem::posted(r, &w.lead.site_id, keys, w.now),
             "conversion",

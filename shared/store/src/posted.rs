@@ -5,6 +5,13 @@
 //! written many to a transaction (up to DynamoDB's 100 items); a marker
 //! that turns out taken cancels its transaction, which is sent again
 //! without the rows it names.
+//!
+//! A batch of [`BATCH_MIN`] rows or more is watched as one: its rows get no
+//! `work` index entry of their own (one costs a write unit when the row is
+//! queued and another when it is sent); a send batch item
+//! (`sendbatch#<siteId>` / `<createdAt>`), written in each of the batch's
+//! transactions, stands for them in the index until none is pending, and
+//! the sweeper finds a lost send through it ([`crate::recovery`]).
 
 use adtrail_domain::events::EventRow;
 use aws_sdk_dynamodb::error::SdkError;
@@ -13,13 +20,21 @@ use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use crate::attr::{Item, n, s};
 use crate::items::{ConversionItem, encode};
-use crate::keys::{COUNT_SHARDS, PK, SK, conv_pk, posted_pk, posted_sk, send_shard, shard_of};
+use crate::keys::{
+    COUNT_SHARDS, PK, SK, WORK_AT, WORK_SHARD, conv_pk, posted_pk, posted_sk, send_batch_pk,
+    send_batch_sk, send_shard, shard_of,
+};
 use crate::outbox::{CHANGE_KEPT_MS, TTL};
 use crate::tally::Tally;
 use crate::{Conversions, StoreError};
 
 /// Items one transaction takes.
 const MAX_TRANSACTION_ITEMS: usize = 100;
+/// Rows a request queues from which they are watched through a send batch
+/// rather than one index entry each: a batch item costs about five write
+/// units in all (its put in a transaction, its index entry, its delete),
+/// a row's own entry two.
+pub const BATCH_MIN: usize = 4;
 /// Rounds of "send again without the taken ones" a write makes at most:
 /// each round drops at least one row, and a batch's rows race rarely.
 const MAX_ROUNDS: usize = 8;
@@ -41,6 +56,20 @@ fn put(table: &str, item: Item, condition: &str) -> Result<TransactWriteItem, St
         .build()
         .map_err(StoreError::ddb)?;
     Ok(TransactWriteItem::builder().put(put).build())
+}
+
+/// The send batch of `site`'s rows created at `now`, due in the `work`
+/// index at once (the sweeper looks at it once it is late).
+fn send_batch(table: &str, site: &str, now: i64) -> Result<Put, StoreError> {
+    let sk = send_batch_sk(now);
+    Put::builder()
+        .table_name(table)
+        .item(PK, s(send_batch_pk(site)))
+        .item(WORK_SHARD, s(send_shard(&format!("{site}#{sk}"))))
+        .item(SK, s(sk))
+        .item(WORK_AT, n(now))
+        .build()
+        .map_err(StoreError::ddb)
 }
 
 /// The indexes of the items whose condition failed in a cancelled
@@ -99,10 +128,11 @@ impl Conversions<'_> {
         let todo: Vec<usize> = (0..rows.len())
             .filter(|i| answers[*i] == Posted::Queued)
             .collect();
-        // Two items a row, and the counters: the site's totals and its
-        // day, which also hold each destination's.
-        for chunk in todo.chunks((MAX_TRANSACTION_ITEMS - 2) / 2) {
-            self.write_rows(site, rows, chunk.to_vec(), &mut answers, now)
+        let batched = todo.len() >= BATCH_MIN;
+        // Two items a row, the counters (the site's totals and its day,
+        // which also hold each destination's) and the send batch.
+        for chunk in todo.chunks((MAX_TRANSACTION_ITEMS - 3) / 2) {
+            self.write_rows(site, rows, chunk.to_vec(), &mut answers, batched, now)
                 .await?;
         }
         Ok(answers)
@@ -116,6 +146,7 @@ impl Conversions<'_> {
         rows: &[EventRow],
         mut chunk: Vec<usize>,
         answers: &mut [Posted],
+        batched: bool,
         now: i64,
     ) -> Result<(), StoreError> {
         let t = &self.names.table;
@@ -134,7 +165,8 @@ impl Conversions<'_> {
                 ]
                 .into();
                 items.push(put(t, marker, "attribute_not_exists(pk)")?);
-                let keys = (conv_pk(site), now, send_shard(&r.sk));
+                let shard = (!batched).then(|| send_shard(&r.sk));
+                let keys = (conv_pk(site), now, shard);
                 let row = encode(&ConversionItem::posted(r, site, keys, now), "conversion")?;
                 items.push(put(t, row, "attribute_not_exists(pk)")?);
             }
@@ -145,6 +177,16 @@ impl Conversions<'_> {
             }
             let shard = shard_of(&rows[chunk[0]].sk, COUNT_SHARDS);
             items.extend(tally.updates(t, site, shard)?);
+            if batched {
+                // The same item in every transaction of the batch (and of
+                // another batch of the site in the same millisecond): a put
+                // with no condition.
+                items.push(
+                    TransactWriteItem::builder()
+                        .put(send_batch(t, site, now)?)
+                        .build(),
+                );
+            }
             match self.send_transaction(items).await {
                 Ok(_) => return Ok(()),
                 Err(e) => {

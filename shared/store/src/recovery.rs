@@ -1,15 +1,23 @@
 //! Sends lost on the way: the sweeper finds pending rows whose attempt was
 //! due long ago and either puts them back in line (counting the lost
 //! attempt) or fails them by the domain's rule.
+//!
+//! A row has its own `work` entry, or a send batch stands for it (a posted
+//! batch's rows, [`crate::posted`]): the sweeper reads a late batch's rows
+//! (those of its site created in its millisecond), deals with each lost
+//! one as with a row of its own, and then deletes the batch when none is
+//! pending or moves it on to look again.
 
 use adtrail_domain::capi::{Conversion, ConversionStatus, doomed};
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
-use crate::attr::{FromItem, Item, get_s, n, s};
+use crate::attr::{FromItem, Item, get_n, get_s, n, s};
 use crate::items::MATCH_ATTRIBUTES;
 use crate::keys::{
-    COUNT_SHARDS, PK, SK, WORK_INDEX, conv_pk, parse_conv_pk, send_shard_n, shard_of,
+    COUNT_SHARDS, PK, SK, WORK_AT, WORK_INDEX, WORK_SHARD, conv_pk, parse_conv_pk,
+    parse_send_batch_pk, send_batch_pk, send_shard_n, shard_of,
 };
+use crate::write::applied;
 use crate::{Conversions, StoreError};
 
 use crate::tally::Tally;
@@ -26,6 +34,20 @@ pub enum Lost {
     Skipped,
 }
 
+/// A late entry of the `work` index's send shards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Late {
+    /// A pending row with an entry of its own: its site and key.
+    Row(String, String),
+    /// A send batch standing for its rows: its site and key (the
+    /// creation time its rows' keys start with).
+    Batch(String, String),
+}
+
+/// Pages of a batch's rows read at most: a millisecond's rows of one site
+/// are at most a request's hundred events for each destination.
+const BATCH_PAGES: usize = 16;
+
 /// Where the next page of [`Conversions::late_sends`] starts: rows a
 /// sender still holds stay at the head of the index, so the next page must
 /// start past them rather than at the head again.
@@ -33,9 +55,9 @@ pub enum Lost {
 pub struct LateCursor(Item);
 
 impl Conversions<'_> {
-    /// Pending rows of one shard whose attempt was due before `before`,
-    /// oldest first, at most `limit`, from `after` on; answers them and
-    /// where the next page starts (`None`: no more).
+    /// Pending rows and send batches of one shard whose attempt was due
+    /// before `before`, oldest first, at most `limit`, from `after` on;
+    /// answers them and where the next page starts (`None`: no more).
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -45,7 +67,7 @@ impl Conversions<'_> {
         before: i64,
         limit: i32,
         after: Option<LateCursor>,
-    ) -> Result<(Vec<(String, String)>, Option<LateCursor>), StoreError> {
+    ) -> Result<(Vec<Late>, Option<LateCursor>), StoreError> {
         let out = self
             .ddb
             .query()
@@ -63,8 +85,12 @@ impl Conversions<'_> {
             .items()
             .iter()
             .filter_map(|item| {
-                let pk = parse_conv_pk(get_s(item, PK)?)?;
-                Some((pk.to_owned(), get_s(item, SK)?.to_owned()))
+                let (pk, sk) = (get_s(item, PK)?, get_s(item, SK)?.to_owned());
+                match (parse_conv_pk(pk), parse_send_batch_pk(pk)) {
+                    (Some(site), _) => Some(Late::Row(site.to_owned(), sk)),
+                    (_, Some(site)) => Some(Late::Batch(site.to_owned(), sk)),
+                    _ => None,
+                }
             })
             .collect();
         Ok((rows, out.last_evaluated_key.map(LateCursor)))
@@ -161,5 +187,94 @@ impl Conversions<'_> {
             None => outcome,
             Some(_) => Lost::Skipped,
         })
+    }
+
+    /// Deals with a late send batch: each of its rows pending with no
+    /// entry of its own and late is dealt with as [`Self::recover_lost`]
+    /// does; then the batch is deleted when none of its rows is pending,
+    /// or moved to the earliest time one is due (looked at again once
+    /// that is late). Answers each row dealt with, by key.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn sweep_batch(
+        &self,
+        site: &str,
+        batch: &str,
+        lost_after_ms: i64,
+        now: i64,
+    ) -> Result<Vec<(String, Lost)>, StoreError> {
+        let Some(item) = self.read_item(send_batch_pk(site), batch).await? else {
+            return Ok(vec![]);
+        };
+        let seen = get_n(&item, WORK_AT).unwrap_or(now);
+        if seen >= now - lost_after_ms {
+            // Moved on by another sweep meanwhile.
+            return Ok(vec![]);
+        }
+        let query = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :at)")
+            .expression_attribute_values(":pk", s(conv_pk(site)))
+            .expression_attribute_values(":at", s(format!("{batch}#")))
+            .consistent_read(true);
+        let mut watched = vec![];
+        self.query_pages(query, BATCH_PAGES, |items| {
+            for item in items {
+                // A row with its own entry is looked after through it.
+                if get_s(item, WORK_SHARD).is_none() {
+                    let c = Conversion::from_item(item)?;
+                    if c.status == ConversionStatus::Pending {
+                        watched.push(c);
+                    }
+                }
+            }
+            Ok(true)
+        })
+        .await?;
+        let mut dealt = vec![];
+        let mut next: Option<i64> = None;
+        for c in watched {
+            let late = c.work_at.is_some_and(|at| at < now - lost_after_ms)
+                && c.lease_until.is_none_or(|until| until <= now);
+            let outcome = if late {
+                let lost = self.recover_lost(site, &c.sk, lost_after_ms, now).await?;
+                dealt.push((c.sk.clone(), lost));
+                lost
+            } else {
+                Lost::Skipped
+            };
+            if outcome != Lost::Failed {
+                // Still pending: due again now (requeued), or later.
+                let due = if late { now } else { c.work_at.unwrap_or(now) };
+                next = Some(next.map_or(due, |n| n.min(due)).max(now));
+            }
+        }
+        // A failed condition: another sweep moved the batch meanwhile.
+        match next {
+            None => {
+                let delete = self
+                    .ddb
+                    .delete_item()
+                    .table_name(&self.names.table)
+                    .key(PK, s(send_batch_pk(site)))
+                    .key(SK, s(batch))
+                    .condition_expression("workAt = :seen")
+                    .expression_attribute_values(":seen", n(seen));
+                applied(delete.send().await)?;
+            }
+            Some(at) => {
+                let update = self
+                    .update_item(send_batch_pk(site), batch)
+                    .update_expression("SET workAt = :at")
+                    .condition_expression("workAt = :seen")
+                    .expression_attribute_values(":seen", n(seen))
+                    .expression_attribute_values(":at", n(at));
+                applied(update.send().await)?;
+            }
+        }
+        Ok(dealt)
     }
 }

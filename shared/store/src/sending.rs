@@ -46,6 +46,8 @@ pub struct Finish {
     pub sk: String,
     pub event_id: String,
     pub event_name: EventName,
+    /// Its send batch watches it: no `work` entry of its own to leave.
+    pub in_send_batch: bool,
     pub end: SendEnd,
 }
 
@@ -256,6 +258,14 @@ impl Conversions<'_> {
         let mut items = vec![];
         let mut tally = Tally::default();
         for f in batch {
+            // A row with its own `work` entry leaves it as it ends; one its
+            // send batch watches has none to leave (its `workAt` stays, in
+            // no index without a shard), so its end touches no index key.
+            let left = if f.in_send_batch {
+                ""
+            } else {
+                ", workShard, workAt"
+            };
             let update = Update::builder()
                 .table_name(t)
                 .key(PK, s(conv_pk(site)))
@@ -269,7 +279,7 @@ impl Conversions<'_> {
                     tally.sent(slug_or_pixel(f.destination.as_deref()), f.event_name, now);
                     update
                         .update_expression(
-                            format!("SET #status = :sent, sentAt = :now REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil, workShard, workAt, nextAttemptAt, lastError"),
+                            format!("SET #status = :sent, sentAt = :now REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil{left}, nextAttemptAt, lastError"),
                         )
                         .expression_attribute_values(":sent", s(ConversionStatus::Sent.as_str()))
                         .expression_attribute_values(":now", n(now))
@@ -297,7 +307,7 @@ impl Conversions<'_> {
                     tally.failed(slug_or_pixel(f.destination.as_deref()), f.event_name, now);
                     update
                         .update_expression(
-                            format!("SET #status = :failed, lastError = :e REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil, workShard, workAt, nextAttemptAt"),
+                            format!("SET #status = :failed, lastError = :e REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil{left}, nextAttemptAt"),
                         )
                         .expression_attribute_values(
                             ":failed",

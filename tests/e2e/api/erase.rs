@@ -38,10 +38,15 @@ async fn a_site_with_everything(h: &Harness) -> Vec<String> {
             "credentials": {"accessToken": adtrail_fake_platforms::TIKTOK_TOKEN}})),
     )
     .await;
-    let purchase = json!({"events": [{"eventId": "order-erase", "event": "purchase",
+    // Two events for the pixel and TikTok: four rows, watched by a send
+    // batch.
+    let event = |id: &str| {
+        json!({"eventId": id, "event": "purchase",
         "occurredAt": h.now(), "actionSource": "website",
         "eventSourceUrl": "https://loja-x.example/checkout", "valueCents": 1990,
-        "currency": "BRL", "contact": {"email": "erase.me@example.com"}}]});
+        "currency": "BRL", "contact": {"email": "erase.me@example.com"}})
+    };
+    let purchase = json!({"events": [event("order-erase"), event("order-erase-2")]});
     h.expect(202, "POST", "/v1/sites/loja-x/events", Some(purchase))
         .await;
     crate::leadads::link_loja_page(h).await;
@@ -62,12 +67,17 @@ async fn a_site_with_everything(h: &Harness) -> Vec<String> {
         .collect()
 }
 
-/// The items of the table that name `site`.
+/// The items of the table that name `site`: as a value, or as a key's
+/// part (`conv#<site>`, `count#<site>#0`).
 async fn items_naming(h: &Harness, site: &str) -> Vec<String> {
     h.table_text()
         .await
         .lines()
-        .filter(|l| l.contains(&format!("\"{site}\"")) || l.contains(&format!("{site}#")))
+        .filter(|l| {
+            l.contains(&format!("\"{site}\""))
+                || l.contains(&format!("{site}#"))
+                || l.contains(&format!("#{site}\""))
+        })
         .map(|l| l.chars().take(200).collect())
         .collect()
 }

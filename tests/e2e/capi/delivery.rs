@@ -10,19 +10,6 @@ use serde_json::{Value, json};
 
 use super::drain;
 
-/// Every message on the send queue lost (a crash between the write and
-/// the queue, or a sender that took them and died).
-async fn lose_queued_sends(h: &Harness) {
-    let url = h.store().names.send_queue_url.clone();
-    h.store()
-        .sqs
-        .purge_queue()
-        .queue_url(&url)
-        .send()
-        .await
-        .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duplicate_deliveries_send_once_and_lost_sends_are_recovered() {
     let h = Harness::start().await;
@@ -90,7 +77,6 @@ async fn duplicate_deliveries_send_once_and_lost_sends_are_recovered() {
 /// unsure (Meta may hold it), with the claimed attempt not counted twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_whose_sender_died_goes_again_once_its_lease_ends() {
-    use adtrail_domain::capi::SEND_LEASE_MS;
     let h = Harness::start().await;
     loja_with_pixel(&h).await;
     schedule_ana(&h).await;
@@ -98,21 +84,7 @@ async fn a_send_whose_sender_died_goes_again_once_its_lease_ends() {
     let sk = rows(&h, "loja-x").await[0].sk.clone();
     // Claimed ten minutes late by a sender that never ends it.
     h.runner().advance(10 * MINUTE_MS).await.unwrap();
-    let claims = h
-        .store()
-        .conversions()
-        .claim_sends(
-            &[("loja-x".into(), sk)],
-            "dead-sender",
-            SEND_LEASE_MS,
-            h.now(),
-        )
-        .await
-        .unwrap();
-    assert!(matches!(
-        claims[0],
-        adtrail_store::sending::Claim::Claimed(_)
-    ));
+    claim_as_dead_sender(&h, &sk).await;
     // 16 minutes late, its lease still running: left alone.
     h.runner().advance(6 * MINUTE_MS).await.unwrap();
     assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 0);

@@ -8,6 +8,7 @@ use adtrail_tests::*;
 use serde_json::Value;
 
 mod answers;
+mod batches;
 mod delivery;
 mod events;
 mod once;

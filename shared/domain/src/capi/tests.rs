@@ -212,6 +212,7 @@ pub(crate) fn row(attempts: i64, next: Option<i64>, lease: Option<i64>) -> Conve
         last_error: None,
         hashes: None,
         work_at: None,
+        in_send_batch: false,
         unsure: false,
         destination: None,
         action_source: None,

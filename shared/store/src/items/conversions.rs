@@ -225,11 +225,13 @@ pub(crate) struct ConversionItem {
 
 impl ConversionItem {
     /// A pending row of `site` due now, holding `hashes`: what a lead's
-    /// conversions and posted events have in common.
+    /// conversions and posted events have in common. `keys` are its
+    /// partition, its creation time and its `work` shard (`None`: a send
+    /// batch stands for it in the index).
     fn due(
         site: &str,
         sk: &str,
-        keys: (String, i64, String),
+        keys: (String, i64, Option<String>),
         hashes: &ContactHashes,
         now: i64,
     ) -> Self {
@@ -247,7 +249,7 @@ impl ConversionItem {
             fn_hash: hashes.first_name.clone(),
             ln_hash: hashes.last_name.clone(),
             signals: hashes.signals.clone(),
-            work_shard: Some(work_shard),
+            work_shard,
             work_at: Some(now),
             ..ConversionItem::default()
         }
@@ -258,7 +260,7 @@ impl ConversionItem {
     pub(crate) fn pending(
         c: &NewConversion,
         lead: &Lead,
-        keys: (String, i64, String),
+        keys: (String, i64, Option<String>),
         now: i64,
     ) -> Self {
         ConversionItem {
@@ -277,7 +279,7 @@ impl ConversionItem {
     pub(crate) fn posted(
         row: &EventRow,
         site: &str,
-        keys: (String, i64, String),
+        keys: (String, i64, Option<String>),
         now: i64,
     ) -> Self {
         ConversionItem {
@@ -341,6 +343,7 @@ impl TryFrom<ConversionItem> for Conversion {
             sent_at: i.sent_at,
             last_error: i.last_error,
             hashes,
+            in_send_batch: i.work_shard.is_none() && i.work_at.is_some(),
             work_at: i.work_at,
             unsure: i.unsure,
             destination: i.destination,

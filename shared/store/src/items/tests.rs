@@ -96,6 +96,7 @@ fn pending_conversion() -> Conversion {
             ..ContactHashes::default()
         }),
         work_at: Some(9),
+        in_send_batch: false,
         unsure: false,
         destination: None,
         action_source: None,
@@ -123,7 +124,7 @@ fn hashes_are_a_string_set_and_unsure_is_written_once_true() {
         lead_key: "k".into(),
         ..lead()
     };
-    let keys = ("conv#loja-x".to_owned(), 9, "send#1".to_owned());
+    let keys = ("conv#loja-x".to_owned(), 9, Some("send#1".to_owned()));
     let item = encode(&ConversionItem::pending(&new, &owner, keys, 9), "c").unwrap();
     assert!(item["ph"].as_ss().is_ok());
     let back: Conversion = decode::<ConversionItem>(&item, "c")

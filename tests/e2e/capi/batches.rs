@@ -1,0 +1,149 @@
+//! A posted batch's rows watched as one: no `work` entry of their own, a
+//! send batch item in the index instead, through which the sweeper finds
+//! a lost send and which it deletes once none of its rows is pending.
+
+use adtrail_domain::capi::ConversionStatus;
+use adtrail_domain::time::MINUTE_MS;
+use adtrail_tests::capi::*;
+use adtrail_tests::*;
+use serde_json::json;
+
+use super::drain;
+
+/// The table's items whose partition key starts with `prefix`, as text.
+async fn items_of(h: &Harness, prefix: &str) -> Vec<String> {
+    h.table_text()
+        .await
+        .lines()
+        .filter(|l| l.contains(&format!("\"pk\": S(\"{prefix}")))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Posts `ids` as purchases; answers how many rows it queued.
+async fn post(h: &Harness, ids: &[&str]) -> i64 {
+    let now = h.now();
+    let events: Vec<_> = ids.iter().map(|id| purchase(id, now)).collect();
+    let b = h
+        .expect(
+            202,
+            "POST",
+            "/v1/sites/loja-x/events",
+            Some(json!({"events": events})),
+        )
+        .await;
+    b["queued"].as_i64().expect("queued")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_posted_batchs_lost_sends_are_found_through_its_send_batch() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    // Two rows: each with its own entry, no batch.
+    assert_eq!(post(&h, &["a-1", "a-2"]).await, 2);
+    assert!(items_of(&h, "sendbatch#").await.is_empty());
+    let own = items_of(&h, "conv#loja-x").await;
+    assert_eq!(own.len(), 2);
+    assert!(own.iter().all(|l| l.contains("workShard")), "{own:#?}");
+    drain(&h).await;
+
+    // Five rows: none with an entry of its own, one batch for them.
+    h.runner().advance(1_000).await.unwrap();
+    assert_eq!(post(&h, &["b-1", "b-2", "b-3", "b-4", "b-5"]).await, 5);
+    let batches = items_of(&h, "sendbatch#loja-x").await;
+    assert_eq!(batches.len(), 1, "{batches:#?}");
+    assert!(batches[0].contains("workShard"), "{}", batches[0]);
+    let watched: Vec<_> = items_of(&h, "conv#loja-x")
+        .await
+        .into_iter()
+        .filter(|l| l.contains("S(\"pending\")") && !l.contains("workShard"))
+        .collect();
+    assert_eq!(watched.len(), 5, "{watched:#?}");
+
+    // Their messages lost: the sweeper finds them through the batch once
+    // they are 15 minutes late, counting the lost attempt.
+    lose_queued_sends(&h).await;
+    h.runner().advance(15 * MINUTE_MS).await.unwrap();
+    assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 0);
+    h.runner().advance(1_000).await.unwrap();
+    assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 5);
+    // Looked at again only once late again.
+    assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 0);
+    drain(&h).await;
+    let sent: Vec<_> = rows(&h, "loja-x")
+        .await
+        .into_iter()
+        .filter(|r| r.event_id.starts_with("b-"))
+        .map(|r| (r.status, r.attempts))
+        .collect();
+    assert_eq!(sent, vec![(ConversionStatus::Sent, 2); 5]);
+    assert_eq!(h.fake().accepted_events().len(), 7, "each sent once");
+    assert_eq!(items_of(&h, "sendbatch#loja-x").await.len(), 1);
+    // None pending: the next look deletes the batch, sending nothing.
+    h.runner().advance(16 * MINUTE_MS).await.unwrap();
+    assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 0);
+    assert!(items_of(&h, "sendbatch#").await.is_empty());
+
+    // A batch sent at once is deleted on its first look.
+    assert_eq!(post(&h, &["c-1", "c-2", "c-3", "c-4"]).await, 4);
+    drain(&h).await;
+    assert_eq!(items_of(&h, "sendbatch#loja-x").await.len(), 1);
+    h.runner().advance(16 * MINUTE_MS).await.unwrap();
+    let report = h.runner().sweep().await.unwrap();
+    assert_eq!((report.sends_requeued, report.sends_failed), (0, 0));
+    assert!(items_of(&h, "sendbatch#").await.is_empty());
+    assert_eq!(h.fake().accepted_events().len(), 11);
+    // The counters moved as for rows with entries of their own.
+    let day = adtrail_domain::time::utc_day(h.now());
+    let from = day - adtrail_domain::time::DAY_MS;
+    let m = h
+        .expect(
+            200,
+            "GET",
+            &format!("/v1/sites/loja-x/destinations/meta/metrics?from={from}&to={day}"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        m["totals"],
+        json!({"queued": 11, "sent": 11, "failed": 0}),
+        "{m}"
+    );
+}
+
+/// A row of a batch still in a sender's hands keeps the batch: the sweep
+/// moves it on rather than delete it, and deletes it once the row ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_with_a_row_in_a_senders_hands_stays_until_it_ends() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    assert_eq!(post(&h, &["d-1", "d-2", "d-3", "d-4"]).await, 4);
+    lose_queued_sends(&h).await;
+    let sk = rows(&h, "loja-x").await[0].sk.clone();
+    // Claimed ten minutes late by a sender that never ends it.
+    h.runner().advance(10 * MINUTE_MS).await.unwrap();
+    claim_as_dead_sender(&h, &sk).await;
+    // 16 minutes late: the three others go again; the held one stays.
+    h.runner().advance(6 * MINUTE_MS).await.unwrap();
+    assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 3);
+    drain(&h).await;
+    assert_eq!(h.fake().accepted_events().len(), 3);
+    // The lease over: it goes again, unsure, once; then the batch goes.
+    h.runner().advance(16 * MINUTE_MS).await.unwrap();
+    assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 1);
+    drain(&h).await;
+    let held = rows(&h, "loja-x")
+        .await
+        .into_iter()
+        .find(|r| r.sk == sk)
+        .unwrap();
+    assert_eq!(
+        (held.status, held.attempts, held.unsure),
+        (ConversionStatus::Sent, 2, true)
+    );
+    assert_eq!(h.fake().accepted_events().len(), 4);
+    assert_eq!(items_of(&h, "sendbatch#loja-x").await.len(), 1);
+    h.runner().advance(16 * MINUTE_MS).await.unwrap();
+    assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 0);
+    assert!(items_of(&h, "sendbatch#").await.is_empty());
+}
