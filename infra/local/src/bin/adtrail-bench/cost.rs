@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use adtrail_domain::plan::SyncInterval;
-use adtrail_domain::time::{DAY_MS, VirtualClock};
+use adtrail_domain::time::{DAY_MS, MINUTE_MS, VirtualClock};
 use adtrail_local::app::{App, Settings, start_with};
 use serde_json::json;
 
@@ -133,8 +133,9 @@ async fn call(
 
 /// A million conversions of one kind: `n` requests made by `request(i)`,
 /// each of `per_request` conversions, on a site whose pixel is live, then
-/// sent; the usage of all, times a million over the conversions, and of
-/// their sending alone (the queue, the sender, the rows' claims and ends).
+/// sent, and the sweeper's look at them once late; the usage of all, times
+/// a million over the conversions, and of their sending alone (the queue,
+/// the sender, the rows' claims and ends, the send batches' deletes).
 async fn conversions(
     n: usize,
     per_request: usize,
@@ -154,13 +155,26 @@ async fn conversions(
     }
     let recorded = Usage::counted(&app);
     app.runner().drain().await?;
-    let mut usage = Usage::counted(&app);
+    let sent = Usage::counted(&app);
+    let sent_by = units_by(&app);
+    // The sweeper's look at the send batches once they are late (reading
+    // their rows, deleting them), less that of a sweep finding nothing.
+    let sweep = || async {
+        store.counter.reset();
+        app.runner().handler_time.reset();
+        app.runner().sweep().await?;
+        Ok::<_, Error>((Usage::counted(&app), units_by(&app)))
+    };
+    let (idle, idle_by) = sweep().await?;
+    app.runner().advance(16 * MINUTE_MS).await?;
+    let (late, late_by) = sweep().await?;
+    let mut usage = sent.plus(late.minus(idle));
     let sending = usage.minus(recorded);
     usage.api = n as f64;
     usage.log_bytes += n as f64 * LOG_BYTES_PER_API_REQUEST;
     let k = 1e6 / (n * per_request) as f64;
     let by = breakdown(
-        units_by(&app),
+        less(less(sent_by, &late_by, -1.0), &idle_by, 1.0),
         (n * per_request) as f64,
         "a conversion",
         &prices()?,
