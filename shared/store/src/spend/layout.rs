@@ -427,4 +427,6 @@ fn single_delete(
 }
 
 #[cfg(test)]
+mod model;
+#[cfg(test)]
 mod tests;
