@@ -171,6 +171,9 @@ impl Sweeper {
         let now = self.clock.now_ms();
         for shard in 0..WORK_SHARDS {
             let mut after = None;
+            // Rows a shard deals with in one sweep, whether found one by
+            // one or through their send batches.
+            let mut budget = MAX_LATE_PAGES * LATE_PAGE as usize;
             for _ in 0..MAX_LATE_PAGES {
                 let (late, next) = self
                     .store
@@ -179,6 +182,9 @@ impl Sweeper {
                     .await?;
                 let mut again = vec![];
                 for entry in &late {
+                    if budget == 0 {
+                        break;
+                    }
                     let (site, dealt) = match entry {
                         Late::Row(site, key) => {
                             let lost = self
@@ -192,11 +198,12 @@ impl Sweeper {
                             let dealt = self
                                 .store
                                 .conversions()
-                                .sweep_batch(site, batch, LOST_AFTER_MS, now)
+                                .sweep_batch(site, batch, LOST_AFTER_MS, now, budget)
                                 .await?;
                             (site, dealt)
                         }
                     };
+                    budget = budget.saturating_sub(dealt.len().max(1));
                     for (key, lost) in dealt {
                         match lost {
                             Lost::Requeued => again.push(SendMessage {
@@ -217,8 +224,8 @@ impl Sweeper {
                     }
                 }
                 match next {
-                    Some(cursor) => after = Some(cursor),
-                    None => break,
+                    Some(cursor) if budget > 0 => after = Some(cursor),
+                    _ => break,
                 }
             }
         }

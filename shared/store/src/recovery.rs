@@ -191,9 +191,11 @@ impl Conversions<'_> {
 
     /// Deals with a late send batch: each of its rows pending with no
     /// entry of its own and late is dealt with as [`Self::recover_lost`]
-    /// does; then the batch is deleted when none of its rows is pending,
-    /// or moved to the earliest time one is due (looked at again once
-    /// that is late). Answers each row dealt with, by key.
+    /// does, at most `limit` of them; then the batch is deleted when none
+    /// of its rows is pending, or moved to the earliest time one is due
+    /// (looked at again once that is late). A batch with late rows beyond
+    /// `limit`, or more rows than a look reads, stays late for the next
+    /// sweep. Answers each row dealt with, by key.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -203,6 +205,7 @@ impl Conversions<'_> {
         batch: &str,
         lost_after_ms: i64,
         now: i64,
+        limit: usize,
     ) -> Result<Vec<(String, Lost)>, StoreError> {
         let Some(item) = self.read_item(send_batch_pk(site), batch).await? else {
             return Ok(vec![]);
@@ -220,8 +223,9 @@ impl Conversions<'_> {
             .expression_attribute_values(":pk", s(conv_pk(site)))
             .expression_attribute_values(":at", s(format!("{batch}#")))
             .consistent_read(true);
-        let mut watched = vec![];
+        let (mut watched, mut pages) = (vec![], 0);
         self.query_pages(query, BATCH_PAGES, |items| {
+            pages += 1;
             for item in items {
                 // A row with its own entry is looked after through it.
                 if get_s(item, WORK_SHARD).is_none() {
@@ -234,11 +238,17 @@ impl Conversions<'_> {
             Ok(true)
         })
         .await?;
+        // The last page read may not have been the last one.
+        let mut unfinished = pages == BATCH_PAGES;
         let mut dealt = vec![];
         let mut next: Option<i64> = None;
         for c in watched {
             let late = c.work_at.is_some_and(|at| at < now - lost_after_ms)
                 && c.lease_until.is_none_or(|until| until <= now);
+            if late && dealt.len() == limit {
+                unfinished = true;
+                break;
+            }
             let outcome = if late {
                 let lost = self.recover_lost(site, &c.sk, lost_after_ms, now).await?;
                 dealt.push((c.sk.clone(), lost));
@@ -251,6 +261,9 @@ impl Conversions<'_> {
                 let due = if late { now } else { c.work_at.unwrap_or(now) };
                 next = Some(next.map_or(due, |n| n.min(due)).max(now));
             }
+        }
+        if unfinished {
+            return Ok(dealt);
         }
         // A failed condition: another sweep moved the batch meanwhile.
         match next {

@@ -147,3 +147,37 @@ async fn a_batch_with_a_row_in_a_senders_hands_stays_until_it_ends() {
     assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 0);
     assert!(items_of(&h, "sendbatch#").await.is_empty());
 }
+
+/// A look at a batch deals with a bounded number of late rows; a batch
+/// with more stays late for the next look, which goes on from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_look_at_a_batch_deals_with_a_bounded_number_of_rows() {
+    use adtrail_domain::capi::LOST_AFTER_MS;
+    use adtrail_store::recovery::Lost;
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    assert_eq!(post(&h, &["e-1", "e-2", "e-3", "e-4", "e-5"]).await, 5);
+    lose_queued_sends(&h).await;
+    let created_at = rows(&h, "loja-x").await[0].created_at;
+    let batch = adtrail_store::keys::send_batch_sk(created_at);
+    h.runner().advance(16 * MINUTE_MS).await.unwrap();
+    let look = || async {
+        h.store()
+            .conversions()
+            .sweep_batch("loja-x", &batch, LOST_AFTER_MS, h.now(), 2)
+            .await
+            .unwrap()
+    };
+    let mut requeued = std::collections::BTreeSet::new();
+    for expected in [2, 2, 1] {
+        let dealt = look().await;
+        assert_eq!(dealt.len(), expected, "{dealt:?}");
+        assert!(dealt.iter().all(|(_, lost)| *lost == Lost::Requeued));
+        requeued.extend(dealt.into_iter().map(|(sk, _)| sk));
+    }
+    assert_eq!(requeued.len(), 5, "each row once");
+    // All requeued: the batch is due again now, and a look before it is
+    // late deals with nothing.
+    assert!(look().await.is_empty());
+    assert_eq!(items_of(&h, "sendbatch#loja-x").await.len(), 1);
+}
