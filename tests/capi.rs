@@ -13,6 +13,29 @@ pub fn meta_for(contact: &str) -> Value {
     })
 }
 
+/// Posts `events` to Loja X, expecting `202`; answers the API's answer.
+pub async fn post_events(h: &Harness, events: Vec<Value>) -> Value {
+    h.expect(
+        202,
+        "POST",
+        "/v1/sites/loja-x/events",
+        Some(json!({"events": events})),
+    )
+    .await
+}
+
+/// The ids of the events Meta accepted, sorted (a repeat stays).
+pub fn meta_ids(h: &Harness) -> Vec<String> {
+    let mut ids: Vec<String> = h
+        .fake()
+        .accepted_events()
+        .into_iter()
+        .map(|e| e.event_id)
+        .collect();
+    ids.sort();
+    ids
+}
+
 /// Loja X (BRL, Brazil), nothing else.
 pub async fn loja(h: &Harness) {
     h.expect(

@@ -1,24 +1,42 @@
-//! Posted events into the outbox: each destination's row goes in the same
-//! transaction as its marker (`posted#<siteId>` / `<slug>#<eventId>`), a
-//! put that only succeeds once, so a replayed batch, a retried request or
-//! two requests racing queue each (destination, event) once. Rows are
-//! written many to a transaction (up to DynamoDB's 100 items); a marker
-//! that turns out taken cancels its transaction, which is sent again
-//! without the rows it names.
+//! Posted events into the outbox, each once per (destination, event).
+//!
+//! Each row's marker (`posted#<siteId>` / `<slug>#<eventId>`, naming the
+//! row's key) is taken first by a conditional `PutItem` of its own, so a
+//! replayed batch, a retried request or two requests racing queue each
+//! (destination, event) once. The rows follow, many to a transaction with
+//! the counters (up to DynamoDB's 100 items). The marker stays out of that
+//! transaction because a transaction bills each item twice: on its own it
+//! costs one write unit, in the transaction it cost two.
+//!
+//! A writer can stop between its markers and its rows (a crash, a timeout,
+//! DynamoDB refusing the transaction). Its markers then name rows that do
+//! not exist, and its request failed, so its client sends it again. A
+//! request that finds a marker therefore reads the row the marker names,
+//! and writes that row itself, at that key, when it is missing. A writer
+//! still at work writes the same key, so one of the two puts wins and the
+//! other finds the row taken: the event is queued once either way.
+//! Conversion rows of posted events are never deleted while their site
+//! lives, so a missing row always means a writer that did not finish.
 //!
 //! A batch of [`BATCH_MIN`] rows or more is watched as one: its rows get no
 //! `work` index entry of their own (one costs a write unit when the row is
 //! queued and another when it is sent); a send batch item
 //! (`sendbatch#<siteId>` / `<createdAt>`), written in each of the batch's
 //! transactions, stands for them in the index until none is pending, and
-//! the sweeper finds a lost send through it ([`crate::recovery`]).
+//! the sweeper finds a lost send through it ([`crate::recovery`]). A row
+//! written at another writer's key keeps its own entry: its send batch is
+//! that writer's, at another time.
 
+use std::collections::{HashMap, HashSet};
+
+use adtrail_domain::capi::parse_conversion_ref;
 use adtrail_domain::events::EventRow;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+use futures::StreamExt;
 
-use crate::attr::{Item, n, s};
+use crate::attr::{Item, get_s, n, s};
 use crate::items::{ConversionItem, encode};
 use crate::keys::{
     COUNT_SHARDS, PK, SK, WORK_AT, WORK_SHARD, conv_pk, posted_pk, posted_sk, send_batch_pk,
@@ -26,6 +44,7 @@ use crate::keys::{
 };
 use crate::outbox::{CHANGE_KEPT_MS, TTL};
 use crate::tally::Tally;
+use crate::write::applied;
 use crate::{Conversions, StoreError};
 
 /// Items one transaction takes.
@@ -38,14 +57,28 @@ pub const BATCH_MIN: usize = 4;
 /// Rounds of "send again without the taken ones" a write makes at most:
 /// each round drops at least one row, and a batch's rows race rarely.
 const MAX_ROUNDS: usize = 8;
+/// Markers put at once.
+const MARKERS_AT_ONCE: usize = 16;
+/// The marker's attribute naming its row's key.
+const REF: &str = "ref";
 
 /// What became of each row of [`Conversions::queue_posted`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Posted {
-    /// Written: its message goes on the send queue.
-    Queued,
+    /// Written, at this key: its message goes on the send queue.
+    Queued(String),
     /// The destination already had this event: nothing written.
     Duplicate,
+}
+
+/// A row to write: which of the request's, at which key, created when.
+#[derive(Debug, Clone)]
+struct RowWrite {
+    index: usize,
+    sk: String,
+    created_at: i64,
+    /// Watched through the request's send batch.
+    batched: bool,
 }
 
 fn put(table: &str, item: Item, condition: &str) -> Result<TransactWriteItem, StoreError> {
@@ -91,93 +124,197 @@ fn taken(err: &SdkError<TransactWriteItemsError>) -> Option<Vec<usize>> {
 
 impl Conversions<'_> {
     /// Writes the rows of posted events, each once per (destination,
-    /// event): answers, row by row, whether it was queued now or was
-    /// already. Markers are read first (one `BatchGetItem` per 100), so a
-    /// replay writes nothing; the rest go in transactions of up to 100
-    /// items, two a row and one counter.
+    /// event): answers, row by row, whether it was queued now (and at which
+    /// key) or was already. Markers are read first (one `BatchGetItem` per
+    /// 100), so a replay writes nothing; each missing one is put on its
+    /// own; the rows go in transactions of up to 100 items, one a row and
+    /// the counters.
     ///
     /// # Errors
-    /// [`StoreError::Service`] when DynamoDB fails; rows already written
-    /// stay written (a retry finds them taken).
+    /// [`StoreError::Service`] when DynamoDB fails; markers and rows
+    /// already written stay written (a retry finds them, and writes the
+    /// rows their markers name if they are missing).
     pub async fn queue_posted(
         &self,
         site: &str,
         rows: &[EventRow],
         now: i64,
     ) -> Result<Vec<Posted>, StoreError> {
-        let keys = rows
-            .iter()
-            .map(|r| (posted_pk(site), posted_sk(&r.slug, &r.event_id)))
-            .collect();
-        let seen: std::collections::HashSet<String> = self
-            .batch_read(keys)
-            .await?
-            .iter()
-            .filter_map(|item| crate::attr::get_s(item, SK).map(str::to_owned))
-            .collect();
-        let mut answers: Vec<Posted> = rows
-            .iter()
-            .map(|r| {
-                if seen.contains(&posted_sk(&r.slug, &r.event_id)) {
-                    Posted::Duplicate
-                } else {
-                    Posted::Queued
-                }
+        let mut answers = vec![Posted::Duplicate; rows.len()];
+        let all: Vec<usize> = (0..rows.len()).collect();
+        let found = self.markers(site, rows, &all).await?;
+        let (mut adopt, fresh): (Vec<usize>, Vec<usize>) =
+            all.into_iter().partition(|i| found.contains_key(i));
+        let mut refs = found;
+        let lost = self.put_markers(site, rows, &fresh, now).await?;
+        if !lost.is_empty() {
+            // Another writer put these markers meanwhile: theirs, then.
+            let theirs = self.markers(site, rows, &lost).await?;
+            adopt.extend(theirs.keys());
+            refs.extend(theirs);
+        }
+        let fresh: Vec<usize> = fresh.into_iter().filter(|i| !lost.contains(i)).collect();
+        let batched = fresh.len() >= BATCH_MIN;
+        let mut writes: Vec<RowWrite> = fresh
+            .into_iter()
+            .map(|index| RowWrite {
+                index,
+                sk: rows[index].sk.clone(),
+                created_at: now,
+                batched,
             })
             .collect();
-        let todo: Vec<usize> = (0..rows.len())
-            .filter(|i| answers[*i] == Posted::Queued)
-            .collect();
-        let batched = todo.len() >= BATCH_MIN;
-        // Two items a row, the counters (the site's totals and its day,
-        // which also hold each destination's) and the send batch.
-        for chunk in todo.chunks((MAX_TRANSACTION_ITEMS - 3) / 2) {
-            self.write_rows(site, rows, chunk.to_vec(), &mut answers, batched, now)
+        writes.extend(self.unfinished(site, &refs, &adopt).await?);
+        // The rows and the counters (the site's totals and its day, which
+        // also hold each destination's) and the send batch.
+        for chunk in writes.chunks(MAX_TRANSACTION_ITEMS - 3) {
+            self.write_rows(site, rows, chunk.to_vec(), &mut answers, now)
                 .await?;
         }
         Ok(answers)
     }
 
-    /// One transaction's rows, sent again without those whose marker was
-    /// taken meanwhile.
+    /// The row key each of `indexes`' markers names, for those that exist.
+    async fn markers(
+        &self,
+        site: &str,
+        rows: &[EventRow],
+        indexes: &[usize],
+    ) -> Result<HashMap<usize, String>, StoreError> {
+        let keys = indexes
+            .iter()
+            .map(|i| {
+                (
+                    posted_pk(site),
+                    posted_sk(&rows[*i].slug, &rows[*i].event_id),
+                )
+            })
+            .collect();
+        let by_sk: HashMap<String, String> = self
+            .batch_read(keys)
+            .await?
+            .iter()
+            .filter_map(|item| Some((get_s(item, SK)?.to_owned(), get_s(item, REF)?.to_owned())))
+            .collect();
+        Ok(indexes
+            .iter()
+            .filter_map(|i| {
+                let r = &rows[*i];
+                let sk = by_sk.get(&posted_sk(&r.slug, &r.event_id))?;
+                Some((*i, sk.clone()))
+            })
+            .collect())
+    }
+
+    /// Puts each row's marker, naming the row's own key, if nobody has:
+    /// answers the rows whose marker another writer put first.
+    async fn put_markers(
+        &self,
+        site: &str,
+        rows: &[EventRow],
+        indexes: &[usize],
+        now: i64,
+    ) -> Result<Vec<usize>, StoreError> {
+        let puts: Vec<(usize, Result<bool, StoreError>)> = futures::stream::iter(indexes.to_vec())
+            .map(|i| async move {
+                let r = &rows[i];
+                let put = self
+                    .ddb
+                    .put_item()
+                    .table_name(&self.names.table)
+                    .item(PK, s(posted_pk(site)))
+                    .item(SK, s(posted_sk(&r.slug, &r.event_id)))
+                    .item(REF, s(&r.sk))
+                    .item(TTL, n((now + CHANGE_KEPT_MS) / 1_000))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .send()
+                    .await;
+                (i, applied(put).map(|out| out.is_some()))
+            })
+            .buffer_unordered(MARKERS_AT_ONCE)
+            .collect()
+            .await;
+        let mut lost = vec![];
+        for (i, put) in puts {
+            if !put? {
+                lost.push(i);
+            }
+        }
+        Ok(lost)
+    }
+
+    /// Of the rows whose marker was there, those whose row is not: their
+    /// writer stopped before it (or is still at work), and the row is
+    /// written at the key the marker names, with its own `work` entry.
+    async fn unfinished(
+        &self,
+        site: &str,
+        refs: &HashMap<usize, String>,
+        indexes: &[usize],
+    ) -> Result<Vec<RowWrite>, StoreError> {
+        let keys = indexes
+            .iter()
+            .map(|i| (conv_pk(site), refs[i].clone()))
+            .collect();
+        let written: HashSet<String> = self
+            .batch_read(keys)
+            .await?
+            .iter()
+            .filter_map(|item| get_s(item, SK).map(str::to_owned))
+            .collect();
+        let mut writes = vec![];
+        for &index in indexes {
+            let sk = &refs[&index];
+            if written.contains(sk) {
+                continue;
+            }
+            let Some((created_at, _)) = parse_conversion_ref(sk) else {
+                return Err(StoreError::Malformed(format!(
+                    "a posted marker names no row key: {sk}"
+                )));
+            };
+            writes.push(RowWrite {
+                index,
+                sk: sk.clone(),
+                created_at,
+                batched: false,
+            });
+        }
+        Ok(writes)
+    }
+
+    /// One transaction's rows, sent again without those another writer
+    /// wrote meanwhile.
     async fn write_rows(
         &self,
         site: &str,
         rows: &[EventRow],
-        mut chunk: Vec<usize>,
+        mut chunk: Vec<RowWrite>,
         answers: &mut [Posted],
-        batched: bool,
         now: i64,
     ) -> Result<(), StoreError> {
         let t = &self.names.table;
         for _ in 0..MAX_ROUNDS {
-            if chunk.is_empty() {
+            let Some(first) = chunk.first() else {
                 return Ok(());
-            }
+            };
+            let shard = shard_of(&first.sk, COUNT_SHARDS);
             let mut items = vec![];
-            for &i in &chunk {
-                let r = &rows[i];
-                let marker: Item = [
-                    (PK.to_owned(), s(posted_pk(site))),
-                    (SK.to_owned(), s(posted_sk(&r.slug, &r.event_id))),
-                    ("ref".to_owned(), s(&r.sk)),
-                    (TTL.to_owned(), n((now + CHANGE_KEPT_MS) / 1_000)),
-                ]
-                .into();
-                items.push(put(t, marker, "attribute_not_exists(pk)")?);
-                let shard = (!batched).then(|| send_shard(&r.sk));
-                let keys = (conv_pk(site), now, shard);
-                let row = encode(&ConversionItem::posted(r, site, keys, now), "conversion")?;
-                items.push(put(t, row, "attribute_not_exists(pk)")?);
-            }
             let mut tally = Tally::default();
-            for &i in &chunk {
-                let r = &rows[i];
+            for w in &chunk {
+                let r = &rows[w.index];
+                let row = EventRow {
+                    sk: w.sk.clone(),
+                    ..r.clone()
+                };
+                let work = (!w.batched).then(|| send_shard(&w.sk));
+                let keys = (conv_pk(site), w.created_at, work);
+                let item = encode(&ConversionItem::posted(&row, site, keys, now), "conversion")?;
+                items.push(put(t, item, "attribute_not_exists(pk)")?);
                 tally.queued(&r.slug, r.event_name, now, false);
             }
-            let shard = shard_of(&rows[chunk[0]].sk, COUNT_SHARDS);
             items.extend(tally.updates(t, site, shard)?);
-            if batched {
+            if chunk.iter().any(|w| w.batched) {
                 // The same item in every transaction of the batch (and of
                 // another batch of the site in the same millisecond): a put
                 // with no condition.
@@ -188,17 +325,24 @@ impl Conversions<'_> {
                 );
             }
             match self.send_transaction(items).await {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    for w in chunk {
+                        answers[w.index] = Posted::Queued(w.sk);
+                    }
+                    return Ok(());
+                }
                 Err(e) => {
                     let Some(failed) = taken(&e) else {
                         return Err(StoreError::ddb(e));
                     };
-                    // Item 2k and 2k+1 are row k's marker and row.
-                    let lost: Vec<usize> = failed.iter().map(|f| chunk[f / 2]).collect();
-                    for i in &lost {
-                        answers[*i] = Posted::Duplicate;
-                    }
-                    chunk.retain(|i| !lost.contains(i));
+                    // Item k is row k: another writer wrote it first.
+                    let lost: HashSet<usize> = failed.into_iter().collect();
+                    chunk = chunk
+                        .into_iter()
+                        .enumerate()
+                        .filter(|(k, _)| !lost.contains(k))
+                        .map(|(_, w)| w)
+                        .collect();
                 }
             }
         }

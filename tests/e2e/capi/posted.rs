@@ -247,3 +247,90 @@ async fn bad_batches_name_the_event_and_field_and_queue_nothing() {
     assert_eq!(s, 404);
     assert!(rows(&h, "loja-x").await.is_empty());
 }
+
+/// Puts the marker a first try put for `id`'s pixel row, naming the row it
+/// meant to write at `at`, as a writer that stopped before its rows leaves
+/// it.
+async fn a_marker_without_its_row(h: &Harness, id: &str, at: i64) -> String {
+    use aws_sdk_dynamodb::types::AttributeValue::S;
+    let store = h.store();
+    let sk = adtrail_domain::events::row_ref(at, "meta", id);
+    store
+        .ddb
+        .put_item()
+        .table_name(&store.names.table)
+        .item("pk", S("posted#loja-x".into()))
+        .item("sk", S(format!("meta#{id}")))
+        .item("ref", S(sk.clone()))
+        .send()
+        .await
+        .expect("put the marker");
+    sk
+}
+
+/// Posts `ids` as purchases at `now`; answers the API's answer.
+async fn post_ids(h: &Harness, ids: &[&str], now: i64) -> Value {
+    post_events(h, ids.iter().map(|id| purchase(id, now)).collect()).await
+}
+
+/// The markers go before the rows, each on its own: a writer that stopped
+/// between them failed its request, and the client's retry finds markers
+/// naming rows that do not exist. It writes each such row at the key its
+/// marker names, and the event goes to Meta once; the next try queues
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_that_stopped_after_its_markers_loses_nothing() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    let now = h.now();
+    let first_try = now - 5_000;
+    let mut meant = vec![];
+    for id in ["r-1", "r-2", "r-3", "r-4"] {
+        meant.push(a_marker_without_its_row(&h, id, first_try).await);
+    }
+    let ids = ["r-1", "r-2", "r-3", "r-4", "r-5"];
+    let b = post_ids(&h, &ids, now).await;
+    assert_eq!(b["queued"], 5, "{b}");
+    assert!(
+        b["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["duplicate"] == json!([]))
+    );
+    let written: Vec<String> = rows(&h, "loja-x").await.into_iter().map(|r| r.sk).collect();
+    assert_eq!(written.len(), 5, "{written:#?}");
+    for sk in &meant {
+        assert!(written.contains(sk), "{sk} not in {written:#?}");
+    }
+    drain(&h).await;
+    assert_eq!(meta_ids(&h), ids);
+    let b = post_ids(&h, &ids, now).await;
+    assert_eq!(b["queued"], 0, "{b}");
+    drain(&h).await;
+    assert_eq!(h.fake().accepted_events().len(), 5);
+}
+
+/// Two requests with the same events at once (a client's retry racing its
+/// first try): each event is queued by one of them and sent once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_requests_racing_queue_each_event_once() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    let now = h.now();
+    let mut ids: Vec<String> = (0..40).map(|i| format!("race-{i:02}")).collect();
+    ids.sort();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let mut queued = 0;
+    for _ in 0..3 {
+        let (a, b) = tokio::join!(post_ids(&h, &ids, now), post_ids(&h, &ids, now));
+        queued += a["queued"].as_i64().unwrap() + b["queued"].as_i64().unwrap();
+    }
+    assert_eq!(queued, 40, "each event queued by one request");
+    assert_eq!(rows(&h, "loja-x").await.len(), 40);
+    drain(&h).await;
+    let mut sent = meta_ids(&h);
+    sent.dedup();
+    assert_eq!(sent, ids, "each event once");
+    assert_eq!(meta_ids(&h).len(), 40, "none twice");
+}

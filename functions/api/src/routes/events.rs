@@ -264,11 +264,11 @@ pub(crate) async fn post_events(
     let mut messages = vec![];
     for ((row, event), outcome) in rows.iter().zip(&of_event).zip(&posted) {
         match outcome {
-            Posted::Queued => {
+            Posted::Queued(key) => {
                 queued.entry(*event).or_default().push(&row.slug);
                 messages.push(SendMessage {
                     site_id: site.to_string(),
-                    key: row.sk.clone(),
+                    key: key.clone(),
                 });
             }
             Posted::Duplicate => duplicate.entry(*event).or_default().push(&row.slug),

@@ -19,13 +19,7 @@ use adtrail_tests::*;
 use serde_json::{Value, json};
 
 pub(super) async fn post(h: &Harness, events: Vec<Value>) -> Value {
-    h.expect(
-        202,
-        "POST",
-        "/v1/sites/loja-x/events",
-        Some(json!({"events": events})),
-    )
-    .await
+    post_events(h, events).await
 }
 
 /// The ids of every event the other platforms took, sorted.
