@@ -83,7 +83,7 @@ async fn ten_thousand_conversions_through_faults() {
         .count();
     let dynamodb = h.runner().stack.cloud.report().faults;
     println!(
-        "fault run: {total} conversions, {} sent, {} failed {by_error:?}, {lost} messages dropped before the queue (sent again by the sweeper or a late duplicate), {retried} sent after a first attempt, {} Meta requests ({} accepted events), {recount_today} sent today, {twice} events Meta received more than once ({unanswered} accepted and left unanswered, {killed} sender killed between Meta's answer and its write), DynamoDB faults survived {dynamodb:?}; setup {setup:?}, total {:?}",
+        "fault run: {total} conversions, {} sent, {} failed {by_error:?}, {lost} messages dropped before the queue (sent again by the sweeper or a late duplicate), {retried} sent after a first attempt, {} Meta requests ({} accepted events), {recount_today} sent today, {twice} events Meta received more than once ({unanswered} accepted and left unanswered, {killed} sender killed between its receipt and a row's end), DynamoDB faults survived {dynamodb:?}; setup {setup:?}, total {:?}",
         counts.get("sent").unwrap_or(&0),
         counts.get("failed").unwrap_or(&0),
         requests,
@@ -192,7 +192,8 @@ async fn drain_through_faults(
         })
     });
     h.fake().clear_requests();
-    // Once, a sender dies between Meta's answer and its write.
+    // Once, a sender dies between counting its sends and writing one on
+    // its row.
     h.runner().stack.cloud.kill_recordings(1);
     let mut late_duplicates = false;
     for round in 0..80 {

@@ -326,15 +326,7 @@ fn finishes_of(jobs: &[Job], verdicts: &[Option<Verdict>], now: i64) -> Vec<Fini
             let verdict = v
                 .clone()
                 .unwrap_or_else(|| Verdict::unexpected("the event was not sent"));
-            Finish {
-                site_id: c.site_id.clone(),
-                destination: c.destination.clone(),
-                sk: c.sk.clone(),
-                event_id: c.event_id.clone(),
-                event_name: c.event_name,
-                in_send_batch: c.in_send_batch,
-                end: end_of(verdict, c.attempts, c.unsure, now),
-            }
+            Finish::of(c, end_of(verdict, c.attempts, c.unsure, now))
         })
         .collect()
 }

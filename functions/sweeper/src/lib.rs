@@ -211,7 +211,7 @@ impl Sweeper {
                                 key,
                             }),
                             Lost::Failed => report.sends_failed += 1,
-                            Lost::Skipped => {}
+                            Lost::Skipped | Lost::Settled => {}
                         }
                     }
                 }

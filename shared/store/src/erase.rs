@@ -93,6 +93,7 @@ fn site_partitions(site: &str, columns: &[String], forms: &[String]) -> Vec<Stri
         posted_pk(site),
         conv_pk(site),
         send_batch_pk(site),
+        receipt_pk(site),
     ]);
     pks.extend((0..COUNT_SHARDS).map(|n| count_pk(site, n)));
     pks.extend([

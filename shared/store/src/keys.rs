@@ -23,6 +23,7 @@
 //! | a lead entering a column on a UTC day | `entry#<siteId>#<column>` | `<dayStart>#<leadId>` | |
 //! | a posted event queued for a destination (idempotency) | `posted#<siteId>` | `<slug>#<eventId>` | |
 //! | conversion (outbox row and history) | `conv#<siteId>` | `<createdAt>#<eventId>` | `work` while pending, unless its send batch stands for it |
+//! | a sender's receipt: the ends it counted, before it wrote them on the rows (kept a day) | `receipt#<siteId>` | `<leaseId>#<part>` | |
 //! | a send batch: the rows of a site created in one millisecond of a posted batch, watched as one | `sendbatch#<siteId>` | `<createdAt>` | `work` while any of its rows is pending |
 //! | conversion counters, sharded | `count#<siteId>#<n>` | `total`, `day#<dayStart>` | |
 //! | a site being erased | `erase#<siteId>` | `erase` | `work` while it runs |
@@ -258,6 +259,15 @@ pub fn count_day_sk(day_start: i64) -> String {
 /// posted batch, which have no `work` entry of their own.
 pub fn send_batch_pk(site: &str) -> String {
     format!("sendbatch#{site}")
+}
+/// The receipts of a site's send ends: what a sender counted before it
+/// ended the rows ([`crate::receipts`]).
+pub fn receipt_pk(site: &str) -> String {
+    format!("receipt#{site}")
+}
+/// A receipt's sort key: the lease that wrote it, and its part.
+pub fn receipt_sk(lease_id: &str, part: usize) -> String {
+    format!("{lease_id}#{part:04}")
 }
 /// A send batch's sort key: the creation time its rows' keys start with.
 pub fn send_batch_sk(created_at: i64) -> String {

@@ -37,6 +37,7 @@ pub mod posted;
 pub mod purge;
 pub mod queue;
 mod read;
+mod receipts;
 pub mod recovery;
 pub mod retry;
 pub mod rollups;

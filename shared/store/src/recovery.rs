@@ -32,6 +32,9 @@ pub enum Lost {
     Failed,
     /// Moved on meanwhile.
     Skipped,
+    /// Its sender counted its end and stopped before writing it on the
+    /// row: ended now as the sender's receipt says ([`crate::receipts`]).
+    Settled,
 }
 
 /// A late entry of the `work` index's send shards.
@@ -121,6 +124,11 @@ impl Conversions<'_> {
         // at its due time in the index).
         if c.status != ConversionStatus::Pending || c.lease_until.is_some_and(|until| until > now) {
             return Ok(Lost::Skipped);
+        }
+        if let Some(lease) = get_s(&item, "leaseId").filter(|_| c.lease_until.is_some())
+            && self.settle_one(&c, lease).await?
+        {
+            return Ok(Lost::Settled);
         }
         // A claim counts its attempt; a message that never reached a sender
         // did not, so it is counted here.
@@ -256,7 +264,7 @@ impl Conversions<'_> {
             } else {
                 Lost::Skipped
             };
-            if outcome != Lost::Failed {
+            if !matches!(outcome, Lost::Failed | Lost::Settled) {
                 // Still pending: due again now (requeued), or later.
                 let due = if late { now } else { c.work_at.unwrap_or(now) };
                 next = Some(next.map_or(due, |n| n.min(due)).max(now));

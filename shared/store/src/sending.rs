@@ -1,7 +1,9 @@
 //! A send attempt's life in DynamoDB: the `capi-sender` claims each row
 //! (leases its attempt for 15 minutes and counts it, conditional on the row
-//! as it was read), then ends it (sent, retried or failed) with the
-//! counters moved and the hashes erased in the same transaction.
+//! as it was read), then ends it (sent, retried or failed): the counters
+//! move first, with a receipt of the ends they counted, then each row by a
+//! plain update that erases its hashes ([`crate::receipts`] says why, and
+//! how a sender that stops in between is made good).
 //!
 //! A claim leaves the row where it is in the `work` index (at the time its
 //! attempt came due): moving it to the lease's end would cost two index
@@ -12,18 +14,16 @@
 use std::collections::BTreeMap;
 
 use adtrail_domain::capi::{Conversion, ConversionStatus, EventName, SendEnd, wait_before_claim};
-use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::ReturnValue;
 use futures::StreamExt;
 
 use crate::attr::{FromItem, n, s};
 use crate::items::MATCH_ATTRIBUTES;
-use crate::keys::{COUNT_SHARDS, PK, SK, conv_pk, shard_of};
+use crate::keys::conv_pk;
+use crate::receipts::{ROWS_PER_RECEIPT, counted};
 use crate::write::applied;
 use crate::{Conversions, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
-
-use crate::tally::Tally;
-use adtrail_domain::destinations::slug_or_pixel;
 
 /// What a claim found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,13 +51,24 @@ pub struct Finish {
     pub end: SendEnd,
 }
 
+impl Finish {
+    /// `c`'s attempt ending as `end`.
+    pub fn of(c: &Conversion, end: SendEnd) -> Self {
+        Finish {
+            site_id: c.site_id.clone(),
+            destination: c.destination.clone(),
+            sk: c.sk.clone(),
+            event_id: c.event_id.clone(),
+            event_name: c.event_name,
+            in_send_batch: c.in_send_batch,
+            end,
+        }
+    }
+}
+
 /// Claims in flight at once: a batch of 1,000 rows is claimed in the time
 /// of about 60 updates.
 const CLAIMS_AT_ONCE: usize = 16;
-
-/// Most conversions one transaction finishes (each site's two counter
-/// items fit beside them in DynamoDB's 100).
-const FINISH_CHUNK: usize = 48;
 
 impl Conversions<'_> {
     /// Takes the attempt of a due, pending conversion for `lease_ms`,
@@ -143,12 +154,21 @@ impl Conversions<'_> {
             )
             .await?;
         let mut rows: BTreeMap<(String, String), Conversion> = BTreeMap::new();
+        // The lease each row's last attempt left on it, if it never ended.
+        let mut leases: BTreeMap<(String, String), String> = BTreeMap::new();
         for item in &read {
             let c = Conversion::from_item(item)?;
-            rows.insert((c.site_id.clone(), c.sk.clone()), c);
+            let key = (c.site_id.clone(), c.sk.clone());
+            if let Some(lease) = crate::attr::get_s(item, "leaseId") {
+                leases.insert(key.clone(), lease.to_owned());
+            }
+            rows.insert(key, c);
         }
         let until = now + lease_ms;
         let (mut claims, due) = sort_claims(keys, &rows, now);
+        let due = self
+            .settle_receipted(keys, &rows, &leases, due, &mut claims)
+            .await?;
         let rows = &rows;
         let taken: Vec<(usize, Result<bool, StoreError>)> = futures::stream::iter(due)
             .map(|i| async move {
@@ -209,13 +229,16 @@ impl Conversions<'_> {
             .expression_attribute_values(":now", n(now))
     }
 
-    /// Ends attempts held under `lease_id`: sent and failed rows lose their
-    /// hashes and leave the pending index; the counters move in the same
-    /// transaction. Answers, per finish, whether it was applied (`false`:
-    /// the lease was lost, another attempt owns the row).
+    /// Ends attempts held under `lease_id`: the counters move first, with
+    /// a receipt of the ends they counted ([`crate::receipts`]), then each
+    /// row by a plain update: sent and failed rows lose their hashes and
+    /// leave the pending index. Answers, per finish, whether it was applied
+    /// (`false`: the lease was lost, another attempt owns the row, and its
+    /// counting was taken back).
     ///
     /// # Errors
-    /// [`StoreError::Service`] when DynamoDB fails.
+    /// [`StoreError::Service`] when DynamoDB fails; a row counted but not
+    /// ended is ended as its receipt says by the next claim of it.
     pub async fn finish_sends(
         &self,
         lease_id: &str,
@@ -227,104 +250,113 @@ impl Conversions<'_> {
         for (i, f) in finishes.iter().enumerate() {
             by_site.entry(&f.site_id).or_default().push(i);
         }
+        let mut part = 0;
         for (site, indexes) in by_site {
-            for chunk in indexes.chunks(FINISH_CHUNK) {
+            for chunk in indexes.chunks(ROWS_PER_RECEIPT) {
                 let batch: Vec<&Finish> = chunk.iter().map(|i| &finishes[*i]).collect();
-                if self.finish_tx(site, lease_id, &batch, now).await? {
-                    for i in chunk {
-                        applied_all[*i] = true;
-                    }
-                    continue;
+                let ends: Vec<&Finish> =
+                    batch.iter().copied().filter(|f| counted(&f.end)).collect();
+                if !ends.is_empty() {
+                    self.count_ends(site, lease_id, part, &ends, now).await?;
+                    part += 1;
                 }
-                // One lost lease cancels the lot: finish one by one.
-                for i in chunk {
-                    applied_all[*i] = self
-                        .finish_tx(site, lease_id, &[&finishes[*i]], now)
-                        .await?;
+                let applied = self.end_rows(site, lease_id, &batch, now).await?;
+                let lost: Vec<&Finish> = batch
+                    .iter()
+                    .zip(&applied)
+                    .filter(|(f, applied)| !**applied && counted(&f.end))
+                    .map(|(f, _)| *f)
+                    .collect();
+                if !lost.is_empty() {
+                    self.uncount_ends(site, &lost, now).await?;
+                }
+                for (i, applied) in chunk.iter().zip(applied) {
+                    applied_all[*i] = applied;
                 }
             }
         }
         Ok(applied_all)
     }
 
-    async fn finish_tx(
+    /// Ends each of `batch`'s rows ([`CLAIMS_AT_ONCE`] at a time); answers,
+    /// per row, whether it was still pending under `lease_id`.
+    pub(crate) async fn end_rows(
         &self,
         site: &str,
         lease_id: &str,
         batch: &[&Finish],
         now: i64,
-    ) -> Result<bool, StoreError> {
-        let t = &self.names.table;
-        let mut items = vec![];
-        let mut tally = Tally::default();
-        for f in batch {
-            // A row with its own `work` entry leaves it as it ends; one its
-            // send batch watches has none to leave (its `workAt` stays, in
-            // no index without a shard), so its end touches no index key.
-            let left = if f.in_send_batch {
-                ""
-            } else {
-                ", workShard, workAt"
-            };
-            let update = Update::builder()
-                .table_name(t)
-                .key(PK, s(conv_pk(site)))
-                .key(SK, s(&f.sk))
-                .condition_expression("leaseId = :lease AND #status = :pending")
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_values(":lease", s(lease_id))
-                .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()));
-            let update = match &f.end {
-                SendEnd::Sent => {
-                    tally.sent(slug_or_pixel(f.destination.as_deref()), f.event_name, now);
-                    update
-                        .update_expression(
-                            format!("SET #status = :sent, sentAt = :now REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil{left}, nextAttemptAt, lastError"),
-                        )
-                        .expression_attribute_values(":sent", s(ConversionStatus::Sent.as_str()))
-                        .expression_attribute_values(":now", n(now))
-                }
-                // Its message goes back to the queue: due again now, so the
-                // sweeper does not take it for lost meanwhile.
-                SendEnd::Released => update
-                    .update_expression(
-                        "SET attempts = attempts - :one, workAt = :now REMOVE leaseId, leaseUntil",
-                    )
-                    .expression_attribute_values(":one", n(1))
-                    .expression_attribute_values(":now", n(now)),
-                SendEnd::Retry {
-                    at,
-                    last_error,
-                    unsure,
-                } => update
-                    .update_expression(
-                        "SET nextAttemptAt = :at, workAt = :at, lastError = :e, unsure = :unsure REMOVE leaseId, leaseUntil",
-                    )
-                    .expression_attribute_values(":at", n(*at))
-                    .expression_attribute_values(":e", s(last_error))
-                    .expression_attribute_values(":unsure", AttributeValue::Bool(*unsure)),
-                SendEnd::Failed { last_error } => {
-                    tally.failed(slug_or_pixel(f.destination.as_deref()), f.event_name, now);
-                    update
-                        .update_expression(
-                            format!("SET #status = :failed, lastError = :e REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil{left}, nextAttemptAt"),
-                        )
-                        .expression_attribute_values(
-                            ":failed",
-                            s(ConversionStatus::Failed.as_str()),
-                        )
-                        .expression_attribute_values(":e", s(last_error))
-                }
-            };
-            items.push(
-                TransactWriteItem::builder()
-                    .update(update.build().map_err(StoreError::ddb)?)
-                    .build(),
-            );
+    ) -> Result<Vec<bool>, StoreError> {
+        let ended: Vec<(usize, Result<bool, StoreError>)> =
+            futures::stream::iter((0..batch.len()).collect::<Vec<_>>())
+                .map(|k| async move { (k, self.end_row(site, lease_id, batch[k], now).await) })
+                .buffer_unordered(CLAIMS_AT_ONCE)
+                .collect()
+                .await;
+        let mut applied = vec![false; batch.len()];
+        for (k, ended) in ended {
+            applied[k] = ended?;
         }
-        let shard = shard_of(&batch[0].event_id, COUNT_SHARDS);
-        items.extend(tally.updates(t, site, shard)?);
-        Ok(self.transact(items).await?.is_none())
+        Ok(applied)
+    }
+
+    /// One row's end, if it is still pending under `lease_id` (`now`: the
+    /// time it was sent at).
+    pub(crate) async fn end_row(
+        &self,
+        site: &str,
+        lease_id: &str,
+        f: &Finish,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        // A row with its own `work` entry leaves it as it ends; one its
+        // send batch watches has none to leave (its `workAt` stays, in no
+        // index without a shard), so its end touches no index key.
+        let left = if f.in_send_batch {
+            ""
+        } else {
+            ", workShard, workAt"
+        };
+        let update = self
+            .update_item(conv_pk(site), &f.sk)
+            .condition_expression("leaseId = :lease AND #status = :pending")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":lease", s(lease_id))
+            .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()));
+        let update = match &f.end {
+            SendEnd::Sent => update
+                .update_expression(format!(
+                    "SET #status = :sent, sentAt = :now REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil{left}, nextAttemptAt, lastError"
+                ))
+                .expression_attribute_values(":sent", s(ConversionStatus::Sent.as_str()))
+                .expression_attribute_values(":now", n(now)),
+            // Its message goes back to the queue: due again now, so the
+            // sweeper does not take it for lost meanwhile.
+            SendEnd::Released => update
+                .update_expression(
+                    "SET attempts = attempts - :one, workAt = :now REMOVE leaseId, leaseUntil",
+                )
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":now", n(now)),
+            SendEnd::Retry {
+                at,
+                last_error,
+                unsure,
+            } => update
+                .update_expression(
+                    "SET nextAttemptAt = :at, workAt = :at, lastError = :e, unsure = :unsure REMOVE leaseId, leaseUntil",
+                )
+                .expression_attribute_values(":at", n(*at))
+                .expression_attribute_values(":e", s(last_error))
+                .expression_attribute_values(":unsure", AttributeValue::Bool(*unsure)),
+            SendEnd::Failed { last_error } => update
+                .update_expression(format!(
+                    "SET #status = :failed, lastError = :e REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil{left}, nextAttemptAt"
+                ))
+                .expression_attribute_values(":failed", s(ConversionStatus::Failed.as_str()))
+                .expression_attribute_values(":e", s(last_error)),
+        };
+        Ok(applied(update.send().await)?.is_some())
     }
 }
 

@@ -99,6 +99,15 @@ impl Tally {
         }
     }
 
+    /// The same moves the other way: what takes them back.
+    pub(crate) fn negated(mut self) -> Self {
+        self.totals.values_mut().for_each(|v| *v = -*v);
+        for day in self.days.values_mut() {
+            day.values_mut().for_each(|v| *v = -*v);
+        }
+        self
+    }
+
     /// The counter items' `ADD`s, on `shard`.
     pub(crate) fn updates(
         &self,

@@ -90,3 +90,41 @@ async fn a_throttled_send_waits_for_metas_regain_time() {
     let row = &rows(&h, "loja-x").await[0];
     assert_eq!((row.status, row.attempts), (ConversionStatus::Sent, 2));
 }
+
+/// A sender counts its sends (with a receipt of them) before it writes
+/// each on its row. One that dies in between leaves the row pending under
+/// its lease, and counted: the next claim, once the lease ran out, ends the
+/// row as the receipt says, without sending it again or counting it twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sender_that_dies_after_counting_is_finished_by_the_next_claim() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    h.runner().stack.cloud.kill_recordings(1);
+    schedule_ana(&h).await;
+    drain(&h).await;
+    assert_eq!(h.runner().stack.cloud.killed_recordings(), 1);
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!(row.status, ConversionStatus::Pending, "{row:?}");
+
+    assert_eq!(counts(&h).await, (0, 1), "counted with its receipt");
+    // The lease runs out; the sweeper finds the late row.
+    h.runner().advance(16 * MINUTE_MS).await.unwrap();
+    h.runner().sweep().await.unwrap();
+    drain(&h).await;
+    let row = &rows(&h, "loja-x").await[0];
+    assert_eq!((row.status, row.attempts), (ConversionStatus::Sent, 1));
+    assert!(row.hashes.is_none(), "its hashes erased");
+    assert_eq!(h.fake().accepted_events().len(), 1, "not sent again");
+    assert_eq!(counts(&h).await, (0, 1), "counted once");
+}
+
+/// Loja X's pending and sent counters.
+async fn counts(h: &Harness) -> (i64, i64) {
+    let c = h
+        .store()
+        .conversions()
+        .conversion_counts("loja-x", None)
+        .await
+        .unwrap();
+    (c.pending, c.sent)
+}

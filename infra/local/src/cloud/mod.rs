@@ -98,7 +98,7 @@ pub struct Cloud {
     pub faults: Faults,
     log: Mutex<CallReport>,
     /// Sender recordings still to kill, and the ones killed (by their
-    /// idempotency token, so every retry of one dies too).
+    /// request's body, so every retry of one dies too).
     kills_left: std::sync::atomic::AtomicU32,
     killed: Mutex<HashSet<String>>,
 }
@@ -113,9 +113,10 @@ impl Cloud {
         }
     }
 
-    /// The sender's next `n` recordings of Meta's answers (the transaction
-    /// that marks rows sent or failed) never reach DynamoDB, through every
-    /// retry: a sender that dies between Meta's answer and its write.
+    /// The sender's next `n` row ends (the update that marks a row sent or
+    /// failed, after the receipt that counted it) never reach DynamoDB,
+    /// through every retry: a sender that dies between counting its sends
+    /// and writing them on the rows.
     pub fn kill_recordings(&self, n: u32) {
         self.kills_left
             .store(n, std::sync::atomic::Ordering::SeqCst);
@@ -127,16 +128,16 @@ impl Cloud {
     }
 
     fn kill(&self, function: &str, call: &Call, body: &[u8]) -> Option<HttpResponse> {
-        if function != "CapiSenderFunction" || call.operation != "TransactWriteItems" {
+        if function != "CapiSenderFunction" || call.operation != "UpdateItem" {
             return None;
         }
         let text = std::str::from_utf8(body).ok()?;
         if !text.contains("SET #status = :sent") && !text.contains("SET #status = :failed") {
             return None;
         }
-        let token = serde_json::from_str::<serde_json::Value>(text).ok()?["ClientRequestToken"]
-            .as_str()?
-            .to_owned();
+        // An update has no idempotency token: the SDK sends the same body
+        // on each retry, which is how one is known again.
+        let token = text.to_owned();
         let mut killed = self.killed.lock().ok()?;
         if !killed.contains(&token) {
             let left = &self.kills_left;

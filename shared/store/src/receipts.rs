@@ -1,0 +1,270 @@
+//! Receipts: what a sender counted before it wrote its ends on the rows.
+//!
+//! A send's end is two steps. First the counters move, in one transaction
+//! with a receipt (`receipt#<siteId>` / `<leaseId>#<part>`) naming each row
+//! they counted and how it ended; then each row is ended by a plain update,
+//! conditional on the lease. A row ended inside the counters' transaction
+//! costs two write units (a transaction bills each item twice); a plain
+//! update costs one, and the receipt, one item for up to
+//! [`ROWS_PER_RECEIPT`] rows, a small part of one.
+//!
+//! A sender that dies between the two leaves counted rows pending under a
+//! lease that runs out. The next claim of such a row (the sweeper sends its
+//! message again) reads the receipts of the lease it finds on the row and
+//! ends the row as they say, counting nothing and sending nothing: each
+//! row is counted once. The sender's timeout (60 seconds) is far below the
+//! lease (15 minutes), so no claim takes a row over before its sender's
+//! receipt is written. DynamoDB deletes a receipt a day after, through the
+//! table's TTL, long after its lease ran out.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use adtrail_domain::capi::{Conversion, SendEnd};
+use adtrail_domain::destinations::slug_or_pixel;
+use adtrail_domain::time::DAY_MS;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+
+use crate::attr::{Item, get_n, n, s};
+use crate::keys::{COUNT_SHARDS, PK, SK, receipt_pk, receipt_sk, shard_of};
+use crate::outbox::TTL;
+use crate::sending::{Claim, Finish};
+use crate::tally::Tally;
+use crate::{Conversions, StoreError};
+
+/// Rows a receipt names at most: about 8 KB of keys.
+pub(crate) const ROWS_PER_RECEIPT: usize = 100;
+/// How long a receipt is kept: far past the lease it answers for.
+const RECEIPT_KEPT_MS: i64 = DAY_MS;
+
+/// An end a receipt recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Receipted {
+    Sent { at: i64 },
+    Failed { last_error: String },
+}
+
+/// Whether an end moves the counters (and so goes on a receipt): a retry
+/// or a release leaves the row pending.
+pub(crate) fn counted(end: &SendEnd) -> bool {
+    matches!(end, SendEnd::Sent | SendEnd::Failed { .. })
+}
+
+/// The counters' moves for `ends` (`back`: taking them back).
+fn tally_of(ends: &[&Finish], now: i64, back: bool) -> Tally {
+    let mut tally = Tally::default();
+    for f in ends {
+        let slug = slug_or_pixel(f.destination.as_deref());
+        match &f.end {
+            SendEnd::Sent => tally.sent(slug, f.event_name, now),
+            SendEnd::Failed { .. } => tally.failed(slug, f.event_name, now),
+            SendEnd::Retry { .. } | SendEnd::Released => {}
+        }
+    }
+    if back { tally.negated() } else { tally }
+}
+
+impl Conversions<'_> {
+    /// Moves the counters for `ends` (all of one site) and writes their
+    /// receipt, part `part` of `lease_id`'s, in one transaction.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails: nothing was counted.
+    pub(crate) async fn count_ends(
+        &self,
+        site: &str,
+        lease_id: &str,
+        part: usize,
+        ends: &[&Finish],
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let t = &self.names.table;
+        let mut recorded = HashMap::new();
+        let mut errors = HashMap::new();
+        for f in ends {
+            let kind = match &f.end {
+                SendEnd::Failed { last_error } => {
+                    errors.insert(f.sk.clone(), s(last_error));
+                    "failed"
+                }
+                _ => "sent",
+            };
+            recorded.insert(f.sk.clone(), s(kind));
+        }
+        let mut receipt = Put::builder()
+            .table_name(t)
+            .item(PK, s(receipt_pk(site)))
+            .item(SK, s(receipt_sk(lease_id, part)))
+            .item("ends", AttributeValue::M(recorded))
+            .item("at", n(now))
+            .item(TTL, n((now + RECEIPT_KEPT_MS) / 1_000))
+            .condition_expression("attribute_not_exists(pk)");
+        if !errors.is_empty() {
+            receipt = receipt.item("errors", AttributeValue::M(errors));
+        }
+        let shard = shard_of(&ends[0].event_id, COUNT_SHARDS);
+        let mut items = vec![
+            TransactWriteItem::builder()
+                .put(receipt.build().map_err(StoreError::ddb)?)
+                .build(),
+        ];
+        items.extend(tally_of(ends, now, false).updates(t, site, shard)?);
+        // A receipt already there is this very part written before (its
+        // answer lost on the way): counted already.
+        self.transact(items).await.map(|_| ())
+    }
+
+    /// Takes back the counting of `ends` whose rows were not ended after
+    /// all (the row was removed, or another attempt owns it and counts it
+    /// itself).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn uncount_ends(
+        &self,
+        site: &str,
+        ends: &[&Finish],
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let t = &self.names.table;
+        let shard = shard_of(&ends[0].event_id, COUNT_SHARDS);
+        let items = tally_of(ends, now, true).updates(t, site, shard)?;
+        self.transact(items).await.map(|_| ())
+    }
+
+    /// Of the `due` rows, those whose last attempt's sender counted their
+    /// end and stopped before writing it: each is ended as its receipt says
+    /// (counted already) and answered `Gone`. Answers the others, still to
+    /// claim.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn settle_receipted(
+        &self,
+        keys: &[(String, String)],
+        rows: &BTreeMap<(String, String), Conversion>,
+        leases: &BTreeMap<(String, String), String>,
+        due: Vec<usize>,
+        claims: &mut [Claim],
+    ) -> Result<Vec<usize>, StoreError> {
+        // The rows whose lease never ended, by (site, lease).
+        let mut by_lease: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
+        for &i in &due {
+            let key = &keys[i];
+            if rows[key].lease_until.is_none() {
+                continue;
+            }
+            if let Some(lease) = leases.get(key) {
+                by_lease.entry((&key.0, lease)).or_default().push(i);
+            }
+        }
+        let mut settled = HashSet::new();
+        for ((site, lease), indexes) in by_lease {
+            let ends = self.receipted(site, lease).await?;
+            for i in indexes {
+                let c = &rows[&keys[i]];
+                let Some(end) = ends.get(&c.sk) else {
+                    continue;
+                };
+                let (f, at) = finish_of(c, end);
+                // Another claim may have settled it first: then its own
+                // claim below finds it ended.
+                if self.end_row(site, lease, &f, at).await? {
+                    claims[i] = Claim::Gone;
+                    settled.insert(i);
+                }
+            }
+        }
+        Ok(due.into_iter().filter(|i| !settled.contains(i)).collect())
+    }
+
+    /// Ends `c`, a pending row whose lease `lease_id` ran out, as that
+    /// lease's receipt says, if it names the row. Answers whether it did.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn settle_one(
+        &self,
+        c: &Conversion,
+        lease_id: &str,
+    ) -> Result<bool, StoreError> {
+        let ends = self.receipted(&c.site_id, lease_id).await?;
+        let Some(end) = ends.get(&c.sk) else {
+            return Ok(false);
+        };
+        let (f, at) = finish_of(c, end);
+        self.end_row(&c.site_id, lease_id, &f, at).await
+    }
+
+    /// The ends `lease_id`'s receipts recorded for `site`'s rows, by row
+    /// key.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn receipted(
+        &self,
+        site: &str,
+        lease_id: &str,
+    ) -> Result<HashMap<String, Receipted>, StoreError> {
+        let query = self
+            .ddb
+            .query()
+            .table_name(&self.names.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :lease)")
+            .expression_attribute_values(":pk", s(receipt_pk(site)))
+            .expression_attribute_values(":lease", s(format!("{lease_id}#")))
+            .consistent_read(true);
+        let mut found = HashMap::new();
+        self.query_pages(query, usize::MAX, |items| {
+            for item in items {
+                found.extend(ends_of(item));
+            }
+            Ok(true)
+        })
+        .await?;
+        Ok(found)
+    }
+}
+
+/// The end a receipt recorded for `c`, as the sender would have written
+/// it, and the time it was sent at.
+fn finish_of(c: &Conversion, end: &Receipted) -> (Finish, i64) {
+    let (end, at) = match end {
+        Receipted::Sent { at } => (SendEnd::Sent, *at),
+        Receipted::Failed { last_error } => (
+            SendEnd::Failed {
+                last_error: last_error.clone(),
+            },
+            0,
+        ),
+    };
+    (Finish::of(c, end), at)
+}
+
+/// A receipt's ends, by row key.
+fn ends_of(item: &Item) -> Vec<(String, Receipted)> {
+    let at = get_n(item, "at").unwrap_or_default();
+    let map = |name: &str| {
+        item.get(name)
+            .and_then(|v| v.as_m().ok())
+            .cloned()
+            .unwrap_or_default()
+    };
+    let errors = map("errors");
+    map("ends")
+        .into_iter()
+        .filter_map(|(sk, kind)| {
+            let end = match kind.as_s().ok()?.as_str() {
+                "sent" => Receipted::Sent { at },
+                "failed" => Receipted::Failed {
+                    last_error: errors
+                        .get(&sk)
+                        .and_then(|e| e.as_s().ok())
+                        .cloned()
+                        .unwrap_or_default(),
+                },
+                _ => return None,
+            };
+            Some((sk, end))
+        })
+        .collect()
+}
