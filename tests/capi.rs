@@ -36,6 +36,17 @@ pub fn meta_ids(h: &Harness) -> Vec<String> {
     ids
 }
 
+/// Loja X's pending and sent counters.
+pub async fn pending_sent(h: &Harness) -> (i64, i64) {
+    let c = h
+        .store()
+        .conversions()
+        .conversion_counts("loja-x", None)
+        .await
+        .unwrap();
+    (c.pending, c.sent)
+}
+
 /// Loja X (BRL, Brazil), nothing else.
 pub async fn loja(h: &Harness) {
     h.expect(

@@ -24,7 +24,7 @@
 //! | a posted event queued for a destination (idempotency) | `posted#<siteId>` | `<slug>#<eventId>` | |
 //! | conversion (outbox row and history) | `conv#<siteId>` | `<createdAt>#<eventId>` | `work` while pending, unless its send batch stands for it |
 //! | a sender's receipt: the ends it counted, before it wrote them on the rows (kept a day) | `receipt#<siteId>` | `<leaseId>#<part>` | |
-//! | a send batch: the rows of a site created in one millisecond of a posted batch, watched as one | `sendbatch#<siteId>` | `<createdAt>` | `work` while any of its rows is pending |
+//! | a send batch: the rows of a site created in one millisecond of a posted batch, watched as one, and the list of those its writer counted (`rows`) | `sendbatch#<siteId>` | `<createdAt>` | `work` while any of its rows is pending |
 //! | conversion counters, sharded | `count#<siteId>#<n>` | `total`, `day#<dayStart>` | |
 //! | a site being erased | `erase#<siteId>` | `erase` | `work` while it runs |
 //!
@@ -273,6 +273,24 @@ pub fn receipt_sk(lease_id: &str, part: usize) -> String {
 pub fn send_batch_sk(created_at: i64) -> String {
     format!("{created_at:013}")
 }
+/// A row's member in its send batch's list of the rows it counted
+/// (`rows`): enough of the row's key to know it again (the first 32 hex
+/// digits of its hash: all of a batch's rows share its time), and what the
+/// counters moved for it.
+pub fn send_batch_member(sk: &str, slug: &str, event: &str) -> String {
+    let hash = sk.split_once('#').map_or(sk, |(_, h)| h);
+    format!("{}|{slug}|{event}", prefix(hash, 32))
+}
+/// The first `chars` characters of `text` (all of it when shorter).
+pub fn prefix(text: &str, chars: usize) -> &str {
+    text.char_indices().nth(chars).map_or(text, |(i, _)| &text[..i])
+}
+/// A member's destination slug and event name.
+pub fn parse_send_batch_member(member: &str) -> Option<(&str, &str)> {
+    let mut parts = member.splitn(3, '|');
+    let (_, slug, event) = (parts.next()?, parts.next()?, parts.next()?);
+    Some((slug, event))
+}
 pub fn send_shard(event_id: &str) -> String {
     format!("send#{}", shard_of(event_id, WORK_SHARDS))
 }
@@ -365,6 +383,16 @@ mod tests {
         assert!(chunk < format!("{}~", day_sk(1_700_000_000_000)));
         assert_eq!(parse_spend_chunk_sk(&chunk), Some((1_700_000_000_000, 7)));
         assert_eq!(parse_spend_chunk_sk(&a), None);
+    }
+
+    #[test]
+    fn a_send_batch_member_names_its_row_and_its_counters() {
+        let sk = format!("1782820800000#{}", "ab".repeat(32));
+        let m = send_batch_member(&sk, "meta-pets", "Purchase");
+        assert_eq!(m, format!("{}|meta-pets|Purchase", "ab".repeat(16)));
+        assert_eq!(parse_send_batch_member(&m), Some(("meta-pets", "Purchase")));
+        assert_eq!(prefix("ação", 2), "aç", "cut between characters");
+        assert_eq!(prefix("ab", 5), "ab");
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! Each row's marker (`posted#<siteId>` / `<slug>#<eventId>`, naming the
 //! row's key) is taken first by a conditional `PutItem` of its own, so a
 //! replayed batch, a retried request or two requests racing queue each
-//! (destination, event) once. The rows follow, many to a transaction with
-//! the counters (up to DynamoDB's 100 items). The marker stays out of that
-//! transaction because a transaction bills each item twice: on its own it
-//! costs one write unit, in the transaction it cost two.
+//! (destination, event) once. The rows follow: a few, many to a
+//! transaction with the counters (up to DynamoDB's 100 items); a batch,
+//! counted first and then put one by one ([`batch`]). The marker stays out
+//! of any transaction because a transaction bills each item twice: on its
+//! own it costs one write unit, in a transaction two.
 //!
 //! A writer can stop between its markers and its rows (a crash, a timeout,
 //! DynamoDB refusing the transaction). Its markers then name rows that do
@@ -16,32 +17,35 @@
 //! still at work writes the same key, so one of the two puts wins and the
 //! other finds the row taken: the event is queued once either way.
 //! Conversion rows of posted events are never deleted while their site
-//! lives, so a missing row always means a writer that did not finish.
+//! lives, so a missing row always means a writer that did not finish. A
+//! row there and still pending may never have reached the send queue (its
+//! request failed before queuing it): its message goes again.
 //!
 //! A batch of [`BATCH_MIN`] rows or more is watched as one: its rows get no
 //! `work` index entry of their own (one costs a write unit when the row is
 //! queued and another when it is sent); a send batch item
-//! (`sendbatch#<siteId>` / `<createdAt>`), written in each of the batch's
-//! transactions, stands for them in the index until none is pending, and
-//! the sweeper finds a lost send through it ([`crate::recovery`]). A row
-//! written at another writer's key keeps its own entry: its send batch is
-//! that writer's, at another time.
+//! (`sendbatch#<siteId>` / `<createdAt>`) stands for them in the index until
+//! none is pending, and the sweeper finds a lost send through it
+//! ([`crate::recovery`]). Its rows are counted with it and then written
+//! outside any transaction ([`batch`]). A row written at another writer's
+//! key keeps its own entry unless that writer's batch counted it.
 
 use std::collections::{HashMap, HashSet};
 
-use adtrail_domain::capi::parse_conversion_ref;
+use adtrail_domain::capi::{ConversionStatus, parse_conversion_ref};
 use adtrail_domain::events::EventRow;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+
+mod batch;
+
+pub(crate) use batch::{ROWS, UNLIST_AT_ONCE};
 use futures::StreamExt;
 
 use crate::attr::{Item, get_s, n, s};
 use crate::items::{ConversionItem, encode};
-use crate::keys::{
-    COUNT_SHARDS, PK, SK, WORK_AT, WORK_SHARD, conv_pk, posted_pk, posted_sk, send_batch_pk,
-    send_batch_sk, send_shard, shard_of,
-};
+use crate::keys::{COUNT_SHARDS, PK, SK, conv_pk, posted_pk, posted_sk, send_shard, shard_of};
 use crate::outbox::{CHANGE_KEPT_MS, TTL};
 use crate::tally::Tally;
 use crate::write::applied;
@@ -69,6 +73,11 @@ pub enum Posted {
     Queued(String),
     /// The destination already had this event: nothing written.
     Duplicate,
+    /// The destination already had this event, not sent yet: nothing
+    /// written, and its message goes on the send queue again (a request
+    /// that failed after writing the row may not have put it there; a
+    /// message too many finds the row taken or sent).
+    Unsent(String),
 }
 
 /// A row to write: which of the request's, at which key, created when.
@@ -77,8 +86,6 @@ struct RowWrite {
     index: usize,
     sk: String,
     created_at: i64,
-    /// Watched through the request's send batch.
-    batched: bool,
 }
 
 fn put(table: &str, item: Item, condition: &str) -> Result<TransactWriteItem, StoreError> {
@@ -89,20 +96,6 @@ fn put(table: &str, item: Item, condition: &str) -> Result<TransactWriteItem, St
         .build()
         .map_err(StoreError::ddb)?;
     Ok(TransactWriteItem::builder().put(put).build())
-}
-
-/// The send batch of `site`'s rows created at `now`, due in the `work`
-/// index at once (the sweeper looks at it once it is late).
-fn send_batch(table: &str, site: &str, now: i64) -> Result<Put, StoreError> {
-    let sk = send_batch_sk(now);
-    Put::builder()
-        .table_name(table)
-        .item(PK, s(send_batch_pk(site)))
-        .item(WORK_SHARD, s(send_shard(&format!("{site}#{sk}"))))
-        .item(SK, s(sk))
-        .item(WORK_AT, n(now))
-        .build()
-        .map_err(StoreError::ddb)
 }
 
 /// The indexes of the items whose condition failed in a cancelled
@@ -127,8 +120,9 @@ impl Conversions<'_> {
     /// event): answers, row by row, whether it was queued now (and at which
     /// key) or was already. Markers are read first (one `BatchGetItem` per
     /// 100), so a replay writes nothing; each missing one is put on its
-    /// own; the rows go in transactions of up to 100 items, one a row and
-    /// the counters.
+    /// own; a few rows go in transactions of up to 100 items, one a row and
+    /// the counters, a batch's are counted with their send batch and put
+    /// one by one.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails; markers and rows
@@ -153,21 +147,33 @@ impl Conversions<'_> {
             adopt.extend(theirs.keys());
             refs.extend(theirs);
         }
-        let fresh: Vec<usize> = fresh.into_iter().filter(|i| !lost.contains(i)).collect();
-        let batched = fresh.len() >= BATCH_MIN;
-        let mut writes: Vec<RowWrite> = fresh
+        let fresh: Vec<RowWrite> = fresh
             .into_iter()
+            .filter(|i| !lost.contains(i))
             .map(|index| RowWrite {
                 index,
                 sk: rows[index].sk.clone(),
                 created_at: now,
-                batched,
             })
             .collect();
-        writes.extend(self.unfinished(site, &refs, &adopt).await?);
+        let adopted = self.unfinished(site, &refs, &adopt, &mut answers).await?;
+        let (listed, mut writes) = self.listed(site, rows, adopted).await?;
+        for w in listed {
+            match self.write_listed(site, rows, &w, now).await? {
+                Some(outcome) => answers[w.index] = outcome,
+                // No longer counted: counted again, with an entry of its own.
+                None => writes.push(w),
+            }
+        }
+        if fresh.len() >= BATCH_MIN {
+            self.write_batch(site, rows, &fresh, &mut answers, now)
+                .await?;
+        } else {
+            writes.extend(fresh);
+        }
         // The rows and the counters (the site's totals and its day, which
-        // also hold each destination's) and the send batch.
-        for chunk in writes.chunks(MAX_TRANSACTION_ITEMS - 3) {
+        // also hold each destination's).
+        for chunk in writes.chunks(MAX_TRANSACTION_ITEMS - 2) {
             self.write_rows(site, rows, chunk.to_vec(), &mut answers, now)
                 .await?;
         }
@@ -245,27 +251,36 @@ impl Conversions<'_> {
 
     /// Of the rows whose marker was there, those whose row is not: their
     /// writer stopped before it (or is still at work), and the row is
-    /// written at the key the marker names, with its own `work` entry.
+    /// written at the key the marker names. A row there and still pending
+    /// is answered [`Posted::Unsent`].
     async fn unfinished(
         &self,
         site: &str,
         refs: &HashMap<usize, String>,
         indexes: &[usize],
+        answers: &mut [Posted],
     ) -> Result<Vec<RowWrite>, StoreError> {
         let keys = indexes
             .iter()
             .map(|i| (conv_pk(site), refs[i].clone()))
             .collect();
-        let written: HashSet<String> = self
+        // Each row there, and whether it is still pending.
+        let written: HashMap<String, bool> = self
             .batch_read(keys)
             .await?
             .iter()
-            .filter_map(|item| get_s(item, SK).map(str::to_owned))
+            .filter_map(|item| {
+                let pending = get_s(item, "status") == Some(ConversionStatus::Pending.as_str());
+                Some((get_s(item, SK)?.to_owned(), pending))
+            })
             .collect();
         let mut writes = vec![];
         for &index in indexes {
             let sk = &refs[&index];
-            if written.contains(sk) {
+            if let Some(pending) = written.get(sk) {
+                if *pending {
+                    answers[index] = Posted::Unsent(sk.clone());
+                }
                 continue;
             }
             let Some((created_at, _)) = parse_conversion_ref(sk) else {
@@ -277,7 +292,6 @@ impl Conversions<'_> {
                 index,
                 sk: sk.clone(),
                 created_at,
-                batched: false,
             });
         }
         Ok(writes)
@@ -307,23 +321,12 @@ impl Conversions<'_> {
                     sk: w.sk.clone(),
                     ..r.clone()
                 };
-                let work = (!w.batched).then(|| send_shard(&w.sk));
-                let keys = (conv_pk(site), w.created_at, work);
+                let keys = (conv_pk(site), w.created_at, Some(send_shard(&w.sk)));
                 let item = encode(&ConversionItem::posted(&row, site, keys, now), "conversion")?;
                 items.push(put(t, item, "attribute_not_exists(pk)")?);
                 tally.queued(&r.slug, r.event_name, now, false);
             }
             items.extend(tally.updates(t, site, shard)?);
-            if chunk.iter().any(|w| w.batched) {
-                // The same item in every transaction of the batch (and of
-                // another batch of the site in the same millisecond): a put
-                // with no condition.
-                items.push(
-                    TransactWriteItem::builder()
-                        .put(send_batch(t, site, now)?)
-                        .build(),
-                );
-            }
             match self.send_transaction(items).await {
                 Ok(_) => {
                     for w in chunk {

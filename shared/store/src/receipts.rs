@@ -43,6 +43,16 @@ pub(crate) enum Receipted {
     Failed { last_error: String },
 }
 
+/// A row's name on a receipt: its creation time and the first 24 hex
+/// digits of its hash (96 bits), about half its key: a receipt costs
+/// write units by its size, and rows of one lease never share both.
+fn receipt_key(sk: &str) -> String {
+    match sk.split_once('#') {
+        Some((at, hash)) => format!("{at}#{}", crate::keys::prefix(hash, 24)),
+        None => sk.to_owned(),
+    }
+}
+
 /// Whether an end moves the counters (and so goes on a receipt): a retry
 /// or a release leaves the row pending.
 pub(crate) fn counted(end: &SendEnd) -> bool {
@@ -83,12 +93,12 @@ impl Conversions<'_> {
         for f in ends {
             let kind = match &f.end {
                 SendEnd::Failed { last_error } => {
-                    errors.insert(f.sk.clone(), s(last_error));
+                    errors.insert(receipt_key(&f.sk), s(last_error));
                     "failed"
                 }
                 _ => "sent",
             };
-            recorded.insert(f.sk.clone(), s(kind));
+            recorded.insert(receipt_key(&f.sk), s(kind));
         }
         let mut receipt = Put::builder()
             .table_name(t)
@@ -162,7 +172,7 @@ impl Conversions<'_> {
             let ends = self.receipted(site, lease).await?;
             for i in indexes {
                 let c = &rows[&keys[i]];
-                let Some(end) = ends.get(&c.sk) else {
+                let Some(end) = ends.get(&receipt_key(&c.sk)) else {
                     continue;
                 };
                 let (f, at) = finish_of(c, end);
@@ -188,15 +198,15 @@ impl Conversions<'_> {
         lease_id: &str,
     ) -> Result<bool, StoreError> {
         let ends = self.receipted(&c.site_id, lease_id).await?;
-        let Some(end) = ends.get(&c.sk) else {
+        let Some(end) = ends.get(&receipt_key(&c.sk)) else {
             return Ok(false);
         };
         let (f, at) = finish_of(c, end);
         self.end_row(&c.site_id, lease_id, &f, at).await
     }
 
-    /// The ends `lease_id`'s receipts recorded for `site`'s rows, by row
-    /// key.
+    /// The ends `lease_id`'s receipts recorded for `site`'s rows, by
+    /// [`receipt_key`].
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -240,7 +250,7 @@ fn finish_of(c: &Conversion, end: &Receipted) -> (Finish, i64) {
     (Finish::of(c, end), at)
 }
 
-/// A receipt's ends, by row key.
+/// A receipt's ends, by [`receipt_key`].
 fn ends_of(item: &Item) -> Vec<(String, Receipted)> {
     let at = get_n(item, "at").unwrap_or_default();
     let map = |name: &str| {

@@ -15,7 +15,7 @@ use crate::attr::{FromItem, Item, get_n, get_s, n, s};
 use crate::items::MATCH_ATTRIBUTES;
 use crate::keys::{
     COUNT_SHARDS, PK, SK, WORK_AT, WORK_INDEX, WORK_SHARD, conv_pk, parse_conv_pk,
-    parse_send_batch_pk, send_batch_pk, send_shard_n, shard_of,
+    parse_send_batch_pk, send_batch_member, send_batch_pk, send_shard_n, shard_of,
 };
 use crate::write::applied;
 use crate::{Conversions, StoreError};
@@ -232,15 +232,17 @@ impl Conversions<'_> {
             .expression_attribute_values(":at", s(format!("{batch}#")))
             .consistent_read(true);
         let (mut watched, mut pages) = (vec![], 0);
+        // Every row there, as the batch's list of counted rows names it.
+        let mut found = std::collections::HashSet::new();
         self.query_pages(query, BATCH_PAGES, |items| {
             pages += 1;
             for item in items {
+                let c = Conversion::from_item(item)?;
+                let slug = slug_or_pixel(c.destination.as_deref());
+                found.insert(send_batch_member(&c.sk, slug, c.event_name.as_str()));
                 // A row with its own entry is looked after through it.
-                if get_s(item, WORK_SHARD).is_none() {
-                    let c = Conversion::from_item(item)?;
-                    if c.status == ConversionStatus::Pending {
-                        watched.push(c);
-                    }
+                if get_s(item, WORK_SHARD).is_none() && c.status == ConversionStatus::Pending {
+                    watched.push(c);
                 }
             }
             Ok(true)
@@ -248,6 +250,24 @@ impl Conversions<'_> {
         .await?;
         // The last page read may not have been the last one.
         let mut unfinished = pages == BATCH_PAGES;
+        // Rows counted and never written: their writer is long gone.
+        let missing: Vec<String> = item
+            .get(crate::posted::ROWS)
+            .and_then(|v| v.as_ss().ok())
+            .into_iter()
+            .flatten()
+            .filter(|m| !found.contains(*m))
+            .cloned()
+            .collect();
+        if !missing.is_empty() && !unfinished {
+            let created_at = batch.parse().unwrap_or(seen);
+            let taken_back = self
+                .uncount_unwritten(site, batch, created_at, &missing)
+                .await?;
+            // Not all of them at once, or a retry wrote one meanwhile: the
+            // next look goes on.
+            unfinished = !taken_back || missing.len() > crate::posted::UNLIST_AT_ONCE;
+        }
         let mut dealt = vec![];
         let mut next: Option<i64> = None;
         for c in watched {

@@ -181,3 +181,68 @@ async fn a_look_at_a_batch_deals_with_a_bounded_number_of_rows() {
     assert!(look().await.is_empty());
     assert_eq!(items_of(&h, "sendbatch#loja-x").await.len(), 1);
 }
+
+/// Posts `ids` as purchases at `now`; answers the status and the answer.
+async fn post_at(h: &Harness, ids: &[&str], now: i64) -> (u16, serde_json::Value) {
+    let events: Vec<_> = ids.iter().map(|id| purchase(id, now)).collect();
+    h.call(
+        "POST",
+        "/v1/sites/loja-x/events",
+        Some(json!({"events": events})),
+    )
+    .await
+}
+
+/// A batch's rows are counted with their send batch, which lists them,
+/// and then put one by one. An API that dies between the two fails its
+/// request; the client's retry writes the rows the batch lists and does
+/// not count them again. A request never sent again leaves rows counted
+/// that never were: the sweeper takes their counting back once the batch
+/// is late, and a retry after that counts them anew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_counted_and_not_written_is_made_good_by_the_retry_or_the_sweeper() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    let now = h.now();
+    let ids = ["f-1", "f-2", "f-3", "f-4", "f-5"];
+    h.runner().stack.cloud.kill_posted_rows(2);
+    let (status, b) = post_at(&h, &ids, now).await;
+    assert!(status >= 500, "{status} {b}");
+    assert_eq!(rows(&h, "loja-x").await.len(), 3);
+    assert_eq!(pending_sent(&h).await, (5, 0), "counted with the batch");
+    // The retry writes the two the batch lists, counting nothing again.
+    let (status, b) = post_at(&h, &ids, now).await;
+    assert_eq!((status, b["queued"].as_i64()), (202, Some(2)), "{b}");
+    assert_eq!(pending_sent(&h).await, (5, 0));
+    drain(&h).await;
+    assert_eq!(meta_ids(&h), ids, "each sent once");
+    assert_eq!(pending_sent(&h).await, (0, 5));
+
+    // Never sent again: the sweeper takes the counting back once late.
+    h.runner().advance(1_000).await.unwrap();
+    let later = h.now();
+    let more = ["g-1", "g-2", "g-3", "g-4"];
+    h.runner().stack.cloud.kill_posted_rows(1);
+    assert!(post_at(&h, &more, later).await.0 >= 500);
+    // Three written (the request failed before queuing them), one never.
+    assert_eq!(pending_sent(&h).await, (4, 5));
+    h.runner().advance(16 * MINUTE_MS).await.unwrap();
+    assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 3);
+    assert_eq!(
+        pending_sent(&h).await,
+        (3, 5),
+        "the unwritten one taken back"
+    );
+    drain(&h).await;
+    assert_eq!(pending_sent(&h).await, (0, 8));
+    h.runner().advance(16 * MINUTE_MS).await.unwrap();
+    h.runner().sweep().await.unwrap();
+    assert!(items_of(&h, "sendbatch#").await.is_empty());
+    // A retry after that counts the missing row anew, and sends it.
+    let (status, b) = post_at(&h, &more, later).await;
+    assert_eq!((status, b["queued"].as_i64()), (202, Some(1)), "{b}");
+    assert_eq!(pending_sent(&h).await, (1, 8));
+    drain(&h).await;
+    assert_eq!(pending_sent(&h).await, (0, 9));
+    assert_eq!(h.fake().accepted_events().len(), 9, "each once");
+}

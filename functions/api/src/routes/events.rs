@@ -262,6 +262,7 @@ pub(crate) async fn post_events(
     let mut queued: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
     let mut duplicate: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
     let mut messages = vec![];
+    let mut again = vec![];
     for ((row, event), outcome) in rows.iter().zip(&of_event).zip(&posted) {
         match outcome {
             Posted::Queued(key) => {
@@ -272,8 +273,17 @@ pub(crate) async fn post_events(
                 });
             }
             Posted::Duplicate => duplicate.entry(*event).or_default().push(&row.slug),
+            Posted::Unsent(key) => {
+                duplicate.entry(*event).or_default().push(&row.slug);
+                again.push(SendMessage {
+                    site_id: site.to_string(),
+                    key: key.clone(),
+                });
+            }
         }
     }
+    let queued_now = messages.len();
+    messages.extend(again);
     adtrail_changes::enqueue(&api.store, &messages).await;
     let answers = events
         .iter()
@@ -290,7 +300,7 @@ pub(crate) async fn post_events(
         202,
         &PostedView {
             site_id: site.as_str(),
-            queued: messages.len(),
+            queued: queued_now,
             events: answers,
         },
     )

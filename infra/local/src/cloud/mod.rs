@@ -100,6 +100,8 @@ pub struct Cloud {
     /// Sender recordings still to kill, and the ones killed (by their
     /// request's body, so every retry of one dies too).
     kills_left: std::sync::atomic::AtomicU32,
+    /// The same for the API's puts of a posted batch's rows.
+    row_kills_left: std::sync::atomic::AtomicU32,
     killed: Mutex<HashSet<String>>,
 }
 
@@ -122,25 +124,36 @@ impl Cloud {
             .store(n, std::sync::atomic::Ordering::SeqCst);
     }
 
-    /// Recordings killed so far.
+    /// The API's next `n` puts of a posted batch's rows (after the
+    /// transaction that counted them) never reach DynamoDB, through every
+    /// retry: an API that dies between counting a batch and writing it.
+    pub fn kill_posted_rows(&self, n: u32) {
+        self.row_kills_left
+            .store(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Recordings and rows killed so far.
     pub fn killed_recordings(&self) -> usize {
         self.killed.lock().map(|k| k.len()).unwrap_or(0)
     }
 
     fn kill(&self, function: &str, call: &Call, body: &[u8]) -> Option<HttpResponse> {
-        if function != "CapiSenderFunction" || call.operation != "UpdateItem" {
-            return None;
-        }
         let text = std::str::from_utf8(body).ok()?;
-        if !text.contains("SET #status = :sent") && !text.contains("SET #status = :failed") {
-            return None;
-        }
+        let left = match (function, call.operation.as_str()) {
+            ("CapiSenderFunction", "UpdateItem")
+                if text.contains("SET #status = :sent")
+                    || text.contains("SET #status = :failed") =>
+            {
+                &self.kills_left
+            }
+            ("ApiFunction", "PutItem") if text.contains("\"S\":\"conv#") => &self.row_kills_left,
+            _ => return None,
+        };
         // An update has no idempotency token: the SDK sends the same body
         // on each retry, which is how one is known again.
         let token = text.to_owned();
         let mut killed = self.killed.lock().ok()?;
         if !killed.contains(&token) {
-            let left = &self.kills_left;
             let took = left
                 .fetch_update(
                     std::sync::atomic::Ordering::SeqCst,
