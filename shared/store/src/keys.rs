@@ -283,7 +283,9 @@ pub fn send_batch_member(sk: &str, slug: &str, event: &str) -> String {
 }
 /// The first `chars` characters of `text` (all of it when shorter).
 pub fn prefix(text: &str, chars: usize) -> &str {
-    text.char_indices().nth(chars).map_or(text, |(i, _)| &text[..i])
+    text.char_indices()
+        .nth(chars)
+        .map_or(text, |(i, _)| &text[..i])
 }
 /// A member's destination slug and event name.
 pub fn parse_send_batch_member(member: &str) -> Option<(&str, &str)> {

@@ -136,14 +136,17 @@ impl Conversions<'_> {
     ) -> Result<Vec<Posted>, StoreError> {
         let mut answers = vec![Posted::Duplicate; rows.len()];
         let all: Vec<usize> = (0..rows.len()).collect();
-        let found = self.markers(site, rows, &all).await?;
+        // Read eventually consistently (half the read units): a marker put
+        // in the last second and missed here fails its put below, and is
+        // then read strongly.
+        let found = self.markers(site, rows, &all, false).await?;
         let (mut adopt, fresh): (Vec<usize>, Vec<usize>) =
             all.into_iter().partition(|i| found.contains_key(i));
         let mut refs = found;
         let lost = self.put_markers(site, rows, &fresh, now).await?;
         if !lost.is_empty() {
             // Another writer put these markers meanwhile: theirs, then.
-            let theirs = self.markers(site, rows, &lost).await?;
+            let theirs = self.markers(site, rows, &lost, true).await?;
             adopt.extend(theirs.keys());
             refs.extend(theirs);
         }
@@ -180,12 +183,14 @@ impl Conversions<'_> {
         Ok(answers)
     }
 
-    /// The row key each of `indexes`' markers names, for those that exist.
+    /// The row key each of `indexes`' markers names, for those that exist
+    /// (read strongly or not: `consistent`).
     async fn markers(
         &self,
         site: &str,
         rows: &[EventRow],
         indexes: &[usize],
+        consistent: bool,
     ) -> Result<HashMap<usize, String>, StoreError> {
         let keys = indexes
             .iter()
@@ -197,7 +202,7 @@ impl Conversions<'_> {
             })
             .collect();
         let by_sk: HashMap<String, String> = self
-            .batch_read(keys)
+            .batch_read_as(keys, consistent)
             .await?
             .iter()
             .filter_map(|item| Some((get_s(item, SK)?.to_owned(), get_s(item, REF)?.to_owned())))

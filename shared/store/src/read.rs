@@ -53,6 +53,17 @@ impl Store {
         &self,
         keys: Vec<(String, String)>,
     ) -> Result<Vec<Item>, StoreError> {
+        self.batch_read_as(keys, true).await
+    }
+
+    /// [`Self::batch_read`], strongly read or not (`consistent`): an
+    /// eventually consistent read costs half the read units, and may miss
+    /// a write of the last second.
+    pub(crate) async fn batch_read_as(
+        &self,
+        keys: Vec<(String, String)>,
+        consistent: bool,
+    ) -> Result<Vec<Item>, StoreError> {
         let mut found = vec![];
         for chunk in keys.chunks(BATCH_KEYS) {
             let mut pending: Vec<Item> = chunk
@@ -68,7 +79,7 @@ impl Store {
                         &self.names.table,
                         KeysAndAttributes::builder()
                             .set_keys(Some(pending))
-                            .consistent_read(true)
+                            .consistent_read(consistent)
                             .build()
                             .map_err(StoreError::ddb)?,
                     )

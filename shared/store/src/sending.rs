@@ -146,13 +146,7 @@ impl Conversions<'_> {
         lease_ms: i64,
         now: i64,
     ) -> Result<Vec<Claim>, StoreError> {
-        let read = self
-            .batch_read(
-                keys.iter()
-                    .map(|(site, sk)| (conv_pk(site), sk.clone()))
-                    .collect(),
-            )
-            .await?;
+        let read = self.read_to_claim(keys).await?;
         let mut rows: BTreeMap<(String, String), Conversion> = BTreeMap::new();
         // The lease each row's last attempt left on it, if it never ended.
         let mut leases: BTreeMap<(String, String), String> = BTreeMap::new();
@@ -193,6 +187,38 @@ impl Conversions<'_> {
             }
         }
         Ok(claims)
+    }
+
+    /// The rows of `keys`, read eventually consistently (half the read
+    /// units): every claim is conditional on the row as it was read, so a
+    /// stale row only fails its claim, which is then made on the row as it
+    /// is. A row missing or no longer pending may be a read of the last
+    /// second's past (a row just written, a failed row just opened again):
+    /// those are read again strongly before they are let go.
+    async fn read_to_claim(
+        &self,
+        keys: &[(String, String)],
+    ) -> Result<Vec<crate::attr::Item>, StoreError> {
+        let key = |(site, sk): &(String, String)| (conv_pk(site), sk.clone());
+        let mut read = self
+            .batch_read_as(keys.iter().map(key).collect(), false)
+            .await?;
+        let pending = ConversionStatus::Pending.as_str();
+        read.retain(|item| crate::attr::get_s(item, "status") == Some(pending));
+        let kept: std::collections::HashSet<(String, String)> = read
+            .iter()
+            .filter_map(|item| {
+                let pk = crate::attr::get_s(item, crate::keys::PK)?;
+                let sk = crate::attr::get_s(item, crate::keys::SK)?;
+                Some((pk.to_owned(), sk.to_owned()))
+            })
+            .collect();
+        let again: Vec<(String, String)> =
+            keys.iter().map(key).filter(|k| !kept.contains(k)).collect();
+        if !again.is_empty() {
+            read.extend(self.batch_read(again).await?);
+        }
+        Ok(read)
     }
 
     /// The update that claims one row as it was read: its attempt counted
