@@ -113,7 +113,10 @@ pub async fn handle(
             }
         }
     }
-    let (dispositions, report) = sender.send_batch(&deliveries, deadline).await;
+    // Boxed: the batch's future nests deep enough (claims, sends, receipts,
+    // ends) to pass the compiler's query depth when laid out inline in the
+    // runtime's future; one allocation a batch.
+    let (dispositions, report) = Box::pin(sender.send_batch(&deliveries, deadline)).await;
     tracing::info!(
         claimed = report.claimed,
         sent = report.sent,
