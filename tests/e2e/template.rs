@@ -122,11 +122,29 @@ fn the_worker_stops_within_its_lease_and_the_queue_outlasts_the_worker() {
             Some(SyncInterval::DEFAULT.ms() / 60_000)
         )
     );
-    let set = &t.raw["Globals"]["Function"]["Environment"]["Variables"]["SYNC_INTERVAL_MINUTES"];
-    assert!(
-        matches!(set, Value::Tagged(r) if r.tag == "!Ref" && r.value.as_str() == Some("SyncIntervalMinutes")),
-        "{set:?}"
+    let quiet = &t.raw["Parameters"]["QuietSyncIntervalMinutes"];
+    assert_eq!(
+        (
+            quiet["MinValue"].as_i64(),
+            quiet["MaxValue"].as_i64(),
+            quiet["Default"].as_i64()
+        ),
+        (
+            Some(SyncInterval::MIN_MINUTES),
+            Some(SyncInterval::MAX_MINUTES),
+            Some(SyncInterval::QUIET_DEFAULT.ms() / 60_000)
+        )
     );
+    for (var, parameter) in [
+        ("SYNC_INTERVAL_MINUTES", "SyncIntervalMinutes"),
+        ("QUIET_SYNC_INTERVAL_MINUTES", "QuietSyncIntervalMinutes"),
+    ] {
+        let set = &t.raw["Globals"]["Function"]["Environment"]["Variables"][var];
+        assert!(
+            matches!(set, Value::Tagged(r) if r.tag == "!Ref" && r.value.as_str() == Some(parameter)),
+            "{var}: {set:?}"
+        );
+    }
     let lease_secs = SyncInterval::from_minutes(&SyncInterval::MIN_MINUTES.to_string())
         .unwrap()
         .lease_ms()

@@ -39,6 +39,8 @@ pub struct Worker {
     /// The operator's cadence: a live run whose lease time has passed
     /// syncs next this far on.
     pub interval: adtrail_domain::plan::SyncInterval,
+    /// The operator's quiet cadence, for an account that delivered nothing.
+    pub quiet_interval: adtrail_domain::plan::SyncInterval,
 }
 
 /// Why a message goes back to the queue.

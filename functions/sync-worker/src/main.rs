@@ -18,6 +18,7 @@ async fn main() -> Result<(), Error> {
         graph: GraphClient::new(GraphConfig::from_env()?)?,
         clock: Arc::new(SystemClock),
         interval: adtrail_store::sync_interval_from_env()?,
+        quiet_interval: adtrail_store::quiet_interval_from_env()?,
     };
     run(service_fn(|event: LambdaEvent<_>| {
         let request_id = event.context.request_id.clone();

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use adtrail_domain::catalog::CatalogEntry;
-use adtrail_domain::dates::day_start;
+use adtrail_domain::dates::{LocalDate, day_start};
 use adtrail_domain::graph_error::Usage;
 use adtrail_domain::links::SiteAdAccount;
 use adtrail_domain::money::Currency;
@@ -49,6 +49,8 @@ pub(crate) struct Saving<'a> {
     pub(crate) report: &'a mut RunReport,
     pub(crate) catalog: BTreeMap<String, CatalogEntry>,
     pub(crate) read: Vec<PartRead>,
+    /// The latest day Meta listed any ad's figures for.
+    pub(crate) latest: Option<LocalDate>,
 }
 
 impl Worker {
@@ -104,6 +106,7 @@ impl Worker {
                     self.save_part(saving.cond, &part, saving.report).await?;
                     for row in &part.rows {
                         learn(&mut saving.catalog, entry_of_row(row));
+                        saving.latest = saving.latest.max(Some(row.date));
                     }
                     saving.read.push(PartRead { range, complete });
                 }

@@ -203,6 +203,7 @@ impl Worker {
             report,
             catalog: BTreeMap::new(),
             read: vec![],
+            latest: None,
         };
         let read = self
             .read_range(
@@ -218,6 +219,7 @@ impl Worker {
         let Saving {
             mut catalog,
             read: parts,
+            latest,
             ..
         } = saving;
         if let Err(stop) = read {
@@ -245,7 +247,12 @@ impl Worker {
             regain_ms: usage.regain_ms,
             plan: match plan {
                 SyncPlan::Backfill { next_from, .. } => PlanDone::Backfill { next_from },
-                SyncPlan::Live { daily, weekly, .. } => PlanDone::Live { daily, weekly },
+                SyncPlan::Live { daily, weekly, .. } => PlanDone::Live {
+                    daily,
+                    weekly,
+                    // Today and yesterday are the live read's days.
+                    delivered: latest >= Some(shift(plan.range().until, -1)),
+                },
             },
             truncated: parts.iter().any(|p| !p.complete),
         })

@@ -91,6 +91,28 @@ pub(crate) fn account<'a>(shared: &'a Shared, id: &str) -> Option<&'a SampleAcco
     shared.accounts.iter().find(|a| a.id == id)
 }
 
+/// A sample account, or one of the big agency's extra accounts: those run
+/// no ads, so Meta lists nothing in their insights and ads (an account
+/// whose campaigns are all off answers `{"data": []}`, not an error).
+fn account_or_extra<'a>(
+    shared: &'a Shared,
+    id: &str,
+    knobs: &Knobs,
+) -> Option<std::borrow::Cow<'a, SampleAccount>> {
+    if let Some(acc) = account(shared, id) {
+        return Some(std::borrow::Cow::Borrowed(acc));
+    }
+    extra_index(id, knobs)?;
+    Some(std::borrow::Cow::Owned(SampleAccount {
+        id: id.to_owned(),
+        name: "Agency account",
+        currency: "BRL",
+        timezone: "America/Sao_Paulo",
+        ads: vec![],
+        pixels: vec![],
+    }))
+}
+
 pub(crate) fn graph_get(
     shared: &Shared,
     rest: &str,
@@ -119,8 +141,8 @@ pub(crate) fn graph_get(
             "(#200) Ad account owner has NOT grant ads_management or ads_read permission",
             false,
         ),
-        [act, "insights"] => match account(shared, act) {
-            Some(acc) => insights(shared, rest, acc, query, knobs, token),
+        [act, "insights"] => match account_or_extra(shared, act, knobs) {
+            Some(acc) => insights(shared, rest, &acc, query, knobs, token),
             None => no_object(
                 "Unsupported get request. Object does not exist or cannot be loaded due to missing permissions",
             ),
@@ -134,8 +156,8 @@ pub(crate) fn graph_get(
         ),
         [act, "adspixels"] => account_pixels(shared, rest, act, query, knobs, token),
         [id] if id.bytes().all(|b| b.is_ascii_digit()) => pixel_by_id(shared, id),
-        [act, "ads"] => match account(shared, act) {
-            Some(acc) => ads(shared, rest, acc, query, knobs, token),
+        [act, "ads"] => match account_or_extra(shared, act, knobs) {
+            Some(acc) => ads(shared, rest, &acc, query, knobs, token),
             None => no_object("Unsupported get request. Object does not exist"),
         },
         _ => no_object("Unsupported get request"),

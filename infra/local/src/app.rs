@@ -49,6 +49,8 @@ impl App {
 pub struct Settings {
     /// The template's `SyncIntervalMinutes`.
     pub interval: SyncInterval,
+    /// The template's `QuietSyncIntervalMinutes`.
+    pub quiet_interval: SyncInterval,
     /// How long the runner's clients wait for Meta and the other platforms
     /// (`META_TIMEOUT_MS`); `None`: 10 s for the fake Meta, the platform
     /// client's 30 s for the others.
@@ -59,6 +61,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             interval: SyncInterval::DEFAULT,
+            quiet_interval: SyncInterval::QUIET_DEFAULT,
             timeout: None,
         }
     }
@@ -73,7 +76,8 @@ impl Settings {
         }
     }
 
-    /// From `SYNC_INTERVAL_MINUTES` and `META_TIMEOUT_MS`, as the
+    /// From `SYNC_INTERVAL_MINUTES`, `QUIET_SYNC_INTERVAL_MINUTES` and
+    /// `META_TIMEOUT_MS`, as the
     /// functions read them.
     ///
     /// # Errors
@@ -81,6 +85,7 @@ impl Settings {
     pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         Ok(Self {
             interval: adtrail_store::sync_interval_from_env()?,
+            quiet_interval: adtrail_store::quiet_interval_from_env()?,
             timeout: adtrail_meta::timeout_from_env()?,
         })
     }
@@ -148,6 +153,7 @@ pub async fn start_with(
         PlatformClient::new(platform_urls, timeout)?,
         clock,
         settings.interval,
+        settings.quiet_interval,
     );
     runner.check_mappings().await?;
     let local = Arc::new(Local {

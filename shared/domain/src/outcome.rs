@@ -38,8 +38,18 @@ impl SyncState {
 /// What kind of plan a successful run carried out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlanDone {
-    Backfill { next_from: Option<LocalDate> },
-    Live { daily: bool, weekly: bool },
+    Backfill {
+        next_from: Option<LocalDate>,
+    },
+    Live {
+        daily: bool,
+        weekly: bool,
+        /// Meta listed some ad's figures for today or yesterday: the
+        /// account is delivering. An account that is not (its campaigns
+        /// paused or ended, as most of an agency's long tail are) is read
+        /// again at the quiet interval.
+        delivered: bool,
+    },
 }
 
 /// Why a run failed.
@@ -122,6 +132,14 @@ pub struct LinkProgress {
     pub leased_next: Option<i64>,
     /// The operator's cadence, for a live run whose lease time has passed.
     pub interval: SyncInterval,
+    /// The operator's quiet cadence (`QuietSyncIntervalMinutes`), never
+    /// shorter than `interval`: after a live run that found nothing
+    /// delivered, the next one comes this long after the lease instead.
+    /// Each run of an idle account costs as much as any other (a message,
+    /// a lease and an ending in DynamoDB, Meta calls), for a read that
+    /// changes nothing; a campaign started meanwhile shows its spend up to
+    /// this much later, or at once on `POST …/sync`.
+    pub quiet_interval: SyncInterval,
 }
 
 /// A field the update sets, clears or leaves.
@@ -259,13 +277,27 @@ fn finish_ok(
     } else if wait > 0 {
         now + wait
     } else {
-        // Every interval from one lease to the next.
-        link.leased_next
+        // Every interval from one lease to the next; the quiet interval
+        // from the lease when nothing was delivered.
+        let leased = link
+            .leased_next
             .filter(|at| *at > now)
-            .unwrap_or(now + link.interval.ms())
+            .unwrap_or(now + link.interval.ms());
+        let quiet = matches!(
+            plan,
+            PlanDone::Live {
+                delivered: false,
+                ..
+            }
+        );
+        if quiet {
+            leased + (link.quiet_interval.ms() - link.interval.ms()).max(0)
+        } else {
+            leased
+        }
     };
     let (daily, weekly) = match plan {
-        PlanDone::Live { daily, weekly } => (*daily, *weekly),
+        PlanDone::Live { daily, weekly, .. } => (*daily, *weekly),
         PlanDone::Backfill { .. } => (true, true),
     };
     Finish::Update(LinkUpdate {

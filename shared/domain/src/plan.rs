@@ -43,6 +43,11 @@ pub struct BadSyncInterval {
 impl SyncInterval {
     /// The seed's cadence.
     pub const DEFAULT: Self = Self(45 * MINUTE_MS);
+    /// The quiet cadence's default (`QuietSyncIntervalMinutes`): an account
+    /// whose live read found nothing delivered today or yesterday is read
+    /// again three hours on, not every interval (see
+    /// [`crate::outcome::LinkProgress::quiet_interval`]).
+    pub const QUIET_DEFAULT: Self = Self(180 * MINUTE_MS);
     pub const MIN_MINUTES: i64 = 15;
     pub const MAX_MINUTES: i64 = 24 * 60;
 

@@ -105,10 +105,35 @@ impl Names {
 /// # Errors
 /// A message naming the variable when it is not 15 to 1440 minutes.
 pub fn sync_interval_from_env() -> Result<adtrail_domain::plan::SyncInterval, String> {
-    match std::env::var("SYNC_INTERVAL_MINUTES") {
-        Ok(v) if !v.is_empty() => adtrail_domain::plan::SyncInterval::from_minutes(&v)
-            .map_err(|e| format!("SYNC_INTERVAL_MINUTES: {e}")),
-        _ => Ok(adtrail_domain::plan::SyncInterval::DEFAULT),
+    interval_from_env(
+        "SYNC_INTERVAL_MINUTES",
+        adtrail_domain::plan::SyncInterval::DEFAULT,
+    )
+}
+
+/// The operator's quiet cadence, for accounts that delivered nothing:
+/// `QUIET_SYNC_INTERVAL_MINUTES` (the template's `QuietSyncIntervalMinutes`),
+/// three hours when unset or empty. One shorter than the sync interval
+/// counts as the sync interval.
+///
+/// # Errors
+/// A message naming the variable when it is not 15 to 1440 minutes.
+pub fn quiet_interval_from_env() -> Result<adtrail_domain::plan::SyncInterval, String> {
+    interval_from_env(
+        "QUIET_SYNC_INTERVAL_MINUTES",
+        adtrail_domain::plan::SyncInterval::QUIET_DEFAULT,
+    )
+}
+
+fn interval_from_env(
+    var: &str,
+    default: adtrail_domain::plan::SyncInterval,
+) -> Result<adtrail_domain::plan::SyncInterval, String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => {
+            adtrail_domain::plan::SyncInterval::from_minutes(&v).map_err(|e| format!("{var}: {e}"))
+        }
+        _ => Ok(default),
     }
 }
 
@@ -378,6 +403,14 @@ mod tests {
             "{err}"
         );
         set(None);
+        // SAFETY: as above; only this test reads or writes this one.
+        unsafe { std::env::set_var("QUIET_SYNC_INTERVAL_MINUTES", "360") };
+        assert_eq!(
+            quiet_interval_from_env().map(SyncInterval::ms),
+            Ok(360 * 60_000)
+        );
+        unsafe { std::env::remove_var("QUIET_SYNC_INTERVAL_MINUTES") };
+        assert_eq!(quiet_interval_from_env(), Ok(SyncInterval::QUIET_DEFAULT));
     }
 
     #[test]

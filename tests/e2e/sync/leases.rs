@@ -281,3 +281,48 @@ async fn a_longer_interval_spaces_the_live_syncs_and_their_leases() {
     assert!(after.run_id.is_none() && after.last_sync_at == Some(next));
     assert_eq!(after.next_sync_at, Some(next + 3 * HOUR_MS));
 }
+
+/// An account whose campaigns are all off (the big agency's extra account:
+/// Meta lists nothing in its insights) goes on the quiet cadence, three
+/// hours from one lease to the next, while a delivering account of the same
+/// site keeps the 45 minutes.
+#[tokio::test]
+async fn an_account_that_delivers_nothing_is_synced_at_the_quiet_interval() {
+    const IDLE: &str = "act_8000000000";
+    let h = Harness::start().await;
+    h.fake().tune(|k| k.extra_accounts = 1);
+    h.link_agency().await;
+    h.link_account("loja-x", IDLE, "agency").await;
+    h.sync_until_live(10).await;
+    // The first live run of each: the idle account read and found empty.
+    let first = h.link("loja-x", IDLE).await.next_sync_at.unwrap();
+    h.runner().set_clock(first).await.unwrap();
+    h.runner().tick().await.unwrap();
+    h.runner().drain().await.unwrap();
+    let (idle, busy) = (
+        h.link("loja-x", IDLE).await,
+        h.link("loja-x", LOJA_PRINCIPAL).await,
+    );
+    assert_eq!(idle.last_sync_at, Some(first), "the idle account ran");
+    assert_eq!(idle.next_sync_at, Some(first + 3 * HOUR_MS));
+    assert!(idle.last_error.is_none(), "{:?}", idle.last_error);
+    let busy_next = busy.next_sync_at.unwrap();
+    assert!(busy_next <= h.now() + 45 * MINUTE_MS, "{busy_next}");
+    // For the next two hours and more, only the delivering accounts sync.
+    h.fake().clear_requests();
+    while h.now() + 15 * MINUTE_MS < first + 3 * HOUR_MS {
+        h.runner().advance(15 * MINUTE_MS).await.unwrap();
+        h.runner().tick().await.unwrap();
+    }
+    assert_eq!(h.insights_ranges(IDLE), vec![]);
+    assert!(h.insights_ranges(LOJA_PRINCIPAL).len() >= 3);
+    // Its time: read again, still quiet.
+    h.runner().set_clock(first + 3 * HOUR_MS).await.unwrap();
+    h.runner().tick().await.unwrap();
+    h.runner().drain().await.unwrap();
+    assert_eq!(h.insights_ranges(IDLE).len(), 1);
+    assert_eq!(
+        h.link("loja-x", IDLE).await.next_sync_at,
+        Some(first + 6 * HOUR_MS)
+    );
+}

@@ -52,6 +52,7 @@ impl Worker {
             token_still_stored,
             leased_next: current.next_sync_at,
             interval: self.interval,
+            quiet_interval: self.quiet_interval,
         };
         match finish(progress, outcome, started_at, now) {
             Finish::Update(update) => {

@@ -144,6 +144,7 @@ impl Runner {
         platforms: adtrail_platforms::PlatformClient,
         clock: Arc<dyn MovableClock>,
         interval: SyncInterval,
+        quiet_interval: SyncInterval,
     ) -> Self {
         let shared: adtrail_domain::time::SharedClock = Arc::new(ClockRef(clock.clone()));
         let delays = Arc::new(Mutex::new(HashMap::new()));
@@ -196,6 +197,7 @@ impl Runner {
                 graph: graph.clone(),
                 clock: shared.clone(),
                 interval,
+                quiet_interval,
             },
             sweeper: Sweeper {
                 store: stack.store_for("SweeperFunction"),

@@ -12,6 +12,7 @@ fn link() -> LinkProgress {
         token_still_stored: true,
         leased_next: None,
         interval: SyncInterval::DEFAULT,
+        quiet_interval: SyncInterval::QUIET_DEFAULT,
     }
 }
 fn failed(kind: FailureKind, regain_ms: Option<i64>) -> RunOutcome {
@@ -41,6 +42,7 @@ fn back_off_by_outcome() {
     let live = PlanDone::Live {
         daily: false,
         weekly: false,
+        delivered: true,
     };
     let rows: Vec<(RunOutcome, u32, i64, Option<&str>, SyncState)> = vec![
         (ok(live, 10, None), 0, 45 * MINUTE_MS, None, SyncState::Live),
@@ -123,6 +125,7 @@ fn a_live_run_keeps_the_time_its_lease_set_unless_it_needs_another() {
         PlanDone::Live {
             daily: false,
             weekly: false,
+            delivered: true,
         },
         10,
         None,
@@ -147,6 +150,7 @@ fn a_live_run_keeps_the_time_its_lease_set_unless_it_needs_another() {
         PlanDone::Live {
             daily: false,
             weekly: false,
+            delivered: true,
         },
         90,
         None,
@@ -177,6 +181,77 @@ fn a_live_run_keeps_the_time_its_lease_set_unless_it_needs_another() {
     assert_eq!(
         update(finish(hourly, &live, NOW, NOW)).next_sync_at,
         NOW + HOUR_MS
+    );
+}
+
+#[test]
+fn an_account_that_delivered_nothing_is_read_again_at_the_quiet_interval() {
+    let quiet = |daily| {
+        ok(
+            PlanDone::Live {
+                daily,
+                weekly: false,
+                delivered: false,
+            },
+            10,
+            None,
+        )
+    };
+    let leased = LinkProgress {
+        leased_next: Some(NOW + 40 * MINUTE_MS),
+        ..link()
+    };
+    // Three hours from the lease (which set 45 minutes), whatever the plan.
+    for daily in [false, true] {
+        assert_eq!(
+            update(finish(leased, &quiet(daily), NOW - 5 * MINUTE_MS, NOW)).next_sync_at,
+            NOW + 40 * MINUTE_MS + 135 * MINUTE_MS
+        );
+    }
+    // A lease already past: the quiet interval from now.
+    let past = LinkProgress {
+        leased_next: None,
+        ..link()
+    };
+    assert_eq!(
+        update(finish(past, &quiet(false), NOW, NOW)).next_sync_at,
+        NOW + 3 * HOUR_MS
+    );
+    // Never sooner than the live interval, asked for at once, busy on Meta's
+    // own time, and a backfill's last block is no quiet read.
+    let slow = LinkProgress {
+        interval: SyncInterval::from_minutes("360").unwrap(),
+        ..past
+    };
+    assert_eq!(
+        update(finish(slow, &quiet(false), NOW, NOW)).next_sync_at,
+        NOW + 6 * HOUR_MS
+    );
+    let asked = LinkProgress {
+        sync_requested: true,
+        ..leased
+    };
+    assert_eq!(
+        update(finish(asked, &quiet(false), NOW, NOW)).next_sync_at,
+        NOW
+    );
+    let busy = ok(
+        PlanDone::Live {
+            daily: false,
+            weekly: false,
+            delivered: false,
+        },
+        90,
+        None,
+    );
+    assert_eq!(
+        update(finish(leased, &busy, NOW, NOW)).next_sync_at,
+        NOW + HOUR_MS
+    );
+    let last_block = ok(PlanDone::Backfill { next_from: None }, 10, None);
+    assert_eq!(
+        update(finish(leased, &last_block, NOW, NOW)).next_sync_at,
+        NOW + 40 * MINUTE_MS
     );
 }
 
@@ -289,6 +364,7 @@ fn a_truncated_day_is_reported() {
         plan: PlanDone::Live {
             daily: false,
             weekly: false,
+            delivered: true,
         },
         truncated: true,
     };

@@ -215,10 +215,20 @@ fn posted_hundred(i: usize) -> (&'static str, serde_json::Value) {
     ("/v1/sites/loja-x/events", json!({"events": events}))
 }
 
-/// A day of the sample agency's four accounts, live: syncs every interval
-/// (the seed's 45 minutes, or an operator's `SyncIntervalMinutes`), the
-/// daily re-read, the catalog, and the dispatcher's and the sweeper's work
-/// for them. Per 1,000 accounts, 30 days.
+/// Which accounts a month is priced for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fleet {
+    /// The sample agency's four, every ad delivering.
+    Delivering,
+    /// Four of the agency's accounts whose campaigns are all off (Meta
+    /// lists nothing for them): on the quiet cadence.
+    Idle,
+}
+
+/// A day of four accounts, live: syncs every interval (the seed's 45
+/// minutes, or an operator's `SyncIntervalMinutes`; for an idle fleet the
+/// quiet interval), the daily re-read, the catalog, and the dispatcher's
+/// and the sweeper's work for them. Per 1,000 accounts, 30 days.
 ///
 /// The schedules tick every minute however many accounts are linked, so a
 /// tick's own cost (the dispatcher's and the sweeper's invocations finding
@@ -226,9 +236,26 @@ fn posted_hundred(i: usize) -> (&'static str, serde_json::Value) {
 /// adds is the rest. The day's ticks are priced that way: each tick's
 /// usage less that of a tick with nothing due, measured on the same stack
 /// after the day.
-async fn accounts(latency_ms: u64, interval: SyncInterval) -> Result<(Usage, Vec<String>), Error> {
+async fn accounts(
+    latency_ms: u64,
+    interval: SyncInterval,
+    fleet: Fleet,
+) -> Result<(Usage, Vec<String>), Error> {
     use reqwest::Method;
     let app = stack_with("bacct", interval).await?;
+    let idle: Vec<(&str, String)> = (0..4).map(|i| ("loja-x", format!("act_8{i:09}"))).collect();
+    let linked: Vec<(&str, String)> = match fleet {
+        Fleet::Delivering => crate::ACCOUNTS
+            .iter()
+            .map(|(site, account)| (*site, (*account).to_owned()))
+            .collect(),
+        Fleet::Idle => {
+            if let Some(fake) = &app.fake {
+                fake.tune(|k| k.extra_accounts = idle.len());
+            }
+            idle
+        }
+    };
     for (site, currency) in [("loja-x", "BRL"), ("pet-mania", "USD")] {
         call(
             &app,
@@ -245,7 +272,7 @@ async fn accounts(latency_ms: u64, interval: SyncInterval) -> Result<(Usage, Vec
         json!({"accessToken": "bench-token"}),
     )
     .await?;
-    for (site, account) in crate::ACCOUNTS {
+    for (site, account) in &linked {
         call(
             &app,
             Method::PUT,
@@ -281,15 +308,12 @@ async fn accounts(latency_ms: u64, interval: SyncInterval) -> Result<(Usage, Vec
     let idle_tick = Usage::counted(&app);
     let by = breakdown(
         less(day_by, &units_by(&app), f64::from(ticks)),
-        crate::ACCOUNTS.len() as f64,
+        linked.len() as f64,
         "an account-day",
         &prices()?,
     );
     let usage = day.minus(idle_tick.scaled(f64::from(ticks)));
-    Ok((
-        usage.scaled(1_000.0 / crate::ACCOUNTS.len() as f64 * 30.0),
-        by,
-    ))
+    Ok((usage.scaled(1_000.0 / linked.len() as f64 * 30.0), by))
 }
 
 /// An idle stack's month: the dispatcher every minute, the sweeper every
@@ -377,7 +401,22 @@ pub(crate) async fn cost_bench(latency_ms: u64) -> Result<(), Error> {
         &p,
         Some(3.0),
     );
-    let (month, by) = accounts(latency_ms, SyncInterval::DEFAULT).await?;
+    accounts_bench(latency_ms).await?;
+    let (ticks, kept) = idle(&p).await?;
+    let tick_cost: f64 = ticks.cost(&p).iter().map(|(_, c)| c).sum();
+    println!(
+        "cost an idle stack a month               ${:>7.3} (the schedules' ticks and the queues' pollers ${tick_cost:.3}; keys, the app's secret, the dashboard and alarms ${kept:.2})",
+        tick_cost + kept
+    );
+    Ok(())
+}
+
+/// The accounts' month at the default interval and at longer ones, alone
+/// with `BENCH_ONLY=accounts`.
+pub(crate) async fn accounts_bench(latency_ms: u64) -> Result<(), Error> {
+    let p = prices()?;
+    let print = |lines: Vec<String>| lines.iter().for_each(|l| println!("{l}"));
+    let (month, by) = accounts(latency_ms, SyncInterval::DEFAULT, Fleet::Delivering).await?;
     line(
         "per 1,000 linked ad accounts a month (beyond the idle ticks)",
         &month,
@@ -389,7 +428,7 @@ pub(crate) async fn cost_bench(latency_ms: u64) -> Result<(), Error> {
     // spend shows later, and each account costs less.
     for minutes in ["90", "180", "360"] {
         let interval = SyncInterval::from_minutes(minutes)?;
-        let (month, by) = accounts(latency_ms, interval).await?;
+        let (month, by) = accounts(latency_ms, interval, Fleet::Delivering).await?;
         line(
             &format!("  syncing every {minutes} minutes (SyncIntervalMinutes)"),
             &month,
@@ -398,11 +437,10 @@ pub(crate) async fn cost_bench(latency_ms: u64) -> Result<(), Error> {
         );
         print(by.into_iter().take(4).collect());
     }
-    let (ticks, kept) = idle(&p).await?;
-    let tick_cost: f64 = ticks.cost(&p).iter().map(|(_, c)| c).sum();
-    println!(
-        "cost an idle stack a month               ${:>7.3} (the schedules' ticks and the queues' pollers ${tick_cost:.3}; keys, the app's secret, the dashboard and alarms ${kept:.2})",
-        tick_cost + kept
-    );
+    // An agency's long tail: accounts linked and not delivering, read at
+    // the quiet interval (`QuietSyncIntervalMinutes`, 180 by default).
+    let (month, by) = accounts(latency_ms, SyncInterval::DEFAULT, Fleet::Idle).await?;
+    line("  idle accounts (nothing delivered)", &month, &p, Some(1.0));
+    print(by.into_iter().take(4).collect());
     Ok(())
 }

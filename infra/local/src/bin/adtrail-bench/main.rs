@@ -153,6 +153,7 @@ async fn main() -> Result<(), Error> {
     match std::env::var("BENCH_ONLY").as_deref() {
         Ok("platforms") => return platforms::platforms_bench().await,
         Ok("cost") => return cost::cost_bench(latency).await,
+        Ok("accounts") => return cost::accounts_bench(latency).await,
         Ok("scale") => return scale::scale_bench().await,
         Ok("latency") => return scale::lead_to_meta().await,
         Ok("init") => {
