@@ -117,19 +117,41 @@ async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
     assert!(
         !store
             .links()
-            .finish_run("s1", "act_1", "run-1", &update, None)
+            .finish_run("s1", "act_1", "run-1", &update, None, false)
             .await
             .unwrap()
     );
+    // A sync asked for after the run read its link: an ending that did not
+    // see it is refused (it would clear the request), one that did is not.
+    store
+        .links()
+        .request_sync("s1", "act_1", T0 + LEASE_MS + 2)
+        .await
+        .unwrap();
+    assert!(
+        !store
+            .links()
+            .finish_run("s1", "act_1", "run-2", &update, None, false)
+            .await
+            .unwrap()
+    );
+    let asked = store
+        .links()
+        .get_link("s1", "act_1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(asked.sync_requested && asked.run_id.as_deref() == Some("run-2"));
     // An ending that keeps the time the lease set leaves the link where
-    // the lease put it; any other moves it.
+    // the lease put it; any other moves it. These saw the request, and
+    // clear it.
     let leased = link.next_sync_at;
     assert_eq!(leased, Some(T0 + 2 * LEASE_MS));
     let finished = |run: &'static str, update: LinkUpdate| async move {
         assert!(
             store
                 .links()
-                .finish_run("s1", "act_1", run, &update, leased)
+                .finish_run("s1", "act_1", run, &update, leased, true)
                 .await
                 .unwrap()
         );
@@ -147,6 +169,7 @@ async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
     let after = finished("run-2", kept).await;
     assert_eq!(after.next_sync_at, leased);
     assert_eq!(after.run_id, None, "the lease is released");
+    assert!(!after.sync_requested);
     assert!(
         store
             .links()

@@ -119,15 +119,17 @@ impl Worker {
     /// rows that did not change are not written again, and, when Meta gave
     /// the whole part, stored rows Meta no longer lists are dropped. When
     /// another execution of the run wrote a row first, the part is read
-    /// again and what is left written.
+    /// again and what is left written. The first read is eventually
+    /// consistent (half the units; the write checks every row it changes
+    /// against a strong read), the ones after a refused write strong.
     pub(crate) async fn save_part(
         &self,
         cond: &LeaseCondition,
         part: &Part,
         report: &mut RunReport,
     ) -> Result<(), Stop> {
-        for _ in 0..SAVE_TRIES {
-            match self.save_part_once(cond, part, report).await? {
+        for attempt in 0..SAVE_TRIES {
+            match self.save_part_once(cond, part, report, attempt > 0).await? {
                 SpendWrite::Written => return Ok(()),
                 SpendWrite::LostLease => return Err(Stop::LostLease),
                 SpendWrite::Stale => continue,
@@ -143,16 +145,17 @@ impl Worker {
         cond: &LeaseCondition,
         part: &Part,
         report: &mut RunReport,
+        consistent: bool,
     ) -> Result<SpendWrite, Stop> {
-        let (stored, _) = self
+        let stored = self
             .store
             .spend()
-            .spend_rows(
+            .rows_to_change(
                 cond.site_id(),
                 cond.ad_account_id(),
                 day_start(part.range.since),
                 day_start(part.range.until),
-                usize::MAX,
+                consistent,
             )
             .await?;
         let fresh = part.rows.iter().map(|row| {

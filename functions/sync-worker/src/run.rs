@@ -104,19 +104,10 @@ impl Worker {
     ) -> Result<RunReport, WorkerError> {
         let started_at = self.clock.now_ms();
         let mut report = RunReport::default();
-        let Some(link) = self
-            .store
-            .links()
-            .get_link(&msg.site_id, &msg.ad_account_id)
-            .await?
-        else {
+        let Some(link) = self.link_of(msg).await? else {
             report.stale = true;
             return Ok(report);
         };
-        if link.run_id.as_deref() != Some(msg.run_id.as_str()) {
-            report.stale = true;
-            return Ok(report);
-        }
         let connection = self
             .store
             .connections()
@@ -159,6 +150,27 @@ impl Worker {
             report.usage_pct = usage_pct;
         }
         Ok(report)
+    }
+
+    /// The run's link, if the run still holds it. Read eventually first
+    /// (half the units): the lease was written seconds before the message
+    /// was sent, so a read that misses it, or the link, reads again
+    /// strongly before the message is let go.
+    pub(crate) async fn link_of(
+        &self,
+        msg: &SyncMessage,
+    ) -> Result<Option<SiteAdAccount>, adtrail_store::StoreError> {
+        for consistent in [false, true] {
+            let link = self
+                .store
+                .links()
+                .get_link_as(&msg.site_id, &msg.ad_account_id, consistent)
+                .await?;
+            if let Some(link) = link.filter(|l| l.run_id.as_deref() == Some(msg.run_id.as_str())) {
+                return Ok(Some(link));
+            }
+        }
+        Ok(None)
     }
 
     /// One run: open the token, plan, read and save spend, learn the

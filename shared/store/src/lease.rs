@@ -162,7 +162,10 @@ impl Links<'_> {
     /// Records how a run ended, if it still holds the link. Answers whether
     /// it did. A next sync time equal to `leased_next` (what the lease set,
     /// as the run read it) is not written again: the link stays where it
-    /// is in the due index, which saves the index's two writes.
+    /// is in the due index, which saves the index's two writes. Unless the
+    /// run saw a sync requested (`requested_seen`), the ending also needs
+    /// none to have been asked for since: the ending clears the request,
+    /// and one asked for after the run's read would be lost.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -173,6 +176,7 @@ impl Links<'_> {
         run_id: &str,
         u: &LinkUpdate,
         leased_next: Option<i64>,
+        requested_seen: bool,
     ) -> Result<bool, StoreError> {
         let mut set = vec!["syncState = :state", "failures = :failures"];
         let mut remove = vec!["runId", "syncRequested", "runStartedAt"];
@@ -181,7 +185,11 @@ impl Links<'_> {
             .update_item()
             .table_name(&self.names.table)
             .set_key(Some(key(site, account).into_iter().collect()))
-            .condition_expression("runId = :run")
+            .condition_expression(if requested_seen {
+                "runId = :run"
+            } else {
+                "runId = :run AND attribute_not_exists(syncRequested)"
+            })
             .expression_attribute_values(":run", s(run_id))
             .expression_attribute_values(":state", s(u.sync_state.as_str()))
             .expression_attribute_values(":failures", n(u.failures));

@@ -49,7 +49,24 @@ impl Links<'_> {
         site: &str,
         account: &str,
     ) -> Result<Option<SiteAdAccount>, StoreError> {
-        let item = self.read_item(site_pk(site), &link_sk(account)).await?;
+        self.get_link_as(site, account, true).await
+    }
+
+    /// One link, read strongly or, for half the units, eventually (a read
+    /// that may miss the last second's writes: the sync worker's, which
+    /// reads again strongly when the link does not show its run).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn get_link_as(
+        &self,
+        site: &str,
+        account: &str,
+        consistent: bool,
+    ) -> Result<Option<SiteAdAccount>, StoreError> {
+        let item = self
+            .read_item_as(site_pk(site), &link_sk(account), consistent)
+            .await?;
         item.as_ref().map(SiteAdAccount::from_item).transpose()
     }
 

@@ -30,6 +30,36 @@ pub(crate) fn figures_of(item: &Item) -> Result<SpendFigures, StoreError> {
 }
 
 impl Spend<'_> {
+    /// The stored rows a run's changes are computed from, between two day
+    /// starts (inclusive), read strongly or, for half the units,
+    /// eventually: [`Spend::write_spend`] reads the days again strongly and
+    /// refuses changes computed from rows that are no longer stored, so a
+    /// stale read costs a retry, never a wrong row.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn rows_to_change(
+        &self,
+        site: &str,
+        account: &str,
+        first_day: i64,
+        last_day: i64,
+        consistent: bool,
+    ) -> Result<Vec<SpendRow>, StoreError> {
+        let mut rows = vec![];
+        let query = self
+            .spend_query(site, account, first_day, last_day)
+            .consistent_read(consistent);
+        self.query_pages(query, usize::MAX, |items| {
+            for item in items {
+                rows.extend(layout::rows_of(item)?);
+            }
+            Ok(true)
+        })
+        .await?;
+        Ok(rows)
+    }
+
     /// The stored rows of an account at a site between two day starts
     /// (inclusive), at most `cap` (paged). Answers the rows and whether the
     /// cap cut them short.

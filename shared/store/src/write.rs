@@ -76,13 +76,27 @@ impl Store {
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub(crate) async fn read_item(&self, pk: String, sk: &str) -> Result<Option<Item>, StoreError> {
+        self.read_item_as(pk, sk, true).await
+    }
+
+    /// [`Self::read_item`], strongly consistent or not (half the units,
+    /// and it may miss a write of the last second).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn read_item_as(
+        &self,
+        pk: String,
+        sk: &str,
+        consistent: bool,
+    ) -> Result<Option<Item>, StoreError> {
         let out = self
             .ddb
             .get_item()
             .table_name(&self.names.table)
             .key(PK, s(pk))
             .key(SK, s(sk))
-            .consistent_read(true)
+            .consistent_read(consistent)
             .send()
             .await
             .map_err(StoreError::ddb)?;

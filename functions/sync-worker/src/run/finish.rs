@@ -4,9 +4,26 @@
 
 use super::*;
 
+/// What a run's ending is made from, besides the account as read.
+#[derive(Clone, Copy)]
+struct Ending<'a> {
+    msg: &'a SyncMessage,
+    link: &'a SiteAdAccount,
+    token_version: &'a str,
+    outcome: &'a RunOutcome,
+    started_at: i64,
+    now: i64,
+}
+
 impl Worker {
     /// Records the outcome on the account (if the run still holds it), and
     /// what others must know on the bus.
+    ///
+    /// The account is read eventually first (half the units). What such a
+    /// read can miss fails the ending's condition (the run's lease, no sync
+    /// asked for since the read), and the account is then read strongly and
+    /// ended again; a read that does not show the run, or a refused token,
+    /// is read strongly before anything is decided.
     pub(crate) async fn finish(
         &self,
         msg: &SyncMessage,
@@ -16,11 +33,51 @@ impl Worker {
         started_at: i64,
     ) -> Result<(), WorkerError> {
         let now = self.clock.now_ms();
-        let current = self
-            .store
-            .links()
-            .get_link(&msg.site_id, &msg.ad_account_id)
-            .await?;
+        for consistent in [false, true, true] {
+            let current = self
+                .store
+                .links()
+                .get_link_as(&msg.site_id, &msg.ad_account_id, consistent)
+                .await?;
+            let ours = current
+                .as_ref()
+                .is_some_and(|c| c.run_id.as_deref() == Some(msg.run_id.as_str()));
+            if !consistent && (!ours || outcome.token_refused()) {
+                continue;
+            }
+            let ending = Ending {
+                msg,
+                link,
+                token_version,
+                outcome,
+                started_at,
+                now,
+            };
+            if self.end(ending, current).await? {
+                return Ok(());
+            }
+        }
+        Err(adtrail_store::StoreError::Condition(
+            "a sync was asked for at each try of the run's ending",
+        )
+        .into())
+    }
+
+    /// The ending as `current` (the account as read) makes it. Answers
+    /// `false` when the account changed since the read.
+    async fn end(
+        &self,
+        ending: Ending<'_>,
+        current: Option<SiteAdAccount>,
+    ) -> Result<bool, WorkerError> {
+        let Ending {
+            msg,
+            link,
+            token_version,
+            outcome,
+            started_at,
+            now,
+        } = ending;
         let Some(current) = current else {
             // Unlinked while the run wrote: take back whatever it wrote
             // after the unlink's own purge ran.
@@ -28,11 +85,11 @@ impl Worker {
                 .spend()
                 .mark_purge(&msg.site_id, &msg.ad_account_id, now)
                 .await?;
-            return Ok(());
+            return Ok(true);
         };
         if current.run_id.as_deref() != Some(msg.run_id.as_str()) {
             // A newer run holds the account: this one's ending is not the account's.
-            return Ok(());
+            return Ok(true);
         }
         // Only a refused token asks whether it is still the stored one: no
         // other ending reads the connection again.
@@ -54,11 +111,9 @@ impl Worker {
             interval: self.interval,
             quiet_interval: self.quiet_interval,
         };
+        let seen = (current.next_sync_at, current.sync_requested);
         match finish(progress, outcome, started_at, now) {
-            Finish::Update(update) => {
-                self.record_update(msg, outcome, &update, current.next_sync_at)
-                    .await
-            }
+            Finish::Update(update) => self.record_update(msg, outcome, &update, seen).await,
             Finish::PauseConnection { last_error } => {
                 if self
                     .store
@@ -71,15 +126,16 @@ impl Worker {
                         json!({"ownerKey": link.owner_key, "lastError": last_error}),
                     )
                     .await;
-                    return Ok(());
+                    return Ok(true);
                 }
                 // A new token was stored between the checks: retry now.
                 let retry = LinkProgress {
                     token_still_stored: false,
                     ..progress
                 };
-                if let Finish::Update(update) = finish(retry, outcome, started_at, now) {
-                    self.store
+                match finish(retry, outcome, started_at, now) {
+                    Finish::Update(update) => Ok(self
+                        .store
                         .links()
                         .finish_run(
                             &msg.site_id,
@@ -87,24 +143,27 @@ impl Worker {
                             &msg.run_id,
                             &update,
                             current.next_sync_at,
+                            current.sync_requested,
                         )
-                        .await?;
+                        .await?),
+                    Finish::PauseConnection { .. } => Ok(true),
                 }
-                Ok(())
             }
         }
     }
 
     /// Records the run's update on the account; a failure the run still
-    /// holding the account recorded goes on the bus.
+    /// holding the account recorded goes on the bus. `seen`: the next sync
+    /// time and the sync request as the run read them. Answers whether the
+    /// account was as read.
     async fn record_update(
         &self,
         msg: &SyncMessage,
         outcome: &RunOutcome,
         update: &adtrail_domain::outcome::LinkUpdate,
-        leased_next: Option<i64>,
-    ) -> Result<(), WorkerError> {
-        if self
+        (leased_next, requested_seen): (Option<i64>, bool),
+    ) -> Result<bool, WorkerError> {
+        let ended = self
             .store
             .links()
             .finish_run(
@@ -113,8 +172,10 @@ impl Worker {
                 &msg.run_id,
                 update,
                 leased_next,
+                requested_seen,
             )
-            .await?
+            .await?;
+        if ended
             && let (RunOutcome::Failed { .. } | RunOutcome::Partial { .. }, Some(error)) =
                 (outcome, &update.last_error)
         {
@@ -124,7 +185,7 @@ impl Worker {
             )
             .await;
         }
-        Ok(())
+        Ok(ended)
     }
 
     /// Puts an event on the bus; a bus failure is logged, never fails a run
