@@ -113,6 +113,7 @@ async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
         last_sync_at: Some(T0),
         last_daily_resync_at: None,
         last_full_resync_at: None,
+        quiet_lease_ms: None,
     };
     assert!(
         !store

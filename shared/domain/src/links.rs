@@ -23,6 +23,10 @@ pub struct SiteAdAccount {
     /// `None` while paused (a dead token, an account no longer granted).
     pub next_sync_at: Option<i64>,
     pub created_at: i64,
+    /// How long the dispatcher's next lease holds the link (and moves its
+    /// next sync on), when not the sync interval: the quiet interval, set
+    /// by a live run that found nothing delivered.
+    pub lease_ms: Option<i64>,
 }
 
 impl SiteAdAccount {

@@ -130,6 +130,8 @@ pub struct LinkProgress {
     /// The next sync time the run's lease set: a live run that needs no
     /// other time keeps it.
     pub leased_next: Option<i64>,
+    /// The lease's length, when not `interval` (the link's `leaseMs`).
+    pub lease_ms: Option<i64>,
     /// The operator's cadence, for a live run whose lease time has passed.
     pub interval: SyncInterval,
     /// The operator's quiet cadence (`QuietSyncIntervalMinutes`), never
@@ -162,6 +164,12 @@ pub struct LinkUpdate {
     pub last_sync_at: Option<i64>,
     pub last_daily_resync_at: Option<i64>,
     pub last_full_resync_at: Option<i64>,
+    /// The length of the account's next lease when it is not the sync
+    /// interval: the quiet interval, so that the next quiet run's lease
+    /// already moves the account as far as its ending would (its ending
+    /// then leaves it in place in the due index, two index writes fewer).
+    /// `None` clears it.
+    pub quiet_lease_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -228,6 +236,7 @@ fn keep(
         last_sync_at: None,
         last_daily_resync_at: None,
         last_full_resync_at: None,
+        quiet_lease_ms: None,
     }
 }
 
@@ -272,29 +281,30 @@ fn finish_ok(
             )
         });
     }
+    // Every interval from one lease to the next; the quiet interval when
+    // nothing was delivered.
+    let quiet = matches!(
+        plan,
+        PlanDone::Live {
+            delivered: false,
+            ..
+        }
+    ) && link.quiet_interval.ms() > link.interval.ms();
+    let cadence = if quiet {
+        link.quiet_interval.ms()
+    } else {
+        link.interval.ms()
+    };
     let next = if link.sync_requested {
         now
     } else if wait > 0 {
         now + wait
     } else {
-        // Every interval from one lease to the next; the quiet interval
-        // from the lease when nothing was delivered.
-        let leased = link
-            .leased_next
+        let lease = link.lease_ms.unwrap_or(link.interval.ms());
+        link.leased_next
+            .map(|at| at - lease + cadence)
             .filter(|at| *at > now)
-            .unwrap_or(now + link.interval.ms());
-        let quiet = matches!(
-            plan,
-            PlanDone::Live {
-                delivered: false,
-                ..
-            }
-        );
-        if quiet {
-            leased + (link.quiet_interval.ms() - link.interval.ms()).max(0)
-        } else {
-            leased
-        }
+            .unwrap_or(now + cadence)
     };
     let (daily, weekly) = match plan {
         PlanDone::Live { daily, weekly, .. } => (*daily, *weekly),
@@ -305,6 +315,7 @@ fn finish_ok(
         last_sync_at: Some(started_at),
         last_daily_resync_at: daily.then_some(started_at),
         last_full_resync_at: weekly.then_some(started_at),
+        quiet_lease_ms: quiet.then_some(cadence),
         ..keep(next, SyncState::Live, 0, error)
     })
 }

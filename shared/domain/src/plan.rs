@@ -29,7 +29,8 @@ use crate::time::{DAY_MS, HOUR_MS, MINUTE_MS};
 /// over at the next live sync rather than sooner; a run that runs out of
 /// time ends itself before its deadline and is not such a run. The
 /// shortest interval is above the worker's 10-minute timeout, so a lease
-/// always outlasts its run.
+/// always outlasts its run. An account on the quiet cadence is leased for
+/// the quiet interval instead (its link's `leaseMs`), for the same reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SyncInterval(i64);
 

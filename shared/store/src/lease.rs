@@ -124,10 +124,14 @@ impl Links<'_> {
             .condition_expression(
                 "attribute_exists(pk) AND attribute_exists(dueShard) AND nextSyncAt <= :now",
             )
-            .update_expression("SET runId = :run, runStartedAt = :now, nextSyncAt = :until")
+            // The link's own lease (`leaseMs`, a quiet account's) or the
+            // interval's.
+            .update_expression(
+                "SET runId = :run, runStartedAt = :now, nextSyncAt = if_not_exists(leaseMs, :lease) + :now",
+            )
             .expression_attribute_values(":run", s(run_id))
             .expression_attribute_values(":now", n(now))
-            .expression_attribute_values(":until", n(now + interval.lease_ms()))
+            .expression_attribute_values(":lease", n(interval.lease_ms()))
             .return_values(ReturnValue::UpdatedOld)
             .send()
             .await;
@@ -196,6 +200,13 @@ impl Links<'_> {
         if leased_next != Some(u.next_sync_at) {
             set.push("nextSyncAt = :next");
             req = req.expression_attribute_values(":next", n(u.next_sync_at));
+        }
+        match u.quiet_lease_ms {
+            Some(ms) => {
+                set.push("leaseMs = :lease");
+                req = req.expression_attribute_values(":lease", n(ms));
+            }
+            None => remove.push("leaseMs"),
         }
         match &u.last_error {
             Some(e) => {

@@ -305,6 +305,7 @@ async fn an_account_that_delivers_nothing_is_synced_at_the_quiet_interval() {
     );
     assert_eq!(idle.last_sync_at, Some(first), "the idle account ran");
     assert_eq!(idle.next_sync_at, Some(first + 3 * HOUR_MS));
+    assert_eq!(idle.lease_ms, Some(3 * HOUR_MS));
     assert!(idle.last_error.is_none(), "{:?}", idle.last_error);
     let busy_next = busy.next_sync_at.unwrap();
     assert!(busy_next <= h.now() + 45 * MINUTE_MS, "{busy_next}");
@@ -316,9 +317,14 @@ async fn an_account_that_delivers_nothing_is_synced_at_the_quiet_interval() {
     }
     assert_eq!(h.insights_ranges(IDLE), vec![]);
     assert!(h.insights_ranges(LOJA_PRINCIPAL).len() >= 3);
-    // Its time: read again, still quiet.
+    // Its time: its lease now holds it three hours, so the run, still
+    // quiet, leaves it where the lease put it.
     h.runner().set_clock(first + 3 * HOUR_MS).await.unwrap();
-    h.runner().tick().await.unwrap();
+    h.runner().dispatch().await.unwrap();
+    let leased = h.link("loja-x", IDLE).await;
+    assert!(leased.run_id.is_some());
+    assert_eq!(leased.next_sync_at, Some(first + 6 * HOUR_MS));
+    assert_eq!(leased.lease_ms, Some(3 * HOUR_MS));
     h.runner().drain().await.unwrap();
     assert_eq!(h.insights_ranges(IDLE).len(), 1);
     assert_eq!(

@@ -108,6 +108,7 @@ impl Worker {
             sync_requested: current.sync_requested,
             token_still_stored,
             leased_next: current.next_sync_at,
+            lease_ms: current.lease_ms,
             interval: self.interval,
             quiet_interval: self.quiet_interval,
         };

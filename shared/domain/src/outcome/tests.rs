@@ -11,6 +11,7 @@ fn link() -> LinkProgress {
         sync_requested: false,
         token_still_stored: true,
         leased_next: None,
+        lease_ms: None,
         interval: SyncInterval::DEFAULT,
         quiet_interval: SyncInterval::QUIET_DEFAULT,
     }
@@ -201,13 +202,39 @@ fn an_account_that_delivered_nothing_is_read_again_at_the_quiet_interval() {
         leased_next: Some(NOW + 40 * MINUTE_MS),
         ..link()
     };
-    // Three hours from the lease (which set 45 minutes), whatever the plan.
+    // Three hours from the lease (which set 45 minutes), whatever the plan,
+    // and the next lease three hours long.
     for daily in [false, true] {
-        assert_eq!(
-            update(finish(leased, &quiet(daily), NOW - 5 * MINUTE_MS, NOW)).next_sync_at,
-            NOW + 40 * MINUTE_MS + 135 * MINUTE_MS
-        );
+        let u = update(finish(leased, &quiet(daily), NOW - 5 * MINUTE_MS, NOW));
+        assert_eq!(u.next_sync_at, NOW + 40 * MINUTE_MS + 135 * MINUTE_MS);
+        assert_eq!(u.quiet_lease_ms, Some(3 * HOUR_MS));
     }
+    // That lease already set the time: the ending keeps it. A read that
+    // finds delivery again goes back to 45 minutes from the lease, and
+    // to leases of the interval.
+    let quiet_lease = LinkProgress {
+        leased_next: Some(NOW + 175 * MINUTE_MS),
+        lease_ms: Some(3 * HOUR_MS),
+        ..link()
+    };
+    assert_eq!(
+        update(finish(quiet_lease, &quiet(false), NOW - 5 * MINUTE_MS, NOW)).next_sync_at,
+        NOW + 175 * MINUTE_MS
+    );
+    let woke = ok(
+        PlanDone::Live {
+            daily: false,
+            weekly: false,
+            delivered: true,
+        },
+        10,
+        None,
+    );
+    let u = update(finish(quiet_lease, &woke, NOW - 5 * MINUTE_MS, NOW));
+    assert_eq!(
+        (u.next_sync_at, u.quiet_lease_ms),
+        (NOW + 40 * MINUTE_MS, None)
+    );
     // A lease already past: the quiet interval from now.
     let past = LinkProgress {
         leased_next: None,

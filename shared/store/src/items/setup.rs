@@ -64,6 +64,7 @@ pub(crate) struct LinkItem {
     sync_requested: bool,
     next_sync_at: Option<i64>,
     created_at: i64,
+    lease_ms: Option<i64>,
 }
 
 /// A new link's item, as linking writes it: due at once for its backfill
@@ -110,6 +111,7 @@ impl TryFrom<LinkItem> for SiteAdAccount {
             sync_requested: i.sync_requested,
             next_sync_at: i.next_sync_at,
             created_at: i.created_at,
+            lease_ms: i.lease_ms,
         })
     }
 }
