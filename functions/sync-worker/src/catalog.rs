@@ -60,6 +60,11 @@ impl Worker {
         stop_at: Instant,
         report: &mut RunReport,
     ) -> Result<(), Stop> {
+        // An account that delivered nothing taught the run nothing: no
+        // read of the site's catalog.
+        if learnt.is_empty() {
+            return Ok(());
+        }
         let stored = self.store.catalog().site_catalog(cond.site_id()).await?;
         let mut changed = vec![];
         let mut need_thumbnail = vec![];

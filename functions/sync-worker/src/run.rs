@@ -108,10 +108,12 @@ impl Worker {
             report.stale = true;
             return Ok(report);
         };
+        // Eventually consistent: a token refused by Meta is checked against
+        // a strong read before the ending pauses anything (see `finish`).
         let connection = self
             .store
             .connections()
-            .get_connection(&link.owner_key)
+            .get_connection_as(&link.owner_key, false)
             .await?;
         let token_version = connection
             .as_ref()

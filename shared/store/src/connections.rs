@@ -173,7 +173,24 @@ impl Connections<'_> {
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn get_connection(&self, owner: &str) -> Result<Option<Connection>, StoreError> {
-        let item = self.read_item(owner_pk(owner), CONNECTION_SK).await?;
+        self.get_connection_as(owner, true).await
+    }
+
+    /// The owner's connection, read strongly or, for half the units,
+    /// eventually: the sync worker's read, which may see the token before
+    /// the last second's change. A run with such a token that Meta refuses
+    /// reads the connection again strongly before it pauses anything.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn get_connection_as(
+        &self,
+        owner: &str,
+        consistent: bool,
+    ) -> Result<Option<Connection>, StoreError> {
+        let item = self
+            .read_item_as(owner_pk(owner), CONNECTION_SK, consistent)
+            .await?;
         item.as_ref().map(Connection::from_item).transpose()
     }
 
