@@ -97,22 +97,16 @@ fn breakdown(by: ByLabel, per: f64, unit: &str, p: &Prices) -> Vec<String> {
 }
 
 async fn stack(prefix: &str) -> Result<App, Error> {
-    stack_with(prefix, SyncInterval::DEFAULT).await
+    stack_with(prefix, Settings::default()).await
 }
 
-async fn stack_with(prefix: &str, interval: SyncInterval) -> Result<App, Error> {
+async fn stack_with(prefix: &str, settings: Settings) -> Result<App, Error> {
     let clock = VirtualClock::starting_at(T0);
     let prefix = format!(
         "{prefix}-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..10]
     );
-    start_with(
-        "127.0.0.1:0".parse()?,
-        Arc::new(clock),
-        &prefix,
-        Settings::every(interval),
-    )
-    .await
+    start_with("127.0.0.1:0".parse()?, Arc::new(clock), &prefix, settings).await
 }
 
 async fn call(
@@ -221,8 +215,8 @@ enum Fleet {
     /// The sample agency's four, every ad delivering.
     Delivering,
     /// Four of the agency's accounts whose campaigns are all off (Meta
-    /// lists nothing for them): on the quiet cadence.
-    Idle,
+    /// lists nothing for them): on the quiet cadence given.
+    Idle(SyncInterval),
 }
 
 /// A day of four accounts, live: syncs every interval (the seed's 45
@@ -242,14 +236,21 @@ async fn accounts(
     fleet: Fleet,
 ) -> Result<(Usage, Vec<String>), Error> {
     use reqwest::Method;
-    let app = stack_with("bacct", interval).await?;
+    let settings = match fleet {
+        Fleet::Delivering => Settings::every(interval),
+        Fleet::Idle(quiet_interval) => Settings {
+            quiet_interval,
+            ..Settings::every(interval)
+        },
+    };
+    let app = stack_with("bacct", settings).await?;
     let idle: Vec<(&str, String)> = (0..4).map(|i| ("loja-x", format!("act_8{i:09}"))).collect();
     let linked: Vec<(&str, String)> = match fleet {
         Fleet::Delivering => crate::ACCOUNTS
             .iter()
             .map(|(site, account)| (*site, (*account).to_owned()))
             .collect(),
-        Fleet::Idle => {
+        Fleet::Idle(_) => {
             if let Some(fake) = &app.fake {
                 fake.tune(|k| k.extra_accounts = idle.len());
             }
@@ -439,8 +440,16 @@ pub(crate) async fn accounts_bench(latency_ms: u64) -> Result<(), Error> {
     }
     // An agency's long tail: accounts linked and not delivering, read at
     // the quiet interval (`QuietSyncIntervalMinutes`, 180 by default).
-    let (month, by) = accounts(latency_ms, SyncInterval::DEFAULT, Fleet::Idle).await?;
-    line("  idle accounts (nothing delivered)", &month, &p, Some(1.0));
-    print(by.into_iter().take(4).collect());
+    for minutes in ["180", "360"] {
+        let quiet = SyncInterval::from_minutes(minutes)?;
+        let (month, by) = accounts(latency_ms, SyncInterval::DEFAULT, Fleet::Idle(quiet)).await?;
+        line(
+            &format!("  idle accounts, quiet every {minutes} min"),
+            &month,
+            &p,
+            Some(1.0),
+        );
+        print(by.into_iter().take(4).collect());
+    }
     Ok(())
 }
