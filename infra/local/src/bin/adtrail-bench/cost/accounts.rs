@@ -1,0 +1,162 @@
+//! The month of 1,000 linked ad accounts: a day of live syncs of four
+//! accounts (the sample agency's, delivering, or four idle ones on the
+//! quiet cadence), scaled, beyond what the schedules' ticks cost anyway.
+
+use adtrail_domain::plan::SyncInterval;
+use adtrail_domain::time::DAY_MS;
+use adtrail_local::app::Settings;
+use serde_json::json;
+
+use super::usage::{Usage, prices};
+use super::{breakdown, call, less, line, stack_with, units_by};
+use crate::Error;
+
+/// Which accounts a month is priced for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fleet {
+    /// The sample agency's four, every ad delivering.
+    Delivering,
+    /// Four of the agency's accounts whose campaigns are all off (Meta
+    /// lists nothing for them): on the quiet cadence given.
+    Idle(SyncInterval),
+}
+
+/// A day of four accounts, live: syncs every interval (the seed's 45
+/// minutes, or an operator's `SyncIntervalMinutes`; for an idle fleet the
+/// quiet interval), the daily re-read, the catalog, and the dispatcher's
+/// and the sweeper's work for them. Per 1,000 accounts, 30 days.
+///
+/// The schedules tick every minute however many accounts are linked, so a
+/// tick's own cost (the dispatcher's and the sweeper's invocations finding
+/// nothing to do) is the idle stack's, on its own line; what an account
+/// adds is the rest. The day's ticks are priced that way: each tick's
+/// usage less that of a tick with nothing due, measured on the same stack
+/// after the day.
+async fn accounts(
+    latency_ms: u64,
+    interval: SyncInterval,
+    fleet: Fleet,
+) -> Result<(Usage, Vec<String>), Error> {
+    use reqwest::Method;
+    let settings = match fleet {
+        Fleet::Delivering => Settings::every(interval),
+        Fleet::Idle(quiet_interval) => Settings {
+            quiet_interval,
+            ..Settings::every(interval)
+        },
+    };
+    let app = stack_with("bacct", settings).await?;
+    let idle: Vec<(&str, String)> = (0..4).map(|i| ("loja-x", format!("act_8{i:09}"))).collect();
+    let linked: Vec<(&str, String)> = match fleet {
+        Fleet::Delivering => crate::ACCOUNTS
+            .iter()
+            .map(|(site, account)| (*site, (*account).to_owned()))
+            .collect(),
+        Fleet::Idle(_) => {
+            if let Some(fake) = &app.fake {
+                fake.tune(|k| k.extra_accounts = idle.len());
+            }
+            idle
+        }
+    };
+    for (site, currency) in [("loja-x", "BRL"), ("pet-mania", "USD")] {
+        call(
+            &app,
+            Method::PUT,
+            &format!("/v1/sites/{site}"),
+            json!({"name": site, "currency": currency}),
+        )
+        .await?;
+    }
+    call(
+        &app,
+        Method::PUT,
+        "/v1/meta/connections/agency",
+        json!({"accessToken": "bench-token"}),
+    )
+    .await?;
+    for (site, account) in &linked {
+        call(
+            &app,
+            Method::PUT,
+            &format!("/v1/sites/{site}/ad-accounts/{account}"),
+            json!({"ownerKey": "agency"}),
+        )
+        .await?;
+    }
+    let runner = app.runner();
+    // The backfill first: not a month's steady cost.
+    for _ in 0..6 {
+        runner.tick().await?;
+        runner.advance(2_000).await?;
+    }
+    if let Some(fake) = &app.fake {
+        fake.tune(|k| k.latency_ms = latency_ms);
+    }
+    runner.stack.store.counter.reset();
+    runner.handler_time.reset();
+    let until = runner.now() + DAY_MS;
+    let mut ticks = 0;
+    while runner.now() < until {
+        runner.advance(interval.ms()).await?;
+        runner.tick().await?;
+        ticks += 1;
+    }
+    let day = Usage::counted(&app);
+    let day_by = units_by(&app);
+    runner.stack.store.counter.reset();
+    runner.handler_time.reset();
+    runner.dispatch().await?;
+    runner.sweep().await?;
+    let idle_tick = Usage::counted(&app);
+    let by = breakdown(
+        less(day_by, &units_by(&app), f64::from(ticks)),
+        linked.len() as f64,
+        "an account-day",
+        &prices()?,
+    );
+    let usage = day.minus(idle_tick.scaled(f64::from(ticks)));
+    Ok((usage.scaled(1_000.0 / linked.len() as f64 * 30.0), by))
+}
+
+/// The accounts' month at the default interval and at longer ones, alone
+/// with `BENCH_ONLY=accounts`.
+pub(crate) async fn accounts_bench(latency_ms: u64) -> Result<(), Error> {
+    let p = prices()?;
+    let print = |lines: Vec<String>| lines.iter().for_each(|l| println!("{l}"));
+    let (month, by) = accounts(latency_ms, SyncInterval::DEFAULT, Fleet::Delivering).await?;
+    line(
+        "per 1,000 linked ad accounts a month (beyond the idle ticks)",
+        &month,
+        &p,
+        Some(1.0),
+    );
+    print(by);
+    // The same month at longer intervals an operator may set: today's
+    // spend shows later, and each account costs less.
+    for minutes in ["90", "180", "360"] {
+        let interval = SyncInterval::from_minutes(minutes)?;
+        let (month, by) = accounts(latency_ms, interval, Fleet::Delivering).await?;
+        line(
+            &format!("  syncing every {minutes} minutes (SyncIntervalMinutes)"),
+            &month,
+            &p,
+            Some(1.0),
+        );
+        print(by.into_iter().take(4).collect());
+    }
+    // An agency's long tail: accounts linked and not delivering, read at
+    // the quiet interval (`QuietSyncIntervalMinutes`, 180 by default).
+    for minutes in ["180", "360"] {
+        let quiet = SyncInterval::from_minutes(minutes)?;
+        let (month, by) = accounts(latency_ms, SyncInterval::DEFAULT, Fleet::Idle(quiet)).await?;
+        line(
+            &format!("  idle accounts, quiet every {minutes} min"),
+            &month,
+            &p,
+            Some(1.0),
+        );
+        print(by.into_iter().take(4).collect());
+    }
+    Ok(())
+}
