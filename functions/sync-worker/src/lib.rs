@@ -41,6 +41,8 @@ pub struct Worker {
     pub interval: adtrail_domain::plan::SyncInterval,
     /// The operator's quiet cadence, for an account that delivered nothing.
     pub quiet_interval: adtrail_domain::plan::SyncInterval,
+    /// The tokens this process opened, shared by its batches.
+    pub tokens: std::sync::Arc<Tokens>,
 }
 
 /// Why a message goes back to the queue.
@@ -71,8 +73,7 @@ pub async fn handle(
         .iter()
         .filter(|r| seen.insert(r.body.clone()))
         .collect();
-    let tokens = Tokens::default();
-    let tokens = &tokens;
+    let tokens = worker.tokens.as_ref();
     let runs = records.into_iter().map(|record| async move {
         let id = record.message_id.clone().unwrap_or_default();
         let result = match serde_json::from_str::<SyncMessage>(record.body.as_deref().unwrap_or("")) {

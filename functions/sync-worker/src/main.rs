@@ -19,6 +19,7 @@ async fn main() -> Result<(), Error> {
         clock: Arc::new(SystemClock),
         interval: adtrail_store::sync_interval_from_env()?,
         quiet_interval: adtrail_store::quiet_interval_from_env()?,
+        tokens: Default::default(),
     };
     run(service_fn(|event: LambdaEvent<_>| {
         let request_id = event.context.request_id.clone();

@@ -88,7 +88,7 @@ impl Worker {
         msg: &SyncMessage,
         stop_reads_at: Instant,
     ) -> Result<RunReport, WorkerError> {
-        self.run_with(msg, stop_reads_at, &Tokens::default()).await
+        self.run_with(msg, stop_reads_at, &self.tokens).await
     }
 
     /// [`Worker::run`], opening tokens through `tokens` (a batch's runs

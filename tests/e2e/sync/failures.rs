@@ -207,8 +207,10 @@ async fn a_sealing_key_kms_refuses_only_delays_the_sync() {
     .retry_config(aws_config::retry::RetryConfig::disabled())
     .build();
     store.kms = aws_sdk_kms::Client::from_conf(kms_config).into();
+    // A cold process: no token opened yet.
     let worker = adtrail_sync_worker::Worker {
         store: store.clone(),
+        tokens: Default::default(),
         ..h.runner().worker.clone()
     };
     h.runner().dispatch().await.unwrap();
@@ -345,4 +347,33 @@ async fn a_huge_account_completes_its_backfill_over_several_runs() {
     assert_eq!(link.sync_state.as_str(), "live", "{link:?}");
     assert!(runs > 1, "it took several runs ({runs})");
     h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
+}
+
+/// A warm worker opens an owner's token with KMS once a quarter hour: the
+/// agency's four accounts, and a sync asked for minutes later, take one
+/// KMS request; a run a live interval later opens it again.
+#[tokio::test]
+async fn a_warm_worker_opens_an_owners_token_once_a_quarter_hour() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    let counter = &h.runner().stack.store.counter;
+    let next = h.link("loja-x", LOJA_PRINCIPAL).await.next_sync_at.unwrap();
+    h.runner().set_clock(next).await.unwrap();
+    counter.reset();
+    assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, 4);
+    assert_eq!(counter.get("kms"), 1, "four runs, one owner");
+    h.runner().advance(10 * MINUTE_MS).await.unwrap();
+    h.store()
+        .links()
+        .request_sync("pet-mania", PET_EAST, h.now())
+        .await
+        .unwrap();
+    counter.reset();
+    assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, 1);
+    assert_eq!(counter.get("kms"), 0, "opened ten minutes ago");
+    h.runner().advance(40 * MINUTE_MS).await.unwrap();
+    counter.reset();
+    assert!(h.runner().tick().await.unwrap().dispatched.leased >= 3);
+    assert_eq!(counter.get("kms"), 1, "opened again after a quarter hour");
 }

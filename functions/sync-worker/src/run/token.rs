@@ -1,6 +1,7 @@
 //! The Meta token a run reads with: opened from its sealed form with KMS
-//! once per owner and token version in a batch, and kept in memory for
-//! that batch only.
+//! once per owner and token version, and kept in the warm process's memory
+//! for [`KEEP_MS`], so that the runs of one owner's accounts (an agency's
+//! hundreds, minutes apart) do not each pay a KMS request ($3 a million).
 
 use std::collections::HashMap;
 
@@ -12,12 +13,27 @@ use adtrail_store::seal::Purpose;
 use crate::Worker;
 use crate::stopped::failed;
 
-/// The tokens one batch opened, by owner and token version: the runs of
-/// one owner's accounts in a batch open its token once (a KMS request each,
-/// otherwise). Kept for the batch only, in memory, never logged; a new
-/// token has a new version, so it is opened anew.
+/// How long an opened token is kept: a quarter of an hour, the shortest
+/// sync interval.
+pub const KEEP_MS: i64 = 15 * adtrail_domain::time::MINUTE_MS;
+/// Owners whose tokens are kept at most: a bound on the memory, far above
+/// what one worker sees in a quarter of an hour.
+const MOST_KEPT: usize = 1_000;
+
+/// The tokens the process opened, by owner and token version, with when:
+/// kept in memory only, never logged (its `Debug` shows how many). A new
+/// token has a new version, so it is opened anew; a connection marked
+/// invalid is refused from its stored status, read on every run, before
+/// this is looked at.
 #[derive(Default)]
-pub struct Tokens(tokio::sync::Mutex<HashMap<(String, String), String>>);
+pub struct Tokens(tokio::sync::Mutex<HashMap<(String, String), (String, i64)>>);
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.0.try_lock().map(|m| m.len()).ok();
+        f.debug_struct("Tokens").field("kept", &kept).finish()
+    }
+}
 
 impl Worker {
     /// The connection's token, or the outcome of a run that cannot have it:
@@ -37,8 +53,12 @@ impl Worker {
             connection.owner_key.clone(),
             connection.token_version.clone(),
         );
+        let now = self.clock.now_ms();
         let mut opened = tokens.0.lock().await;
-        if let Some(token) = opened.get(&key) {
+        if let Some((token, at)) = opened.get(&key)
+            && now - at < KEEP_MS
+            && now >= *at
+        {
             return Ok(token.clone());
         }
         let token = self
@@ -56,7 +76,13 @@ impl Worker {
                     "KMS could not open the connection's token",
                 )
             })?;
-        opened.insert(key, token.clone());
+        if opened.len() >= MOST_KEPT {
+            opened.retain(|_, (_, at)| now - *at < KEEP_MS && now >= *at);
+            if opened.len() >= MOST_KEPT {
+                opened.clear();
+            }
+        }
+        opened.insert(key, (token.clone(), now));
         Ok(token)
     }
 }

@@ -198,6 +198,7 @@ impl Runner {
                 clock: shared.clone(),
                 interval,
                 quiet_interval,
+                tokens: Default::default(),
             },
             sweeper: Sweeper {
                 store: stack.store_for("SweeperFunction"),
