@@ -332,3 +332,80 @@ async fn an_account_that_delivers_nothing_is_synced_at_the_quiet_interval() {
         Some(first + 6 * HOUR_MS)
     );
 }
+
+/// DynamoDB's eventual reads may miss the last second's writes (moto's
+/// never do; the local cloud's `stale_gets` makes them): runs whose reads
+/// of their link, at their start and at their end, miss it read it again
+/// strongly, and every run goes as it would.
+#[tokio::test]
+async fn runs_whose_eventual_reads_of_their_link_are_stale_go_as_usual() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    let next = h.link("loja-x", LOJA_PRINCIPAL).await.next_sync_at.unwrap();
+    h.runner().set_clock(next).await.unwrap();
+    h.fake().clear_requests();
+    h.runner().stack.cloud.stale_gets("link#", 8);
+    assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, 4);
+    assert_eq!(
+        h.runner().stack.cloud.stale_gets_left(),
+        0,
+        "each read missed"
+    );
+    for (site, account) in [
+        ("loja-x", LOJA_PRINCIPAL),
+        ("loja-x", LOJA_MANAUS),
+        ("pet-mania", PET_EAST),
+        ("pet-mania", PET_WEST),
+    ] {
+        assert_eq!(h.insights_ranges(account).len(), 1, "{account} was read");
+        let link = h.link(site, account).await;
+        assert!(link.run_id.is_none(), "{account}'s run ended");
+        assert!(link.last_sync_at >= Some(next), "{account}");
+        assert!(link.last_error.is_none(), "{:?}", link.last_error);
+        assert!(link.next_sync_at > Some(h.now()), "{account}");
+    }
+}
+
+/// A run whose eventual read of its connection is stale (it misses the
+/// token) does not pause anything: its ending reads the connection
+/// strongly, finds a token it did not use, and the account runs again at
+/// once, as it would after a new token.
+#[tokio::test]
+async fn a_run_whose_read_of_its_connection_is_stale_runs_again_at_once() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.sync_until_live(10).await;
+    let next = h.link("loja-x", LOJA_PRINCIPAL).await.next_sync_at.unwrap();
+    h.runner().set_clock(next).await.unwrap();
+    h.runner().stack.cloud.stale_gets("connection", 1);
+    h.runner().dispatch().await.unwrap();
+    h.runner().drain().await.unwrap();
+    let due: Vec<_> = h
+        .store()
+        .links()
+        .site_links("loja-x")
+        .await
+        .unwrap()
+        .into_iter()
+        .chain(h.store().links().site_links("pet-mania").await.unwrap())
+        .filter(|l| l.next_sync_at <= Some(h.now()))
+        .collect();
+    assert_eq!(due.len(), 1, "one run missed its token and is due again");
+    assert!(due[0].last_error.is_none(), "{:?}", due[0].last_error);
+    let connection = h
+        .store()
+        .connections()
+        .get_connection("agency")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        connection.status,
+        adtrail_domain::pixels::ConnectionStatus::Active
+    );
+    // The next tick syncs it.
+    h.fake().clear_requests();
+    assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, 1);
+    assert_eq!(h.insights_ranges(&due[0].ad_account_id).len(), 1);
+}

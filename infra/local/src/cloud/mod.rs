@@ -103,6 +103,9 @@ pub struct Cloud {
     /// The same for the API's puts of a posted batch's rows.
     row_kills_left: std::sync::atomic::AtomicU32,
     killed: Mutex<HashSet<String>>,
+    /// Eventually consistent reads still to answer as stale: the sort key
+    /// prefix of the items they read, and how many.
+    stale_gets: Mutex<Option<(String, u32)>>,
 }
 
 impl Cloud {
@@ -130,6 +133,46 @@ impl Cloud {
     pub fn kill_posted_rows(&self, n: u32) {
         self.row_kills_left
             .store(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The next `n` eventually consistent `GetItem`s of an item whose sort
+    /// key starts with `sk_prefix` answer as a read of the item's past
+    /// before it was written would: nothing. DynamoDB's eventual reads may
+    /// miss the last second's writes, which moto never does; strong reads
+    /// are never stale.
+    pub fn stale_gets(&self, sk_prefix: &str, n: u32) {
+        if let Ok(mut stale) = self.stale_gets.lock() {
+            *stale = Some((sk_prefix.to_owned(), n));
+        }
+    }
+
+    /// The stale answers [`Self::stale_gets`] has still to give.
+    pub fn stale_gets_left(&self) -> u32 {
+        self.stale_gets
+            .lock()
+            .ok()
+            .and_then(|s| s.as_ref().map(|(_, n)| *n))
+            .unwrap_or(0)
+    }
+
+    /// A stale answer to an eventual read, while [`Self::stale_gets`] has
+    /// any left for its item.
+    fn stale(&self, call: &Call, body: &[u8]) -> Option<HttpResponse> {
+        if call.operation != "GetItem" {
+            return None;
+        }
+        let request: serde_json::Value = serde_json::from_slice(body).ok()?;
+        if request["ConsistentRead"].as_bool() == Some(true) {
+            return None;
+        }
+        let sk = request["Key"]["sk"]["S"].as_str()?;
+        let mut stale = self.stale_gets.lock().ok()?;
+        let (prefix, left) = stale.as_mut()?;
+        if *left == 0 || !sk.starts_with(prefix.as_str()) {
+            return None;
+        }
+        *left -= 1;
+        Some(faults::dynamodb_response(200, &serde_json::json!({})))
     }
 
     /// Recordings and rows killed so far.
@@ -276,6 +319,9 @@ impl HttpConnector for GateConnector {
             return HttpConnectorFuture::ready(Ok(denied(Some(&call), &said)));
         }
         if let Some(answer) = cloud.kill(&self.gate.function, &call, body) {
+            return HttpConnectorFuture::ready(Ok(answer));
+        }
+        if let Some(answer) = cloud.stale(&call, body) {
             return HttpConnectorFuture::ready(Ok(answer));
         }
         if let Some(answer) = cloud.faults.inject(&call, body) {
