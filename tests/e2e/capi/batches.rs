@@ -246,3 +246,37 @@ async fn a_batch_counted_and_not_written_is_made_good_by_the_retry_or_the_sweepe
     assert_eq!(pending_sent(&h).await, (0, 9));
     assert_eq!(h.fake().accepted_events().len(), 9, "each once");
 }
+
+/// DynamoDB's eventual reads may miss the last second's writes (moto's
+/// never do; the local cloud's `stale_gets` makes them): a replayed batch
+/// whose first read of its markers misses them queues nothing again, and a
+/// sender whose read of the rows it claims misses them reads them again
+/// strongly and sends each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_reads_of_markers_and_of_rows_to_claim_change_nothing() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    let ids = ["s-1", "s-2", "s-3", "s-4", "s-5"];
+    assert_eq!(post(&h, &ids).await, 5);
+    drain(&h).await;
+    assert_eq!(h.fake().accepted_events().len(), 5);
+
+    h.runner().stack.cloud.stale_gets("posted#loja-x", 1);
+    assert_eq!(post(&h, &ids).await, 0, "the replay queues nothing");
+    assert_eq!(h.runner().stack.cloud.stale_gets_left(), 0);
+    drain(&h).await;
+    assert_eq!(h.fake().accepted_events().len(), 5);
+
+    h.runner().advance(1_000).await.unwrap();
+    assert_eq!(post(&h, &["t-1", "t-2", "t-3", "t-4", "t-5"]).await, 5);
+    h.runner().stack.cloud.stale_gets("conv#loja-x", 1);
+    drain(&h).await;
+    assert_eq!(h.runner().stack.cloud.stale_gets_left(), 0);
+    assert_eq!(h.fake().accepted_events().len(), 10, "each sent once");
+    let sent = rows(&h, "loja-x")
+        .await
+        .into_iter()
+        .filter(|r| r.status == ConversionStatus::Sent)
+        .count();
+    assert_eq!(sent, 10);
+}

@@ -135,14 +135,15 @@ impl Cloud {
             .store(n, std::sync::atomic::Ordering::SeqCst);
     }
 
-    /// The next `n` eventually consistent `GetItem`s of an item whose sort
-    /// key starts with `sk_prefix` answer as a read of the item's past
-    /// before it was written would: nothing. DynamoDB's eventual reads may
-    /// miss the last second's writes, which moto never does; strong reads
-    /// are never stale.
-    pub fn stale_gets(&self, sk_prefix: &str, n: u32) {
+    /// The next `n` eventually consistent reads (`GetItem`, and
+    /// `BatchGetItem`s of one table whose keys all match) of items whose
+    /// partition or sort key starts with `prefix` answer as a read of the
+    /// items' past before they were written would: nothing. DynamoDB's
+    /// eventual reads may miss the last second's writes, which moto's never
+    /// do; strong reads are never stale.
+    pub fn stale_gets(&self, prefix: &str, n: u32) {
         if let Ok(mut stale) = self.stale_gets.lock() {
-            *stale = Some((sk_prefix.to_owned(), n));
+            *stale = Some((prefix.to_owned(), n));
         }
     }
 
@@ -158,21 +159,43 @@ impl Cloud {
     /// A stale answer to an eventual read, while [`Self::stale_gets`] has
     /// any left for its item.
     fn stale(&self, call: &Call, body: &[u8]) -> Option<HttpResponse> {
-        if call.operation != "GetItem" {
-            return None;
-        }
         let request: serde_json::Value = serde_json::from_slice(body).ok()?;
-        if request["ConsistentRead"].as_bool() == Some(true) {
+        // The keys read, whether strongly, and the answer of a read of
+        // their past.
+        let (keys, consistent, answer) = match call.operation.as_str() {
+            "GetItem" => (
+                vec![request["Key"].clone()],
+                request["ConsistentRead"].as_bool(),
+                serde_json::json!({}),
+            ),
+            "BatchGetItem" => {
+                let tables = request["RequestItems"].as_object()?;
+                let (table, read) = tables.iter().next().filter(|_| tables.len() == 1)?;
+                (
+                    read["Keys"].as_array()?.clone(),
+                    read["ConsistentRead"].as_bool(),
+                    serde_json::json!({"Responses": {table.as_str(): []}, "UnprocessedKeys": {}}),
+                )
+            }
+            _ => return None,
+        };
+        if consistent == Some(true) {
             return None;
         }
-        let sk = request["Key"]["sk"]["S"].as_str()?;
         let mut stale = self.stale_gets.lock().ok()?;
         let (prefix, left) = stale.as_mut()?;
-        if *left == 0 || !sk.starts_with(prefix.as_str()) {
+        let matches = |key: &serde_json::Value| {
+            ["pk", "sk"].iter().any(|k| {
+                key[*k]["S"]
+                    .as_str()
+                    .is_some_and(|v| v.starts_with(prefix.as_str()))
+            })
+        };
+        if *left == 0 || keys.is_empty() || !keys.iter().all(matches) {
             return None;
         }
         *left -= 1;
-        Some(faults::dynamodb_response(200, &serde_json::json!({})))
+        Some(faults::dynamodb_response(200, &answer))
     }
 
     /// Recordings and rows killed so far.
