@@ -146,12 +146,17 @@ pub(crate) async fn accounts_bench(latency_ms: u64) -> Result<(), Error> {
         print(by.into_iter().take(4).collect());
     }
     // An agency's long tail: accounts linked and not delivering, read at
-    // the quiet interval (`QuietSyncIntervalMinutes`, 180 by default).
-    for minutes in ["180", "360"] {
+    // the quiet interval (`QuietSyncIntervalMinutes`, 180 by default; 45,
+    // the sync interval, turns quiet syncs off).
+    for minutes in ["45", "180", "360"] {
         let quiet = SyncInterval::from_minutes(minutes)?;
         let (month, by) = accounts(latency_ms, SyncInterval::DEFAULT, Fleet::Idle(quiet)).await?;
         line(
-            &format!("  idle accounts, quiet every {minutes} min"),
+            &if quiet == SyncInterval::DEFAULT {
+                "  idle accounts, quiet syncs off".to_owned()
+            } else {
+                format!("  idle accounts, quiet every {minutes} min")
+            },
             &month,
             &p,
             Some(1.0),
