@@ -17,6 +17,7 @@ mod operations;
 mod runtime;
 mod store;
 mod store_chunks;
+mod store_leases;
 mod sync;
 mod telemetry;
 mod template;

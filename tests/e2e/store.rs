@@ -1,17 +1,16 @@
-//! The DynamoDB store against moto: leases, conditional writes, sums in
-//! step, purges, claims.
+//! The DynamoDB store against moto: conditional writes, sums in step,
+//! purges, claims (leases in `store_leases.rs`).
 
-use adtrail_domain::outcome::{Change, LinkUpdate, SyncState};
 use adtrail_domain::plan::SyncInterval;
-
-/// The seed's lease, the default interval's.
-const LEASE_MS: i64 = SyncInterval::DEFAULT.ms();
 use adtrail_domain::spend::{RowChange, SpendFigures, SpendRow};
 use adtrail_store::connections::ListedAccount;
 use adtrail_store::lease::LeaseCondition;
 use adtrail_store::purge::PurgeStep;
 use adtrail_store::spend::SpendWrite;
 use adtrail_tests::*;
+
+/// The seed's lease, the default interval's.
+pub(crate) const LEASE_MS: i64 = SyncInterval::DEFAULT.ms();
 
 fn account(id: &str) -> ListedAccount {
     ListedAccount {
@@ -60,131 +59,6 @@ pub(crate) async fn linked(h: &Harness) -> String {
             .unwrap()
     );
     "run-1".into()
-}
-
-#[tokio::test]
-async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
-    let h = Harness::start().await;
-    let store = h.store();
-    linked(&h).await;
-    assert!(
-        !store
-            .links()
-            .lease_link("s1", "act_1", "run-2", T0, SyncInterval::DEFAULT)
-            .await
-            .unwrap(),
-        "leased already"
-    );
-    assert!(
-        !store
-            .links()
-            .lease_link(
-                "s1",
-                "act_1",
-                "run-2",
-                T0 + LEASE_MS - 60_000,
-                SyncInterval::DEFAULT
-            )
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .links()
-            .lease_link("s1", "act_1", "run-2", T0 + LEASE_MS, SyncInterval::DEFAULT)
-            .await
-            .unwrap()
-    );
-    let link = store
-        .links()
-        .get_link("s1", "act_1")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(link.run_id.as_deref(), Some("run-2"));
-    assert!(link.last_error.unwrap().starts_with("RUN_TIMEOUT"));
-    // The old run's ending is not recorded.
-    let update = LinkUpdate {
-        next_sync_at: T0,
-        sync_state: SyncState::Live,
-        failures: 0,
-        last_error: None,
-        backfill_from: Change::Clear,
-        last_sync_at: Some(T0),
-        last_daily_resync_at: None,
-        last_full_resync_at: None,
-        quiet_lease_ms: None,
-    };
-    assert!(
-        !store
-            .links()
-            .finish_run("s1", "act_1", "run-1", &update, None, false)
-            .await
-            .unwrap()
-    );
-    // A sync asked for after the run read its link: an ending that did not
-    // see it is refused (it would clear the request), one that did is not.
-    store
-        .links()
-        .request_sync("s1", "act_1", T0 + LEASE_MS + 2)
-        .await
-        .unwrap();
-    assert!(
-        !store
-            .links()
-            .finish_run("s1", "act_1", "run-2", &update, None, false)
-            .await
-            .unwrap()
-    );
-    let asked = store
-        .links()
-        .get_link("s1", "act_1")
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(asked.sync_requested && asked.run_id.as_deref() == Some("run-2"));
-    // An ending that keeps the time the lease set leaves the link where
-    // the lease put it; any other moves it. These saw the request, and
-    // clear it.
-    let leased = link.next_sync_at;
-    assert_eq!(leased, Some(T0 + 2 * LEASE_MS));
-    let finished = |run: &'static str, update: LinkUpdate| async move {
-        assert!(
-            store
-                .links()
-                .finish_run("s1", "act_1", run, &update, leased, true)
-                .await
-                .unwrap()
-        );
-        store
-            .links()
-            .get_link("s1", "act_1")
-            .await
-            .unwrap()
-            .unwrap()
-    };
-    let kept = LinkUpdate {
-        next_sync_at: T0 + 2 * LEASE_MS,
-        ..update.clone()
-    };
-    let after = finished("run-2", kept).await;
-    assert_eq!(after.next_sync_at, leased);
-    assert_eq!(after.run_id, None, "the lease is released");
-    assert!(!after.sync_requested);
-    assert!(
-        store
-            .links()
-            .lease_link(
-                "s1",
-                "act_1",
-                "run-3",
-                T0 + 2 * LEASE_MS,
-                SyncInterval::DEFAULT
-            )
-            .await
-            .unwrap()
-    );
-    assert_eq!(finished("run-3", update).await.next_sync_at, Some(T0));
 }
 
 #[tokio::test]
