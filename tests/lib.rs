@@ -254,6 +254,26 @@ impl Harness {
         }
     }
 
+    /// The sample agency's accounts backfilled and live, and the clock at
+    /// their first live sync: answers that time.
+    pub async fn at_first_live_sync(&self) -> i64 {
+        self.sync_until_live(10).await;
+        let next = self.link("loja-x", LOJA_PRINCIPAL).await.next_sync_at;
+        let next = next.expect("due");
+        self.runner().set_clock(next).await.expect("clock");
+        next
+    }
+
+    /// An owner's stored connection.
+    pub async fn connection(&self, owner: &str) -> adtrail_store::connections::Connection {
+        self.store()
+            .connections()
+            .get_connection(owner)
+            .await
+            .expect("read")
+            .expect("connected")
+    }
+
     pub async fn link(&self, site: &str, account: &str) -> SiteAdAccount {
         self.store()
             .links()

@@ -49,13 +49,7 @@ async fn the_connection_lists_accounts_and_never_its_token() {
     let (_, conn) = h.call("GET", "/v1/meta/connections/agency", None).await;
     assert_eq!(conn["status"], "active");
     assert!(!conn.to_string().contains(TOKEN));
-    let stored = h
-        .store()
-        .connections()
-        .get_connection("agency")
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = h.connection("agency").await;
     assert!(
         !stored
             .sealed_token

@@ -226,13 +226,7 @@ async fn a_refused_token_stops_the_connections_pixel(h: &Harness) {
             .unwrap()
             .starts_with("META_TOKEN_INVALID")
     );
-    let conn = h
-        .store()
-        .connections()
-        .get_connection("agency")
-        .await
-        .unwrap()
-        .unwrap();
+    let conn = h.connection("agency").await;
     assert_eq!(conn.status.as_str(), "invalid");
     // The connection's pixel stops: nothing more is queued.
     let (_, b) = record(
@@ -260,14 +254,7 @@ async fn a_new_token_sends_again(h: &Harness) {
     drain(h).await;
     assert_eq!(h.fake().accepted_events().len(), 1);
     // An old token refused after a new one was stored stops nothing.
-    let version = h
-        .store()
-        .connections()
-        .get_connection("agency")
-        .await
-        .unwrap()
-        .unwrap()
-        .token_version;
+    let version = h.connection("agency").await.token_version;
     assert!(
         !h.store()
             .connections()
@@ -280,13 +267,7 @@ async fn a_new_token_sends_again(h: &Harness) {
             .await
             .unwrap()
     );
-    let conn = h
-        .store()
-        .connections()
-        .get_connection("agency")
-        .await
-        .unwrap()
-        .unwrap();
+    let conn = h.connection("agency").await;
     assert_eq!(
         (conn.status.as_str(), conn.token_version),
         ("active", version)

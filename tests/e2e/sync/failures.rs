@@ -356,10 +356,8 @@ async fn a_huge_account_completes_its_backfill_over_several_runs() {
 async fn a_warm_worker_opens_an_owners_token_once_a_quarter_hour() {
     let h = Harness::start().await;
     h.link_agency().await;
-    h.sync_until_live(10).await;
+    h.at_first_live_sync().await;
     let counter = &h.runner().stack.store.counter;
-    let next = h.link("loja-x", LOJA_PRINCIPAL).await.next_sync_at.unwrap();
-    h.runner().set_clock(next).await.unwrap();
     counter.reset();
     assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, 4);
     assert_eq!(counter.get("kms"), 1, "four runs, one owner");

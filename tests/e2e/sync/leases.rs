@@ -341,9 +341,7 @@ async fn an_account_that_delivers_nothing_is_synced_at_the_quiet_interval() {
 async fn runs_whose_eventual_reads_of_their_link_are_stale_go_as_usual() {
     let h = Harness::start().await;
     h.link_agency().await;
-    h.sync_until_live(10).await;
-    let next = h.link("loja-x", LOJA_PRINCIPAL).await.next_sync_at.unwrap();
-    h.runner().set_clock(next).await.unwrap();
+    let next = h.at_first_live_sync().await;
     h.fake().clear_requests();
     h.runner().stack.cloud.stale_gets("link#", 8);
     assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, 4);
@@ -375,9 +373,7 @@ async fn runs_whose_eventual_reads_of_their_link_are_stale_go_as_usual() {
 async fn a_run_whose_read_of_its_connection_is_stale_runs_again_at_once() {
     let h = Harness::start().await;
     h.link_agency().await;
-    h.sync_until_live(10).await;
-    let next = h.link("loja-x", LOJA_PRINCIPAL).await.next_sync_at.unwrap();
-    h.runner().set_clock(next).await.unwrap();
+    h.at_first_live_sync().await;
     h.runner().stack.cloud.stale_gets("connection", 1);
     h.runner().dispatch().await.unwrap();
     h.runner().drain().await.unwrap();
@@ -393,13 +389,7 @@ async fn a_run_whose_read_of_its_connection_is_stale_runs_again_at_once() {
         .collect();
     assert_eq!(due.len(), 1, "one run missed its token and is due again");
     assert!(due[0].last_error.is_none(), "{:?}", due[0].last_error);
-    let connection = h
-        .store()
-        .connections()
-        .get_connection("agency")
-        .await
-        .unwrap()
-        .unwrap();
+    let connection = h.connection("agency").await;
     assert_eq!(
         connection.status,
         adtrail_domain::pixels::ConnectionStatus::Active

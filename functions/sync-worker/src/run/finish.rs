@@ -32,7 +32,14 @@ impl Worker {
         outcome: &RunOutcome,
         started_at: i64,
     ) -> Result<(), WorkerError> {
-        let now = self.clock.now_ms();
+        let ending = Ending {
+            msg,
+            link,
+            token_version,
+            outcome,
+            started_at,
+            now: self.clock.now_ms(),
+        };
         for consistent in [false, true, true] {
             let current = self
                 .store
@@ -45,14 +52,6 @@ impl Worker {
             if !consistent && (!ours || outcome.token_refused()) {
                 continue;
             }
-            let ending = Ending {
-                msg,
-                link,
-                token_version,
-                outcome,
-                started_at,
-                now,
-            };
             if self.end(ending, current).await? {
                 return Ok(());
             }

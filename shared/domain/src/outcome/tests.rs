@@ -29,6 +29,18 @@ fn update(f: Finish) -> LinkUpdate {
         other => panic!("{other:?}"),
     }
 }
+/// A live run's success that found something delivered (or not).
+fn live_ok(delivered: bool, usage_pct: u32) -> RunOutcome {
+    ok(
+        PlanDone::Live {
+            daily: false,
+            weekly: false,
+            delivered,
+        },
+        usage_pct,
+        None,
+    )
+}
 fn ok(plan: PlanDone, usage_pct: u32, regain_ms: Option<i64>) -> RunOutcome {
     RunOutcome::Ok {
         usage_pct,
@@ -122,15 +134,7 @@ fn back_off_by_outcome() {
 
 #[test]
 fn a_live_run_keeps_the_time_its_lease_set_unless_it_needs_another() {
-    let live = ok(
-        PlanDone::Live {
-            daily: false,
-            weekly: false,
-            delivered: true,
-        },
-        10,
-        None,
-    );
+    let live = live_ok(true, 10);
     let leased = LinkProgress {
         leased_next: Some(NOW + 40 * MINUTE_MS),
         ..link()
@@ -147,15 +151,7 @@ fn a_live_run_keeps_the_time_its_lease_set_unless_it_needs_another() {
         ..leased
     };
     assert_eq!(update(finish(asked, &live, NOW, NOW)).next_sync_at, NOW);
-    let busy = ok(
-        PlanDone::Live {
-            daily: false,
-            weekly: false,
-            delivered: true,
-        },
-        90,
-        None,
-    );
+    let busy = live_ok(true, 90);
     assert_eq!(
         update(finish(leased, &busy, NOW, NOW)).next_sync_at,
         NOW + HOUR_MS
@@ -221,15 +217,7 @@ fn an_account_that_delivered_nothing_is_read_again_at_the_quiet_interval() {
         update(finish(quiet_lease, &quiet(false), NOW - 5 * MINUTE_MS, NOW)).next_sync_at,
         NOW + 175 * MINUTE_MS
     );
-    let woke = ok(
-        PlanDone::Live {
-            daily: false,
-            weekly: false,
-            delivered: true,
-        },
-        10,
-        None,
-    );
+    let woke = live_ok(true, 10);
     let u = update(finish(quiet_lease, &woke, NOW - 5 * MINUTE_MS, NOW));
     assert_eq!(
         (u.next_sync_at, u.quiet_lease_ms),
@@ -262,15 +250,7 @@ fn an_account_that_delivered_nothing_is_read_again_at_the_quiet_interval() {
         update(finish(asked, &quiet(false), NOW, NOW)).next_sync_at,
         NOW
     );
-    let busy = ok(
-        PlanDone::Live {
-            daily: false,
-            weekly: false,
-            delivered: false,
-        },
-        90,
-        None,
-    );
+    let busy = live_ok(false, 90);
     assert_eq!(
         update(finish(leased, &busy, NOW, NOW)).next_sync_at,
         NOW + HOUR_MS
