@@ -46,18 +46,10 @@ impl Spend<'_> {
         last_day: i64,
         consistent: bool,
     ) -> Result<Vec<SpendRow>, StoreError> {
-        let mut rows = vec![];
         let query = self
             .spend_query(site, account, first_day, last_day)
             .consistent_read(consistent);
-        self.query_pages(query, usize::MAX, |items| {
-            for item in items {
-                rows.extend(layout::rows_of(item)?);
-            }
-            Ok(true)
-        })
-        .await?;
-        Ok(rows)
+        Ok(self.rows_of(query, usize::MAX).await?.0)
     }
 
     /// The stored rows of an account at a site between two day starts
@@ -74,9 +66,19 @@ impl Spend<'_> {
         last_day: i64,
         cap: usize,
     ) -> Result<(Vec<SpendRow>, bool), StoreError> {
+        let query = self.spend_query(site, account, first_day, last_day);
+        self.rows_of(query, cap).await
+    }
+
+    /// The rows `query` finds, at most `cap`, in day and ad order, and
+    /// whether the cap cut them short.
+    async fn rows_of(
+        &self,
+        query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+        cap: usize,
+    ) -> Result<(Vec<SpendRow>, bool), StoreError> {
         let mut rows = vec![];
         let mut capped = false;
-        let query = self.spend_query(site, account, first_day, last_day);
         self.query_pages(query, usize::MAX, |items| {
             for item in items {
                 for row in layout::rows_of(item)? {
