@@ -17,8 +17,8 @@ async fn main() -> Result<(), Error> {
     let config = adtrail_store::sdk::from_lambda_env()?;
     let api = Api {
         store: Store::new(&config, Names::from_env()?),
-        graph: GraphClient::new(GraphConfig::from_env()?)?,
-        platforms: PlatformClient::new(PlatformUrls::from_env()?, PLATFORM_TIMEOUT)?,
+        graph: GraphClient::new(GraphConfig::from_env()?),
+        platforms: PlatformClient::new(PlatformUrls::from_env()?, PLATFORM_TIMEOUT),
         clock: Arc::new(SystemClock),
         limits: Default::default(),
         lead_ads: std::env::var("LEAD_ADS").is_ok_and(|v| v == "on"),

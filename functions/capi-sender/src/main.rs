@@ -22,8 +22,8 @@ async fn main() -> Result<(), Error> {
             queue_url: store.names.send_queue_url.clone(),
         },
         store,
-        graph: GraphClient::new(GraphConfig::from_env()?)?,
-        platforms: PlatformClient::new(PlatformUrls::from_env()?, PLATFORM_TIMEOUT)?,
+        graph: GraphClient::new(GraphConfig::from_env()?),
+        platforms: PlatformClient::new(PlatformUrls::from_env()?, PLATFORM_TIMEOUT),
         clock: Arc::new(SystemClock),
         events_per_request: events_per_request_from_env()?,
     };

@@ -25,7 +25,7 @@ async fn main() -> Result<(), Error> {
                 .ok_or("LEADGEN_QUEUE_URL is not set")?,
         },
         store,
-        graph: GraphClient::new(GraphConfig::from_env()?)?,
+        graph: GraphClient::new(GraphConfig::from_env()?),
         clock: Arc::new(SystemClock),
     };
     run(service_fn(|event: LambdaEvent<_>| {

@@ -16,7 +16,7 @@ async fn main() -> Result<(), Error> {
     let sweeper = Sweeper {
         store: Store::new(&config, Names::from_env()?),
         clock: Arc::new(SystemClock),
-        graph: GraphClient::new(GraphConfig::from_env()?)?,
+        graph: GraphClient::new(GraphConfig::from_env()?),
         lead_ads: std::env::var("LEAD_ADS").is_ok_and(|v| v == "on"),
     };
     run(service_fn(|event: LambdaEvent<_>| {

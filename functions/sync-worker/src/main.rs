@@ -15,7 +15,7 @@ async fn main() -> Result<(), Error> {
     let config = adtrail_store::sdk::from_lambda_env()?;
     let worker = Worker {
         store: Store::new(&config, Names::from_env()?),
-        graph: GraphClient::new(GraphConfig::from_env()?)?,
+        graph: GraphClient::new(GraphConfig::from_env()?),
         clock: Arc::new(SystemClock),
         interval: adtrail_store::sync_interval_from_env()?,
         quiet_interval: adtrail_store::quiet_interval_from_env()?,

@@ -149,8 +149,8 @@ pub async fn start_with(
     let timeout = settings.timeout.unwrap_or(PLATFORM_TIMEOUT);
     let runner = Runner::new(
         stack,
-        GraphClient::new(graph_config)?,
-        PlatformClient::new(platform_urls, timeout)?,
+        GraphClient::new(graph_config),
+        PlatformClient::new(platform_urls, timeout),
         clock,
         settings.interval,
         settings.quiet_interval,

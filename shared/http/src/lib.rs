@@ -2,8 +2,10 @@
 //! rustls with ring, trusting the Mozilla root program's certificates that
 //! `webpki-roots` compiles in.
 //!
-//! - [`client_builder`]: the calls to the ad platforms (Meta's Graph API
-//!   through `adtrail-meta`, the others through `adtrail-platforms`).
+//! - [`platforms`]: the calls to the ad platforms (Meta's Graph API and
+//!   its CDN through `adtrail-meta`, the others through
+//!   `adtrail-platforms`), on one client the process builds at its first
+//!   call.
 //! - [`sdk`]: the AWS SDK's clients, whose HTTP client is this same
 //!   reqwest (`adtrail_store::sdk` hands it to them).
 //!
@@ -30,6 +32,30 @@ pub fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder().tls_backend_preconfigured(tls().clone())
 }
 
+/// The process's client for the ad platforms, built at its first call and
+/// shared after (one connection pool for Meta and the others).
+///
+/// - **Lazy.** Most of the API's requests call no platform; a client built
+///   at start would be init time they all pay. A warm process builds it
+///   once.
+/// - **No redirects.** No platform's API answers with one; a redirect
+///   (from a CDN's thumbnail above all) is an answer, not followed.
+/// - **Timeouts per request.** Each caller sets its request's timeout
+///   (`RequestBuilder::timeout`): Meta's is configured, the CDN's and the
+///   other platforms' are fixed. Connecting is bounded here, at 5 s.
+pub fn platforms() -> &'static reqwest::Client {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        // Only a TLS backend reqwest does not know fails a build, and the
+        // configuration is rustls, always (the test below builds it).
+        client_builder()
+            .connect_timeout(std::time::Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("a reqwest client on the shared rustls configuration")
+    })
+}
+
 /// The process's TLS client configuration, made at its first use.
 fn tls() -> &'static rustls::ClientConfig {
     static CONFIG: OnceLock<rustls::ClientConfig> = OnceLock::new();
@@ -51,6 +77,21 @@ fn tls() -> &'static rustls::ClientConfig {
     })
 }
 
+/// A server that takes connections and never answers, for the tests of
+/// the callers' timeouts: the shared client has none of its own.
+#[cfg(feature = "test-util")]
+pub fn silent_server() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let addr = listener.local_addr().expect("its address");
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    addr
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +111,6 @@ mod tests {
         );
         assert_eq!(tls().alpn_protocols, [b"http/1.1".to_vec()]);
         client_builder().build().unwrap();
+        assert!(std::ptr::eq(platforms(), platforms()));
     }
 }

@@ -122,10 +122,9 @@ pub enum Answer {
     },
 }
 
-/// The HTTP client every platform shares: one connection pool, one timeout.
+/// The calls to every platform but Meta: one connection pool, one timeout.
 #[derive(Debug, Clone)]
 pub struct PlatformClient {
-    http: reqwest::Client,
     pub urls: PlatformUrls,
     pub timeout: Duration,
     /// Google's access tokens, kept until they expire.
@@ -136,20 +135,15 @@ pub struct PlatformClient {
 const MAX_ANSWER_BYTES: usize = 1 << 20;
 
 impl PlatformClient {
-    /// # Errors
-    /// When the TLS stack cannot start.
-    pub fn new(urls: PlatformUrls, timeout: Duration) -> Result<Self, reqwest::Error> {
-        let http = adtrail_http::client_builder()
-            .timeout(timeout)
-            .connect_timeout(Duration::from_secs(5))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
-        Ok(Self {
-            http,
+    /// The platforms at `urls`, each request bounded by `timeout`. No I/O
+    /// and no HTTP client yet: [`http`](Self::http) builds the process's
+    /// at the first send.
+    pub fn new(urls: PlatformUrls, timeout: Duration) -> Self {
+        Self {
             urls,
             timeout,
             google_tokens: google::TokenCache::default(),
-        })
+        }
     }
 
     /// `url` under `origin`, with its path set.
@@ -163,7 +157,7 @@ impl PlatformClient {
     /// Sends a request and reads the answer, bounded. The transport's
     /// error is kept without the URL.
     pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
-        let response = match request.send().await {
+        let response = match request.timeout(self.timeout).send().await {
             Ok(r) => r,
             Err(e) => {
                 // Connected and sent, then silence: it may have arrived.
@@ -199,8 +193,11 @@ impl PlatformClient {
         }
     }
 
-    pub fn http(&self) -> &reqwest::Client {
-        &self.http
+    /// The process's client for the platforms (`adtrail_http::platforms`):
+    /// built at the first send, so a function that sends nothing never
+    /// builds it. [`send`](Self::send) sets each request's timeout.
+    pub fn http(&self) -> &'static reqwest::Client {
+        adtrail_http::platforms()
     }
 }
 
@@ -227,5 +224,36 @@ pub(crate) fn refused(answer: &Answer) -> (adtrail_domain::capi::platforms::Refu
             retry_after_ms,
         } => (http_refusal(*status, *retry_after_ms), message_of(body)),
         Answer::Lost { message, .. } => (Refusal::Transient, message.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shared client has no timeout of its own: `send` gives each
+    /// request the platforms' one.
+    #[tokio::test]
+    async fn a_send_no_platform_answers_ends_at_the_timeout_maybe_received() {
+        let base = format!("http://{}", adtrail_http::silent_server());
+        let client = PlatformClient::new(
+            PlatformUrls::under(&base).unwrap(),
+            Duration::from_millis(300),
+        );
+        let url = PlatformClient::at(&client.urls.snap, "/v3/conversion");
+        let send = client.send(client.http().post(url).body("{}"));
+        let answer = tokio::time::timeout(Duration::from_secs(5), send)
+            .await
+            .expect("ended by the request's own timeout");
+        assert!(
+            matches!(
+                answer,
+                Answer::Lost {
+                    maybe_received: true,
+                    ..
+                }
+            ),
+            "{answer:?}"
+        );
     }
 }

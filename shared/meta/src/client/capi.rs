@@ -24,7 +24,7 @@ impl GraphClient {
         }
         let (json, _) = self
             .call(
-                self.http
+                self.http()
                     .post(self.url(&format!("{pixel_id}/events"), &[]))
                     .json(&body),
                 token,

@@ -27,14 +27,13 @@ const MAX_ACCOUNTS: usize = 1_000;
 const MAX_PIXEL_PAGES: usize = 5;
 const MAX_BODY: usize = 8 * 1024 * 1024;
 const MAX_THUMBNAIL: usize = 1024 * 1024;
+/// A thumbnail's fetch, start to last byte.
+const CDN_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_NAME: usize = 400;
 
 /// The Graph API client.
 #[derive(Debug, Clone)]
 pub struct GraphClient {
-    http: reqwest::Client,
-    /// No redirects: a CDN URL that redirects elsewhere is not followed.
-    cdn: reqwest::Client,
     config: GraphConfig,
 }
 
@@ -98,23 +97,17 @@ mod thumbnails;
 use insights::parse_ad;
 
 impl GraphClient {
-    /// # Errors
-    /// When the TLS backend cannot start.
-    pub fn new(config: GraphConfig) -> Result<Self, reqwest::Error> {
-        let http = adtrail_http::client_builder()
-            .timeout(config.timeout)
-            .connect_timeout(Duration::from_secs(5))
-            .build()?;
-        let cdn = adtrail_http::client_builder()
-            .timeout(Duration::from_secs(10))
-            .connect_timeout(Duration::from_secs(5))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
-        Ok(Self { http, cdn, config })
+    /// The Graph API as `config` says. No I/O and no HTTP client yet:
+    /// [`http`](Self::http) builds the process's at the first call, so the
+    /// API's requests that call no platform never build one.
+    pub fn new(config: GraphConfig) -> Self {
+        Self { config }
     }
 
-    pub(crate) fn http(&self) -> &reqwest::Client {
-        &self.http
+    /// The process's client for the platforms (`adtrail_http::platforms`,
+    /// no redirects); each call sets its timeout.
+    pub(crate) fn http(&self) -> &'static reqwest::Client {
+        adtrail_http::platforms()
     }
 
     pub fn config(&self) -> &GraphConfig {
@@ -155,7 +148,7 @@ impl GraphClient {
 
     /// One GET with the token in the header: the JSON body and the usage.
     async fn get(&self, url: Url, token: &str) -> Result<(Value, Usage), GraphError> {
-        self.call(self.http.get(url), token).await
+        self.call(self.http().get(url), token).await
     }
 
     /// One request with the token in the header, its answer read bounded
@@ -183,7 +176,11 @@ impl GraphClient {
         } else {
             request.bearer_auth(token)
         };
-        let resp = request.send().await.map_err(GraphError::transport)?;
+        let resp = request
+            .timeout(self.config.timeout)
+            .send()
+            .await
+            .map_err(GraphError::transport)?;
         let status = resp.status().as_u16();
         let mut usage = Usage::default();
         for name in USAGE_HEADERS {
@@ -284,7 +281,25 @@ mod tests {
         let mut c = GraphConfig::meta();
         c.thumbnail_hosts.push("127.0.0.1".into());
         c.insecure_thumbnail_hosts.push("127.0.0.1".into());
-        GraphClient::new(c).unwrap()
+        GraphClient::new(c)
+    }
+
+    /// The shared client has no timeout of its own: each call carries the
+    /// configured one.
+    #[tokio::test]
+    async fn a_call_meta_never_answers_ends_at_the_configured_timeout() {
+        let mut config = client().config;
+        config.base_url = format!("http://{}", adtrail_http::silent_server())
+            .parse()
+            .unwrap();
+        config.timeout = Duration::from_millis(300);
+        let client = GraphClient::new(config);
+        let err = tokio::time::timeout(Duration::from_secs(5), client.me("t"))
+            .await
+            .expect("ended by the call's own timeout")
+            .unwrap_err();
+        assert_eq!(err.message, "Meta did not answer in time");
+        assert!(err.maybe_received);
     }
 
     #[test]

@@ -22,7 +22,7 @@ impl GraphClient {
             &format!("{page_id}/subscribed_apps"),
             &[("subscribed_fields", "leadgen")],
         );
-        let (json, _) = self.call(self.http.post(url), page_token).await?;
+        let (json, _) = self.call(self.http().post(url), page_token).await?;
         if succeeded(&json) {
             Ok(())
         } else {
@@ -40,7 +40,7 @@ impl GraphClient {
         page_id: &str,
     ) -> Result<(), GraphError> {
         let url = self.url(&format!("{page_id}/subscribed_apps"), &[]);
-        let (json, _) = self.call(self.http.delete(url), page_token).await?;
+        let (json, _) = self.call(self.http().delete(url), page_token).await?;
         if succeeded(&json) {
             Ok(())
         } else {

@@ -10,7 +10,13 @@ impl GraphClient {
     /// fetch: a thumbnail is never worth failing a run.
     pub async fn thumbnail(&self, url: &str) -> Option<Thumbnail> {
         let url = self.thumbnail_allowed(url)?;
-        let resp = self.cdn.get(url).send().await.ok()?;
+        let resp = self
+            .http()
+            .get(url)
+            .timeout(CDN_TIMEOUT)
+            .send()
+            .await
+            .ok()?;
         if !resp.status().is_success() {
             return None;
         }
