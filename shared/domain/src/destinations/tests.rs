@@ -1,3 +1,6 @@
+//! The destinations' rules, case by case: slugs, platform ids, credentials
+//! (never printed), a slug's platform and archive, each platform's events.
+
 use super::*;
 
 fn destination(platform_account: Account) -> Destination {

@@ -1,3 +1,6 @@
+//! An event as each platform gets it: its own hashes and click ids,
+//! malformed fields dropped by name, the vocabularies round-tripped.
+
 use super::*;
 use crate::contact::sha256_hex;
 
