@@ -142,6 +142,13 @@ async fn minted_tokens_read_within_their_grant(h: &Harness, http: &reqwest::Clie
         header(&read, "access-control-allow-origin").as_deref(),
         Some("http://localhost:5173")
     );
+    // As API Gateway does, every answer names its request, the
+    // authorizer's refusals too: the id a caller quotes.
+    let id = header(&read, "apigw-requestid").expect("the request's id");
+    let refused = http.get(url("/v1/sites/loja-x")).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let other = header(&refused, "apigw-requestid").expect("a refusal's id too");
+    assert!(!id.is_empty() && id != other, "{id} {other}");
     let (status, body) = h
         .call_as(Some(token), "GET", "/v1/sites/loja-y", None)
         .await;

@@ -131,6 +131,20 @@ pub(crate) fn every_log_line_says_when_where_and_in_which_request(written: &str)
             "{l}"
         );
     }
+    // The API's lines within a request name API Gateway's id of it, the
+    // one its answer's `apigw-requestid` header gave the caller.
+    let in_requests: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["function"] == "adtrail-api" && l["span"]["route"].is_string())
+        .collect();
+    assert!(
+        !in_requests.is_empty(),
+        "the API logged within its requests"
+    );
+    for l in in_requests {
+        let id = l["span"]["apigw_request_id"].as_str().unwrap_or("-");
+        assert!(id.len() == 36 && id.matches('-').count() == 4, "{l}");
+    }
     for summary in ["sync run done", "send batch done"] {
         let line = lines
             .iter()

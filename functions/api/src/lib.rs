@@ -91,7 +91,21 @@ pub async fn handle(api: &Api, req: Request) -> Result<Response<Body>, lambda_ht
     // The route's shape names it in the logs: ids are not secrets, but the
     // route is what one searches logs by.
     let name = routes::find(&method, &segments).map_or("-", |r| r.path);
-    let span = tracing::info_span!("request", method = %method, route = %name);
+    // API Gateway's id of the request, which it returns to the caller in
+    // the `apigw-requestid` header and writes in the access log: a caller
+    // who quotes it finds the function's lines too.
+    let apigw_request_id = match req.request_context_ref() {
+        Some(lambda_http::request::RequestContext::ApiGatewayV2(ctx)) => {
+            ctx.request_id.as_deref().unwrap_or("-")
+        }
+        _ => "-",
+    };
+    let span = tracing::info_span!(
+        "request",
+        method = %method,
+        route = %name,
+        apigw_request_id = %apigw_request_id
+    );
     let answer = async {
         // A browser's preflight (the template routes it here outside the
         // authorizer, having no token): nothing to do but agree. API

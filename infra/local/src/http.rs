@@ -198,14 +198,31 @@ fn is_public(method: &str, path: &str) -> bool {
     })
 }
 
-/// What API Gateway does before the function: the JWT authorizer (save on
-/// the routes outside it), then the v2 event.
+/// What API Gateway does around the function: the JWT authorizer (save
+/// on the routes outside it), the v2 event, and the `apigw-requestid`
+/// header on every answer, naming the request as the event did.
 async fn invoke_api(
     local: &Local,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
     body: &[u8],
+) -> Response {
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let mut answer = authorize_and_invoke(local, method, uri, headers, body, &request_id).await;
+    if let Ok(value) = axum::http::HeaderValue::from_str(&request_id) {
+        answer.headers_mut().insert("apigw-requestid", value);
+    }
+    answer
+}
+
+async fn authorize_and_invoke(
+    local: &Local,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+    request_id: &str,
 ) -> Response {
     let token = headers
         .get("authorization")
@@ -221,7 +238,8 @@ async fn invoke_api(
         };
         Some(claims)
     };
-    let event = api_gateway_event(method, uri, headers, body, claims.as_ref());
+    let mut event = api_gateway_event(method, uri, headers, body, claims.as_ref());
+    event["requestContext"]["requestId"] = json!(request_id);
     let request = match lambda_http::request::from_str(&event.to_string()) {
         Ok(r) => r,
         Err(_) => return json_response(StatusCode::BAD_REQUEST, json!({"message": "Bad Request"})),
