@@ -2,7 +2,7 @@
 //! key), an optional e-mail subscription, an alarm on every function's
 //! errors and throttles, on every dead-letter queue, the API's 5xx, failed
 //! sync runs and the failed-conversion rate; every schedule and the bus rule
-//! keep what they could not deliver.
+//! keep what they could not deliver; the README says what to do for each.
 
 use adtrail_local::template::{Template, default_path};
 use serde_yaml_ng::{Mapping, Value};
@@ -298,5 +298,41 @@ fn alarms_read_what_the_functions_write(r: &Mapping) {
         for name in own {
             assert!(METRICS.iter().any(|(n, _)| *n == name), "{id}: {name}");
         }
+    }
+}
+
+/// An operator paged by an alarm finds it in the README's runbook: a row
+/// whose first cell names it, or, for a function's errors and throttles,
+/// names each function's `ErrorsAlarm` or `ThrottlesAlarm`.
+#[test]
+fn the_readme_says_what_to_do_when_each_alarm_fires() {
+    let t = template();
+    let r = t.raw["Resources"].as_mapping().unwrap();
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    )
+    .expect("README.md");
+    let runbook = readme
+        .split("### When an alarm fires")
+        .nth(1)
+        .and_then(|rest| rest.split("\n### ").next())
+        .expect("a runbook section");
+    let rows: Vec<&str> = runbook.lines().filter(|l| l.starts_with("| ")).collect();
+    let first_cells: Vec<&str> = rows.iter().filter_map(|r| r.split(" | ").next()).collect();
+    for (id, a) in of_type(r, "AWS::CloudWatch::Alarm") {
+        let mut names = vec![format!("`{id}`")];
+        if a["Properties"]["Namespace"].as_str() == Some("AWS/Lambda") {
+            for kind in ["ErrorsAlarm", "ThrottlesAlarm"] {
+                if id.ends_with(kind) {
+                    names.push(format!("each function's `{kind}`"));
+                }
+            }
+        }
+        assert!(
+            first_cells
+                .iter()
+                .any(|c| names.iter().any(|n| c.contains(n.as_str()))),
+            "{id}: no runbook row names it ({names:?})"
+        );
     }
 }
