@@ -1,6 +1,6 @@
 //! The month of 1,000 linked ad accounts: a day of live syncs of four
-//! accounts (the sample agency's, delivering, or four idle ones on the
-//! quiet cadence), scaled, beyond what the schedules' ticks cost anyway.
+//! accounts (the sample agency's, delivering, or four idle ones settled on
+//! the quiet cadence), scaled, beyond what the schedules' ticks cost anyway.
 
 use adtrail_domain::plan::SyncInterval;
 use adtrail_domain::time::DAY_MS;
@@ -89,6 +89,16 @@ async fn accounts(
     for _ in 0..6 {
         runner.tick().await?;
         runner.advance(2_000).await?;
+    }
+    // An idle fleet's first live syncs find nothing delivered and send it
+    // to the quiet cadence: a move made once, not every day, so it is made
+    // before the day counted.
+    if let Fleet::Idle(quiet) = fleet {
+        let settled = runner.now() + quiet.ms();
+        while runner.now() < settled {
+            runner.advance(interval.ms()).await?;
+            runner.tick().await?;
+        }
     }
     if let Some(fake) = &app.fake {
         fake.tune(|k| k.latency_ms = latency_ms);
