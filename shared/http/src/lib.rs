@@ -27,8 +27,9 @@ use std::sync::{Arc, OnceLock};
 pub mod sdk;
 
 /// A client builder on the shared TLS configuration; the caller sets its
-/// timeouts and redirect policy.
-pub fn client_builder() -> reqwest::ClientBuilder {
+/// timeouts and redirect policy ([`platforms`], and the SDK's clients in
+/// `sdk.rs`).
+pub(crate) fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder().tls_backend_preconfigured(tls().clone())
 }
 
