@@ -126,9 +126,9 @@ async fn accounts(
         runner.tick().await?;
         ticks += 1;
     }
-    let day = Usage::counted(&app);
-    let day_by = units_by(&app);
-    // A tick with nothing due, to take off each of the day's: its units
+    let counted = Usage::counted(&app);
+    let counted_by = units_by(&app);
+    // A tick with nothing due, to take off each of the week's: its units
     // are the same every time, its handler time is not (the median of five).
     let mut idle_ticks = vec![];
     for _ in 0..5 {
@@ -142,12 +142,12 @@ async fn accounts(
     let idle_tick = idle_ticks[idle_ticks.len() / 2];
     let days = f64::from(days_counted);
     let by = breakdown(
-        less(day_by, &units_by(&app), f64::from(ticks)),
+        less(counted_by, &units_by(&app), f64::from(ticks)),
         linked.len() as f64 * days,
         "an account-day",
         &prices()?,
     );
-    let usage = day.minus(idle_tick.scaled(f64::from(ticks)));
+    let usage = counted.minus(idle_tick.scaled(f64::from(ticks)));
     Ok((
         usage.scaled(1_000.0 / linked.len() as f64 * 30.0 / days),
         by,
