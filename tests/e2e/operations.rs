@@ -423,6 +423,16 @@ fn each_function_builds_from_its_own_crate() {
             !manifest.contains("[workspace]"),
             "{id}: {code_uri} is a member"
         );
+        // Linked at a fixed address, as the hello world it is measured against.
+        assert!(
+            manifest.contains(LINK_SCRIPT),
+            "{id}: {code_uri} {LINK_SCRIPT}"
+        );
     }
     assert_eq!(functions, 6, "every function checked");
+    let hello = std::fs::read_to_string(root.join("infra/hello/Cargo.toml")).expect("hello");
+    assert!(hello.contains(LINK_SCRIPT), "infra/hello {LINK_SCRIPT}");
 }
+
+/// The build script every function and the hello world link with.
+const LINK_SCRIPT: &str = "build = \"../../infra/build/lambda-link.rs\"";
