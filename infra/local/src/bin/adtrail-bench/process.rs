@@ -20,7 +20,11 @@ pub(crate) const HELLO: &str = "adtrail-hello";
 /// `lambda_runtime` function built with the same profile: from spawning it
 /// to its first call to the Lambda runtime API (`/runtime/invocation/next`),
 /// served here by a listener standing in for Lambda. The binaries take
-/// turns, run after run, so the machine's noise falls on all alike.
+/// turns, round after round, and each ratio is the median of the rounds'
+/// own ratios (a function's start over the hello world's in the same round),
+/// so a burst of the machine's noise falls on both sides of a ratio. A start
+/// takes a few milliseconds: at least 41 rounds cost about a second and hold
+/// the median still on a shared machine, where 5 did not.
 /// x86_64 binaries of this machine: a proxy for Lambda's arm64 init.
 pub(crate) async fn init_times(runs: usize) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -28,17 +32,26 @@ pub(crate) async fn init_times(runs: usize) {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
     let bins: Vec<&str> = std::iter::once(HELLO).chain(FUNCTIONS).collect();
+    let rounds = runs.max(INIT_ROUNDS);
     let mut samples: Vec<Vec<f64>> = vec![vec![]; bins.len()];
-    for _ in 0..runs {
+    let mut ratios: Vec<Vec<f64>> = vec![vec![]; bins.len()];
+    for _ in 0..rounds {
+        let mut hello = None;
         for (i, bin) in bins.iter().enumerate() {
             let path = target.join("release").join(bin);
-            if let Some(ms) = init_once(&path, bin).await {
-                samples[i].push(ms);
+            let Some(ms) = init_once(&path, bin).await else {
+                continue;
+            };
+            samples[i].push(ms);
+            if i == 0 {
+                hello = Some(ms);
+            }
+            if let Some(h) = hello {
+                ratios[i].push(ms / h.max(0.001));
             }
         }
     }
-    let hello = (!samples[0].is_empty()).then(|| median(samples[0].clone()));
-    for (bin, s) in bins.iter().zip(samples) {
+    for ((bin, s), r) in bins.iter().zip(samples).zip(ratios) {
         if s.is_empty() {
             println!(
                 "init time {bin:<22} not measured (cargo build --release -p {bin}, or no call to the runtime API within 10 s)"
@@ -46,15 +59,20 @@ pub(crate) async fn init_times(runs: usize) {
             continue;
         }
         let ms = median(s.clone());
-        let ratio = hello.map_or("no hello world to compare".into(), |h| {
-            format!("{:.2}x the hello world", ms / h.max(0.001))
-        });
+        let ratio = if r.is_empty() {
+            "no hello world to compare".to_string()
+        } else {
+            format!("{:.2}x the hello world", median(r))
+        };
         println!(
-            "init time {bin:<22} {ms:>6.1} ms to the first runtime API call, {ratio} (median of {}, x86_64 release)",
+            "init time {bin:<22} {ms:>6.1} ms to the first runtime API call, {ratio} (medians of {} rounds, x86_64 release)",
             s.len()
         );
     }
 }
+
+/// The fewest rounds of starts the init times are the medians of.
+const INIT_ROUNDS: usize = 41;
 
 /// One start of `path`: milliseconds to its first runtime API call.
 async fn init_once(path: &std::path::Path, bin: &str) -> Option<f64> {
