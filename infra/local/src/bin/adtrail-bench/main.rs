@@ -157,7 +157,7 @@ async fn main() -> Result<(), Error> {
         Ok("scale") => return scale::scale_bench().await,
         Ok("latency") => return scale::lead_to_meta().await,
         Ok("init") => {
-            init_times(runs.max(5)).await;
+            init_times(runs).await;
             return Ok(());
         }
         _ => {}
@@ -172,7 +172,7 @@ async fn main() -> Result<(), Error> {
         ),
         None => println!("peak memory: /proc/self/status not readable"),
     }
-    init_times(runs.max(5)).await;
+    init_times(runs).await;
     binary_sizes();
     cost::cost_bench(latency).await?;
     scale::scale_bench().await?;
