@@ -1,13 +1,15 @@
 //! The month of 1,000 linked ad accounts: a week of live syncs of four
 //! accounts (the sample agency's, delivering, or four idle ones settled on
-//! the quiet cadence), scaled, beyond what the schedules' ticks cost anyway.
+//! the quiet cadence), scaled, beyond what the schedules' ticks cost anyway;
+//! beside each delivering month, its write units a run against the two
+//! units a run that no design goes under.
 
 use adtrail_domain::plan::SyncInterval;
 use adtrail_domain::time::DAY_MS;
 use adtrail_local::app::Settings;
 use serde_json::json;
 
-use super::usage::{Usage, prices};
+use super::usage::{Prices, Usage, prices};
 use super::{breakdown, call, less, line, stack_with, units_by};
 use crate::Error;
 
@@ -154,6 +156,21 @@ async fn accounts(
     ))
 }
 
+/// The write units a delivering fleet's run takes, against the fewest any
+/// design could: a run's lease is a write (DESIGN: every run holds one),
+/// and a delivering account's today has moved since the last run, so its
+/// spend is another. Two units a run are a floor no code change goes
+/// under; the line says what it costs at this interval.
+fn floor_line(interval: SyncInterval, month: &Usage, p: &Prices) -> String {
+    const FLOOR_UNITS_A_RUN: f64 = 2.0;
+    let runs = 1_000.0 * 30.0 * DAY_MS as f64 / interval.ms() as f64;
+    format!(
+        "       a run: {:.2} WRU of {runs:.0} runs a month; the floor of 2 WRU a run (its lease, its spend) costs ${:.3}",
+        month.write_units / runs,
+        runs * FLOOR_UNITS_A_RUN * p.dynamodb_write_request_unit,
+    )
+}
+
 /// The accounts' month at the default interval and at longer ones, alone
 /// with `BENCH_ONLY=accounts`.
 pub(crate) async fn accounts_bench(latency_ms: u64) -> Result<(), Error> {
@@ -166,6 +183,7 @@ pub(crate) async fn accounts_bench(latency_ms: u64) -> Result<(), Error> {
         &p,
         Some(1.0),
     );
+    println!("{}", floor_line(SyncInterval::DEFAULT, &month, &p));
     print(by);
     // The same month at longer intervals an operator may set: today's
     // spend shows later, and each account costs less.
@@ -178,6 +196,7 @@ pub(crate) async fn accounts_bench(latency_ms: u64) -> Result<(), Error> {
             &p,
             Some(1.0),
         );
+        println!("{}", floor_line(interval, &month, &p));
         print(by.into_iter().take(4).collect());
     }
     // An agency's long tail: accounts linked and not delivering, read at
