@@ -42,7 +42,7 @@ impl RequestCounter {
             m.clear();
         }
         if let Ok(mut u) = self.1.lock() {
-            *u = units::Units::default();
+            u.restart();
         }
     }
     /// DynamoDB's write request units so far (a transaction's count twice).
@@ -54,7 +54,8 @@ impl RequestCounter {
     pub fn read_units(&self) -> f64 {
         self.1.lock().map(|u| u.read).unwrap_or(0.0)
     }
-    /// The largest item written so far, in DynamoDB's bytes.
+    /// The largest item written so far (put, or grown by an update), in
+    /// DynamoDB's bytes.
     pub fn largest_item(&self) -> usize {
         self.1.lock().map(|u| u.largest_item).unwrap_or(0)
     }
@@ -65,6 +66,7 @@ impl RequestCounter {
     }
 }
 
+mod sizes;
 mod units;
 
 /// The count of SQS receives that returned no message (also counted under
@@ -152,7 +154,7 @@ impl Intercept for ServiceCounter {
             (cfg.load::<units::Read>(), context.response().body().bytes())
             && let Ok(mut u) = self.counts.1.lock()
         {
-            u.response(read, body);
+            u.response(read, body, context.response().status().is_success());
         }
         Ok(())
     }

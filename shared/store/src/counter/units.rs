@@ -1,9 +1,9 @@
 //! DynamoDB's request units of one request, from its JSON: a write
-//! counts 1 KB units of each item it puts (an update or a delete: of its
-//! key and values, at least one; DynamoDB counts the whole item, so an
-//! item past 1 KB is under-counted, which `largest_item` shows), twice in
-//! a transaction; a read counts 4 KB units of what it returns (a query:
-//! of all its items together), half when eventually consistent.
+//! counts 1 KB units of each item it writes, twice in a transaction (a put
+//! or an update: the larger of the item before and after it; a delete: the
+//! item it removes; [`super::sizes`] keeps each item's size); a read counts
+//! 4 KB units of what it returns (a query: of all its items together), half
+//! when eventually consistent.
 //!
 //! A write also pays for each index entry it writes, at the standard rate
 //! (an index is updated after the transaction, not in it): a put of an item
@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use aws_smithy_types::config_bag::{Storable, StoreReplace};
 use serde_json::Value;
 
+use super::sizes::{Change, Sizes, identity, item_size};
 use crate::keys::INDEXES;
 
 /// The units so far, in all and by what spent them.
@@ -31,6 +32,10 @@ pub(crate) struct Units {
     /// By `<operation> <item family>` (a key's `pk` up to its first `#`,
     /// or the index a query read): write units, read units, requests.
     pub(crate) by: BTreeMap<String, (f64, f64, u64)>,
+    /// Each item's size, kept across resets.
+    pub(crate) sizes: Sizes,
+    /// The request's changes to the items, until its answer comes.
+    changes: Vec<Change>,
 }
 
 /// How a request's answer is counted: which reads it made, whether they
@@ -40,6 +45,8 @@ pub(crate) struct Read {
     kind: ReadKind,
     consistent: bool,
     label: String,
+    /// What the request changes in the items, made if it succeeds.
+    changes: Vec<Change>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -65,6 +72,14 @@ fn family(key: &Value) -> &str {
 }
 
 impl Units {
+    /// The counts from zero again; the items' sizes are still the table's.
+    pub(crate) fn restart(&mut self) {
+        *self = Units {
+            sizes: std::mem::take(&mut self.sizes),
+            ..Units::default()
+        };
+    }
+
     fn book(&mut self, label: &str, write: f64, read: f64) {
         self.write += write;
         self.read += read;
@@ -77,10 +92,12 @@ impl Units {
     pub(crate) fn request(&mut self, operation: &str, body: &[u8]) -> Read {
         let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
         let consistent = json["ConsistentRead"].as_bool().unwrap_or(false);
+        let table = json["TableName"].as_str().unwrap_or_default().to_owned();
         let read = |kind, consistent, label: String| Read {
             kind,
             consistent,
             label,
+            changes: vec![],
         };
         let label = match operation {
             "PutItem" => format!("Put {}", family(&json["Item"])),
@@ -99,23 +116,21 @@ impl Units {
         };
         self.by.entry(label.clone()).or_default().2 += 1;
         match operation {
-            "PutItem" => self.put(&label, &json["Item"], 1.0),
-            "UpdateItem" | "DeleteItem" => self.keyed(&label, &json, 1.0),
+            "PutItem" => self.put(&label, &table, &json["Item"], 1.0),
+            "UpdateItem" => self.update(&label, &table, &json, 1.0),
+            "DeleteItem" => self.delete(&label, &table, &json["Key"], 1.0),
             "BatchWriteItem" => {
-                for requests in json["RequestItems"]
-                    .as_object()
-                    .into_iter()
-                    .flat_map(|m| m.values())
-                {
+                for (table, requests) in json["RequestItems"].as_object().into_iter().flatten() {
                     for r in requests.as_array().into_iter().flatten() {
                         match r.get("PutRequest") {
                             Some(p) => {
                                 let label = format!("BatchPut {}", family(&p["Item"]));
-                                self.put(&label, &p["Item"], 1.0);
+                                self.put(&label, table, &p["Item"], 1.0);
                             }
                             None => {
-                                let d = &r["DeleteRequest"];
-                                self.keyed(&format!("BatchDelete {}", family(&d["Key"])), d, 1.0);
+                                let key = &r["DeleteRequest"]["Key"];
+                                let label = format!("BatchDelete {}", family(key));
+                                self.delete(&label, table, key, 1.0);
                             }
                         }
                     }
@@ -123,18 +138,43 @@ impl Units {
             }
             "TransactWriteItems" => {
                 for t in json["TransactItems"].as_array().into_iter().flatten() {
-                    if let Some(p) = t.get("Put") {
-                        self.put(&format!("TxPut {}", family(&p["Item"])), &p["Item"], 2.0);
-                    } else if let Some(c) = t.get("ConditionCheck") {
-                        // A condition check reads its item, transactionally.
-                        let units = 2.0 * kb_units(item_size(&c["Key"]), 4_096);
-                        self.book(&format!("TxCheck {}", family(&c["Key"])), 0.0, units);
-                    } else if let Some((verb, w)) = t
-                        .get("Update")
-                        .map(|w| ("TxUpdate", w))
-                        .or_else(|| t.get("Delete").map(|w| ("TxDelete", w)))
-                    {
-                        self.keyed(&format!("{verb} {}", family(&w["Key"])), w, 2.0);
+                    let Some((verb, w)) = ["Put", "Update", "Delete", "ConditionCheck"]
+                        .into_iter()
+                        .find_map(|verb| Some((verb, t.get(verb)?)))
+                    else {
+                        continue;
+                    };
+                    let table = w["TableName"].as_str().unwrap_or_default();
+                    match verb {
+                        "Put" => {
+                            self.put(
+                                &format!("TxPut {}", family(&w["Item"])),
+                                table,
+                                &w["Item"],
+                                2.0,
+                            );
+                        }
+                        "Update" => {
+                            self.update(&format!("TxUpdate {}", family(&w["Key"])), table, w, 2.0);
+                        }
+                        "Delete" => {
+                            self.delete(
+                                &format!("TxDelete {}", family(&w["Key"])),
+                                table,
+                                &w["Key"],
+                                2.0,
+                            );
+                        }
+                        _ => {
+                            // A condition check reads its item, transactionally.
+                            let key = &w["Key"];
+                            let size = self
+                                .sizes
+                                .size(&identity(table, key))
+                                .unwrap_or_else(|| item_size(key));
+                            let units = 2.0 * kb_units(size, 4_096);
+                            self.book(&format!("TxCheck {}", family(key)), 0.0, units);
+                        }
                     }
                 }
             }
@@ -156,11 +196,20 @@ impl Units {
             }
             _ => {}
         }
-        read(ReadKind::None, false, label)
+        Read {
+            changes: std::mem::take(&mut self.changes),
+            ..read(ReadKind::None, false, label)
+        }
     }
 
-    /// Counts what an answer read.
-    pub(crate) fn response(&mut self, read: &Read, body: &[u8]) {
+    /// Counts what an answer read; makes a write's changes if it
+    /// succeeded (`ok`).
+    pub(crate) fn response(&mut self, read: &Read, body: &[u8], ok: bool) {
+        if ok {
+            for change in &read.changes {
+                self.sizes.apply(change.clone());
+            }
+        }
         let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
         let half = if read.consistent { 1.0 } else { 0.5 };
         let units = match read.kind {
@@ -188,22 +237,38 @@ impl Units {
         }
     }
 
-    fn put(&mut self, label: &str, item: &Value, factor: f64) {
-        let size = item_size(item);
-        self.largest_item = self.largest_item.max(size);
+    /// A put's units: the larger of the item it replaces and its own, and
+    /// its index entries.
+    fn put(&mut self, label: &str, table: &str, item: &Value, factor: f64) {
+        let (before, after, change) = self.sizes.put(identity(table, item), item);
+        self.changes.push(change);
+        self.largest_item = self.largest_item.max(after);
         let entries = INDEXES
             .iter()
             .filter(|(_, hash, range)| item.get(*hash).is_some() && item.get(*range).is_some())
             .count() as f64;
-        self.book(label, factor * kb_units(size, 1_024) + entries, 0.0);
+        self.book(
+            label,
+            factor * kb_units(before.max(after), 1_024) + entries,
+            0.0,
+        );
     }
 
-    /// An update's or a delete's units, of its key and values, and an
-    /// update's index entries.
-    fn keyed(&mut self, label: &str, request: &Value, factor: f64) {
-        let size = item_size(&request["Key"]) + item_size(&request["ExpressionAttributeValues"]);
-        let units = factor * kb_units(size, 1_024) + update_index_writes(request);
+    /// An update's units: the larger of its item before and after it, and
+    /// the index entries it writes.
+    fn update(&mut self, label: &str, table: &str, request: &Value, factor: f64) {
+        let (before, after, change) = self.sizes.update(identity(table, &request["Key"]), request);
+        self.changes.push(change);
+        self.largest_item = self.largest_item.max(after);
+        let units = factor * kb_units(before.max(after), 1_024) + update_index_writes(request);
         self.book(label, units, 0.0);
+    }
+
+    /// A delete's units: the item it removes.
+    fn delete(&mut self, label: &str, table: &str, key: &Value, factor: f64) {
+        let (size, change) = self.sizes.delete(identity(table, key), key);
+        self.changes.push(change);
+        self.book(label, factor * kb_units(size, 1_024), 0.0);
     }
 }
 
@@ -218,15 +283,7 @@ fn query_family(json: &Value) -> &str {
 /// The index entries an update writes, from the attributes its expression
 /// sets and removes and the keys its condition asks to be absent.
 fn update_index_writes(request: &Value) -> f64 {
-    let names = &request["ExpressionAttributeNames"];
-    let resolve = |token: &str| {
-        let attribute = token.split(['.', '[']).next().unwrap_or(token).trim();
-        names
-            .get(attribute)
-            .and_then(Value::as_str)
-            .unwrap_or(attribute)
-            .to_owned()
-    };
+    let resolve = |token: &str| attribute_of(request, token);
     let (mut set, mut removed) = (vec![], vec![]);
     for (verb, body) in clauses(request["UpdateExpression"].as_str().unwrap_or("")) {
         for part in top_level(body, ',') {
@@ -268,8 +325,19 @@ fn update_index_writes(request: &Value) -> f64 {
         .sum()
 }
 
+/// The top-level attribute an expression's path names (`#a.b[0]` → what
+/// `#a` stands for).
+pub(super) fn attribute_of(request: &Value, token: &str) -> String {
+    let attribute = token.split(['.', '[']).next().unwrap_or(token).trim();
+    request["ExpressionAttributeNames"]
+        .get(attribute)
+        .and_then(Value::as_str)
+        .unwrap_or(attribute)
+        .to_owned()
+}
+
 /// An update expression's clauses: `(SET|REMOVE|ADD|DELETE, body)`.
-fn clauses(expression: &str) -> Vec<(String, &str)> {
+pub(super) fn clauses(expression: &str) -> Vec<(String, &str)> {
     let mut starts = vec![];
     let mut depth = 0usize;
     let bytes = expression.as_bytes();
@@ -304,7 +372,7 @@ fn clauses(expression: &str) -> Vec<(String, &str)> {
 }
 
 /// `text` split at each `sep` outside parentheses.
-fn top_level(text: &str, sep: char) -> Vec<&str> {
+pub(super) fn top_level(text: &str, sep: char) -> Vec<&str> {
     let (mut parts, mut depth, mut from) = (vec![], 0usize, 0);
     for (i, c) in text.char_indices() {
         match c {
@@ -321,115 +389,6 @@ fn top_level(text: &str, sep: char) -> Vec<&str> {
     parts.into_iter().filter(|p| !p.trim().is_empty()).collect()
 }
 
-/// An item's size as DynamoDB counts it: each attribute's name and value
-/// (strings and binary by their bytes, numbers about a byte per two digits,
-/// lists and maps their elements with a few bytes of overhead).
-pub(crate) fn item_size(item: &Value) -> usize {
-    item.as_object()
-        .into_iter()
-        .flatten()
-        .map(|(name, value)| name.len() + value_size(value))
-        .sum()
-}
-
-fn value_size(v: &Value) -> usize {
-    let Some((kind, inner)) = v.as_object().and_then(|o| o.iter().next()) else {
-        return 0;
-    };
-    let text = |t: &Value| t.as_str().map_or(0, str::len);
-    match kind.as_str() {
-        "S" => text(inner),
-        "N" => text(inner) / 2 + 1,
-        "B" => text(inner) * 3 / 4,
-        "BOOL" | "NULL" => 1,
-        "SS" | "NS" | "BS" => inner.as_array().into_iter().flatten().map(text).sum(),
-        "L" => {
-            3 + inner
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(value_size)
-                .sum::<usize>()
-        }
-        "M" => 3 + item_size(inner),
-        _ => 0,
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn writes_count_kilobytes_twice_in_a_transaction_and_reads_four() {
-        let mut u = Units::default();
-        let small = r#"{"Item": {"pk": {"S": "a"}, "n": {"N": "12"}}}"#;
-        u.request("PutItem", small.as_bytes());
-        assert_eq!(u.write, 1.0);
-        let big = format!(r#"{{"Item": {{"pk": {{"S": "{}"}}}}}}"#, "x".repeat(1_500));
-        u.request("PutItem", big.as_bytes());
-        assert_eq!(u.write, 3.0, "1.5 KB is two units");
-        let tx = r#"{"TransactItems": [{"Put": {"Item": {"pk": {"S": "a"}}}},
-            {"Update": {"Key": {"pk": {"S": "b"}}}}]}"#;
-        u.request("TransactWriteItems", tx.as_bytes());
-        assert_eq!(u.write, 7.0, "each of a transaction's two items twice");
-        let read = u.request("Query", br#"{"ConsistentRead": false}"#);
-        let answer = format!(
-            r#"{{"Items": [{{"pk": {{"S": "{}"}}}}]}}"#,
-            "y".repeat(5_000)
-        );
-        u.response(&read, answer.as_bytes());
-        assert_eq!(u.read, 1.0, "two 4 KB units, halved");
-        assert!(u.largest_item >= 1_500);
-    }
-
-    fn update(expression: &str, condition: &str) -> f64 {
-        let mut u = Units::default();
-        let request = serde_json::json!({
-            "Key": {"pk": {"S": "a"}},
-            "UpdateExpression": expression,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": {"#status": "status", "#at": "workAt"},
-        });
-        u.request("UpdateItem", request.to_string().as_bytes());
-        u.write - 1.0
-    }
-
-    #[test]
-    fn index_entries_count_a_unit_each_written_and_two_moved() {
-        let mut u = Units::default();
-        let put = r#"{"Item": {"pk": {"S": "conv#s"}, "workShard": {"S": "send#1"}, "workAt": {"N": "5"}}}"#;
-        u.request("PutItem", put.as_bytes());
-        assert_eq!(u.write, 2.0, "the item and its work entry");
-        let half = r#"{"Item": {"pk": {"S": "a"}, "workShard": {"S": "send#1"}}}"#;
-        u.request("PutItem", half.as_bytes());
-        assert_eq!(u.write, 3.0, "half an index key is no entry");
-        assert_eq!(
-            update("SET attempts = :n, workAt = :t", "#status = :p"),
-            2.0
-        );
-        assert_eq!(update("SET a = :a, #at = if_not_exists(#at, :t)", ""), 2.0);
-        assert_eq!(
-            update("SET #status = :s REMOVE leaseId, workShard, workAt", ""),
-            1.0
-        );
-        assert_eq!(
-            update(
-                "SET nextSyncAt = :n, dueShard = :d",
-                "attribute_not_exists(dueShard)"
-            ),
-            1.0,
-            "a new entry"
-        );
-        assert_eq!(
-            update("SET runId = :r REMOVE dueShard", "attribute_exists(pk)"),
-            1.0
-        );
-        assert_eq!(update("SET a = :a ADD leads :l", ""), 0.0);
-        assert_eq!(
-            update("set nextSyncAt = :n remove gsi1pk", ""),
-            3.0,
-            "both indexes, whatever the verbs' case"
-        );
-    }
-}
+#[path = "units_tests.rs"]
+mod tests;

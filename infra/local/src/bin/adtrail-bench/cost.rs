@@ -2,7 +2,8 @@
 //! Lambda GB-seconds of the measured handler times at the template's
 //! memory sizes, the requests to SQS, KMS, EventBridge, Secrets Manager, S3
 //! and API Gateway, and DynamoDB's request units from item sizes (with a
-//! transaction's doubling, and each index entry written), times AWS's list prices for us-east-1 kept in
+//! transaction's doubling, an update priced by its whole item, and each
+//! index entry written), times AWS's list prices for us-east-1 kept in
 //! `infra/prices/us-east-1.json` with their date and sources.
 //!
 //! Four figures: a million conversions posted by a storefront (one sale a
@@ -147,6 +148,10 @@ async fn conversions(
     for i in 0..n {
         let (path, body) = request(i);
         call(&app, Method::POST, path, body).await?;
+        // Each request in a millisecond of its own, as a storefront's are:
+        // on a clock that stands still they would all share one send
+        // batch item, which grows with each (and costs by its size).
+        app.runner().advance(1).await?;
     }
     let recorded = Usage::counted(&app);
     app.runner().drain().await?;
