@@ -232,10 +232,16 @@ pub(crate) async fn post_events(
     caller.require_host()?;
     let now = api.clock.now_ms();
     let mut events = check_events(body, now)?;
-    let Some(site_row) = api.store.sites().get_site(site.as_str()).await? else {
+    // The site and where its events go, read at once: a site that does
+    // not exist has no pixel or destinations either, so nothing is lost.
+    let sites = api.store.sites();
+    let (site_row, targets) = futures::try_join!(
+        sites.get_site(site.as_str()),
+        targets(&api.store, site.as_str())
+    )?;
+    let Some(site_row) = site_row else {
         return Err(ApiError::no_site());
     };
-    let targets = targets(&api.store, site.as_str()).await?;
     let country = site_row.country.as_deref();
     // Each event's rows, and which event each row is of.
     let mut rows = vec![];
