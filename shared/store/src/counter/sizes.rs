@@ -7,7 +7,7 @@
 //! counter keeps its own model of each item's attributes (name and value
 //! sizes) from the writes it sees, applies a write's change once its answer
 //! says it succeeded, and survives [`super::RequestCounter::reset`]: the
-//! items outlive the counts.
+//! items outlive the counts. It holds at most [`MAX_ITEMS`] items.
 //!
 //! An update's new values are sized from the expression's values: `SET a
 //! = :v` is `:v`'s size, `SET a = a + :v` or `if_not_exists(a, :v)` on an
@@ -33,6 +33,11 @@ pub(crate) enum Change {
     /// The item is gone.
     Gone(String),
 }
+
+/// Items the model holds at most: the bench writes tens of thousands; a
+/// `make local` left running under load stops adding past this (about
+/// 100 MB), and an item it never saw is sized from its request.
+const MAX_ITEMS: usize = 100_000;
 
 /// Every item written through the counter, by table and key.
 #[derive(Debug, Clone, Default)]
@@ -143,9 +148,16 @@ impl Sizes {
     /// Makes a succeeded write's change.
     pub(crate) fn apply(&mut self, change: Change) {
         match change {
-            Change::Holds(id, attributes) => self.items.insert(id, attributes),
-            Change::Gone(id) => self.items.remove(&id),
-        };
+            Change::Holds(id, attributes)
+                if self.items.len() < MAX_ITEMS || self.items.contains_key(&id) =>
+            {
+                self.items.insert(id, attributes);
+            }
+            Change::Holds(..) => {}
+            Change::Gone(id) => {
+                self.items.remove(&id);
+            }
+        }
     }
 }
 
@@ -243,6 +255,20 @@ mod tests {
             json!({":b": {"S": "y"}}),
         );
         assert!(kept > 2_000, "if_not_exists keeps what is there");
+    }
+
+    #[test]
+    fn the_model_stops_growing_at_its_bound_and_still_follows_its_items() {
+        let mut sizes = Sizes::default();
+        for i in 0..=MAX_ITEMS {
+            sizes.apply(Change::Holds(i.to_string(), Attributes::new()));
+        }
+        assert_eq!(sizes.items.len(), MAX_ITEMS);
+        sizes.apply(Change::Holds(
+            "7".into(),
+            attributes(&json!({"a": {"S": "xyz"}})),
+        ));
+        assert_eq!(sizes.size("7"), Some(4), "an item it holds still changes");
     }
 
     #[test]
