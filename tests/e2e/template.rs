@@ -418,3 +418,33 @@ fn the_contract_lists_every_error_code_an_answer_can_carry() {
         );
     }
 }
+
+/// X-Ray bills each trace an `Active` function records, at a sampling
+/// rate Lambda does not let anyone change: off unless the stack asks, and
+/// no role may write traces while it is off.
+#[test]
+fn x_ray_is_off_unless_asked_for_and_its_policy_with_it() {
+    let t = template();
+    let tracing = &t.raw["Parameters"]["Tracing"];
+    assert_eq!(tracing["Default"].as_str(), Some("PassThrough"));
+    let set = &t.raw["Globals"]["Function"]["Tracing"];
+    assert!(
+        matches!(set, Value::Tagged(r) if r.tag == "!Ref" && r.value.as_str() == Some("Tracing")),
+        "{set:?}"
+    );
+    for (id, r) in t.raw["Resources"].as_mapping().unwrap() {
+        for arn in r["Properties"]["ManagedPolicyArns"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+        {
+            let text = serde_yaml_ng::to_string(arn).unwrap();
+            if text.contains("AWSXray") {
+                assert!(
+                    matches!(arn, Value::Tagged(r) if r.tag == "!If" && r.value[0].as_str() == Some("TracingOn")),
+                    "{id:?}: {text}"
+                );
+            }
+        }
+    }
+}

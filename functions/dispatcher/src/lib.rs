@@ -58,7 +58,10 @@ impl Dispatcher {
                     .lease_link(&site_id, &ad_account_id, &run_id, now, self.interval)
                     .await?
                 {
-                    tracing::info!(site_id = %site_id, ad_account_id = %ad_account_id, run_id = %run_id, "leased");
+                    // The run's own line ("sync run done") names it at
+                    // INFO; one a lease as well would double the log's
+                    // bytes a run (CloudWatch bills them).
+                    tracing::debug!(site_id = %site_id, ad_account_id = %ad_account_id, run_id = %run_id, "leased");
                     messages.push(SyncMessage {
                         site_id,
                         ad_account_id,
@@ -79,6 +82,10 @@ impl Dispatcher {
             if !more {
                 break;
             }
+        }
+        // A tick that found nothing due (most of them) writes nothing.
+        if report.leased > 0 {
+            tracing::info!(leased = report.leased, sent = report.sent, "dispatch done");
         }
         Ok(report)
     }

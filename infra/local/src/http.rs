@@ -244,9 +244,14 @@ async fn authorize_and_invoke(
         Ok(r) => r,
         Err(_) => return json_response(StatusCode::BAD_REQUEST, json!({"message": "Bad Request"})),
     };
-    let started = std::time::Instant::now();
-    let response = adtrail_api::handle(&local.runner.api, request).await;
-    local.runner.handler_time.add("ApiFunction", started);
+    let response = local
+        .runner
+        .handler_time
+        .invoke(
+            "ApiFunction",
+            Box::pin(adtrail_api::handle(&local.runner.api, request)),
+        )
+        .await;
     let response = response.unwrap_or_else(|_| {
         lambda_http::Response::builder()
             .status(500)

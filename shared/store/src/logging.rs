@@ -99,14 +99,38 @@ where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
     let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
+    let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok();
+    let format = if json {
+        Format::Json { function }
+    } else {
+        Format::Text
+    };
+    init_as(writer, format);
+}
+
+/// How the lines are written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Format {
+    /// For a terminal.
+    Text,
+    /// One JSON object a line, as Lambda's `LogFormat: JSON` takes them,
+    /// naming the function.
+    Json { function: Option<String> },
+}
+
+/// [`init_with_writer`] in the format given (the bench counts the bytes of
+/// the JSON lines a function would write in Lambda).
+pub fn init_as<W>(writer: W, format: Format)
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
     // The formatter lets every level through; the `Targets` layer decides.
     let builder = tracing_subscriber::fmt()
         .with_target(false)
         .with_max_level(LevelFilter::TRACE)
         .with_writer(writer);
     // A subscriber already installed (a second init in one process) stays.
-    let _ = if json {
-        let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok();
+    let _ = if let Format::Json { function } = format {
         builder
             .fmt_fields(JsonFields::new())
             .event_format(LambdaJson { function })

@@ -68,8 +68,20 @@ pub fn note(property: &'static str, id: &str) {
 /// Writes what was recorded since the last flush, one line per dimension
 /// set, in one write so no log line lands inside a document.
 pub fn flush(request_id: &str) {
+    let written = std::io::stdout().lock();
+    if let Err(error) = flush_into(request_id, written) {
+        tracing::warn!(error = %error, "could not write the metrics");
+    }
+}
+
+/// [`flush`] into any writer (the bench counts the metrics a month would
+/// bill).
+///
+/// # Errors
+/// The writer's.
+pub fn flush_into(request_id: &str, mut out: impl Write) -> std::io::Result<()> {
     let Some(collector) = COLLECTOR.get() else {
-        return;
+        return Ok(());
     };
     let ids = std::mem::take(&mut *IDS.lock().unwrap_or_else(|e| e.into_inner()));
     collector.set_property("requestId", request_id);
@@ -81,10 +93,7 @@ pub fn flush(request_id: &str) {
     for property in ids.keys() {
         collector.remove_property(*property);
     }
-    let written = written.and_then(|()| std::io::stdout().lock().write_all(&documents));
-    if let Err(error) = written {
-        tracing::warn!(error = %error, "could not write the metrics");
-    }
+    written.and_then(|()| out.write_all(&documents))
 }
 
 /// Runs one invocation's handler, then flushes its metrics.

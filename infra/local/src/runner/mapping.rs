@@ -213,23 +213,35 @@ impl Runner {
             * 1_000;
         let mut ctx = Context::default();
         ctx.deadline = (SystemClock.now_ms() + timeout_ms) as u64;
-        let started = std::time::Instant::now();
+        let event = LambdaEvent::new(event, ctx);
+        let time = &self.handler_time;
         let response = match function {
             "SyncWorkerFunction" => {
-                adtrail_sync_worker::handle(&self.worker, LambdaEvent::new(event, ctx)).await
+                time.invoke(
+                    function,
+                    Box::pin(adtrail_sync_worker::handle(&self.worker, event)),
+                )
+                .await
             }
             "CapiSenderFunction" => {
-                adtrail_capi_sender::handle(&self.sender, LambdaEvent::new(event, ctx)).await
+                time.invoke(
+                    function,
+                    Box::pin(adtrail_capi_sender::handle(&self.sender, event)),
+                )
+                .await
             }
             "LeadgenWorkerFunction" => {
-                adtrail_leadgen_worker::handle(&self.leadgen, LambdaEvent::new(event, ctx)).await
+                time.invoke(
+                    function,
+                    Box::pin(adtrail_leadgen_worker::handle(&self.leadgen, event)),
+                )
+                .await
             }
             other => {
                 tracing::warn!(function = other, "no local consumer for this function");
                 Ok(SqsBatchResponse::default())
             }
         };
-        self.handler_time.add(function, started);
         match response {
             Ok(r) => r
                 .batch_item_failures

@@ -35,7 +35,10 @@ use serde::Serialize;
 
 use crate::stack::{LocalQueue, LocalStack};
 
+mod invocation;
 mod mapping;
+
+pub use invocation::{CountingSink, HandlerTime, Taken, count_logged, metrics_seen};
 
 use mapping::{Gathering, Held};
 
@@ -271,15 +274,14 @@ impl Runner {
     /// # Errors
     /// [`RunnerError::Handler`] when it fails.
     pub async fn dispatch(&self) -> Result<DispatchReport, RunnerError> {
-        let started = std::time::Instant::now();
-        let report = adtrail_dispatcher::handle(
+        let handler = Box::pin(adtrail_dispatcher::handle(
             &self.dispatcher,
             LambdaEvent::new(scheduled_event(), Context::default()),
-        )
-        .await
-        .map_err(RunnerError::Handler);
-        self.handler_time.add("DispatcherFunction", started);
-        report
+        ));
+        self.handler_time
+            .invoke("DispatcherFunction", handler)
+            .await
+            .map_err(RunnerError::Handler)
     }
 
     /// The sweeper, as its schedule would invoke it.
@@ -287,37 +289,14 @@ impl Runner {
     /// # Errors
     /// [`RunnerError::Handler`] when it fails.
     pub async fn sweep(&self) -> Result<SweepReport, RunnerError> {
-        let started = std::time::Instant::now();
-        let report = adtrail_sweeper::handle(
+        let handler = Box::pin(adtrail_sweeper::handle(
             &self.sweeper,
             LambdaEvent::new(scheduled_event(), Context::default()),
-        )
-        .await
-        .map_err(RunnerError::Handler);
-        self.handler_time.add("SweeperFunction", started);
-        report
-    }
-}
-
-/// Invocations and handler time (wall ms) by the template's function id.
-#[derive(Debug, Default)]
-pub struct HandlerTime(Mutex<std::collections::BTreeMap<String, (u64, f64)>>);
-
-impl HandlerTime {
-    /// One invocation of `function` that started at `started`.
-    pub fn add(&self, function: &str, started: std::time::Instant) {
-        let ms = started.elapsed().as_secs_f64() * 1_000.0;
-        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let e = m.entry(function.to_owned()).or_default();
-        e.0 += 1;
-        e.1 += ms;
-    }
-    /// Each function's invocations and milliseconds so far.
-    pub fn snapshot(&self) -> std::collections::BTreeMap<String, (u64, f64)> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-    pub fn reset(&self) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        ));
+        self.handler_time
+            .invoke("SweeperFunction", handler)
+            .await
+            .map_err(RunnerError::Handler)
     }
 }
 

@@ -43,12 +43,13 @@ fn line(label: &str, usage: &Usage, p: &Prices, goal: Option<f64>) {
         )
     });
     println!(
-        "cost {label:<38} ${total:>7.3} ({}; {:.0} WRU, {:.0} RRU, {:.0} GB-s, {:.0} invocations){verdict}",
+        "cost {label:<38} ${total:>7.3} ({}; {:.0} WRU, {:.0} RRU, {:.0} GB-s, {:.0} invocations; Tracing=Active would add up to ${:.3}){verdict}",
         detail.join(", "),
         usage.write_units,
         usage.read_units,
         usage.gb_seconds,
         usage.invocations,
+        usage.tracing(p),
     );
 }
 
@@ -304,8 +305,23 @@ pub(crate) async fn cost_bench(latency_ms: u64) -> Result<(), Error> {
     let (ticks, kept) = idle(&p).await?;
     let tick_cost: f64 = ticks.cost(&p).iter().map(|(_, c)| c).sum();
     println!(
-        "cost an idle stack a month               ${:>7.3} (the schedules' ticks and the queues' pollers ${tick_cost:.3}; keys, the app's secret, the dashboard and alarms ${kept:.2})",
-        tick_cost + kept
+        "cost an idle stack a month               ${:>7.3} (the schedules' ticks and the queues' pollers ${tick_cost:.3}; keys, the app's secret, the dashboard and alarms ${kept:.2}; Tracing=Active would add up to ${:.3})",
+        tick_cost + kept,
+        ticks.tracing(&p),
+    );
+    // CloudWatch bills each metric (a name with its dimensions' values) by
+    // the hour: $0.30 a month for one written every hour, nothing in an
+    // hour it is not. An idle stack writes none (a counter that did not
+    // move is left out); a busy one pays for each it writes, whatever its
+    // volume. The runner flushes the functions' recorder after each
+    // invocation, as their mains do, and keeps what the documents named.
+    let seen = adtrail_local::runner::metrics_seen();
+    println!(
+        "cost the metrics a stack with traffic writes ${:>7.3} a month ({} metrics these runs wrote, each billed ${:.2} a month when written every hour, whatever the volume; each error class or failure reason that occurs adds one): {}",
+        seen.len() as f64 * p.cloudwatch_metric_month,
+        seen.len(),
+        p.cloudwatch_metric_month,
+        seen.iter().cloned().collect::<Vec<_>>().join(" "),
     );
     Ok(())
 }

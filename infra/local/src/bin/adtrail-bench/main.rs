@@ -140,8 +140,22 @@ fn binary_sizes() {
     }
 }
 
+/// A function's name as SAM makes it (`<stack>-<logical id>-<suffix>`),
+/// on each JSON line.
+const FUNCTION_NAME: &str = "adtrail-loja-x-SyncWorkerFunction-AbCdEfGh1234";
+
 #[tokio::main]
 async fn main() -> Result<(), Error> {
+    // The functions' log lines in Lambda's JSON format and their metric
+    // documents, counted and dropped: the cost bench prices their bytes,
+    // and the metrics the documents name.
+    adtrail_store::logging::init_as(
+        || adtrail_local::runner::CountingSink,
+        adtrail_store::logging::Format::Json {
+            function: Some(FUNCTION_NAME.to_owned()),
+        },
+    );
+    adtrail_store::telemetry::init();
     let runs: usize = std::env::var("BENCH_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -7,10 +7,13 @@ use serde::Deserialize;
 
 use crate::Error;
 
-/// Log bytes an invocation writes at INFO (its summary line and the
-/// runtime's), and an API request's access log line: measured from the
-/// lines' formats, not captured.
-pub(super) const LOG_BYTES_PER_INVOCATION: f64 = 600.0;
+/// Log bytes Lambda itself writes for an invocation in the JSON log format
+/// (`platform.start`, about 125 bytes, and `platform.report`, about 215),
+/// from the examples in Lambda's telemetry documentation: the function's
+/// own lines and metric documents are counted as the bench writes them.
+pub(super) const PLATFORM_LOG_BYTES_PER_INVOCATION: f64 = 340.0;
+/// An API request's access log line, the template's format with typical
+/// values (about 215 bytes) rounded up.
 pub(super) const LOG_BYTES_PER_API_REQUEST: f64 = 300.0;
 
 #[derive(Debug, Deserialize)]
@@ -31,6 +34,8 @@ pub(super) struct Prices {
     pub(super) cloudwatch_logs_ingested_gb: f64,
     pub(super) cloudwatch_dashboard_month: f64,
     pub(super) cloudwatch_alarm_month: f64,
+    pub(super) cloudwatch_metric_month: f64,
+    pub(super) xray_trace_recorded: f64,
 }
 
 pub(super) fn prices() -> Result<Prices, Error> {
@@ -64,13 +69,14 @@ impl Usage {
         let global = raw["Globals"]["Function"]["MemorySize"]
             .as_f64()
             .unwrap_or(128.0);
-        let (mut gb_seconds, mut invocations) = (0.0, 0.0);
-        for (function, (n, ms)) in runner.handler_time.snapshot() {
+        let (mut gb_seconds, mut invocations, mut logged) = (0.0, 0.0, 0.0);
+        for (function, taken) in runner.handler_time.snapshot() {
             let mb = raw["Resources"][function.as_str()]["Properties"]["MemorySize"]
                 .as_f64()
                 .unwrap_or(global);
-            gb_seconds += ms / 1_000.0 * mb / 1_024.0;
-            invocations += n as f64;
+            gb_seconds += taken.ms / 1_000.0 * mb / 1_024.0;
+            invocations += taken.invocations as f64;
+            logged += taken.log_bytes as f64;
         }
         Usage {
             gb_seconds,
@@ -85,7 +91,7 @@ impl Usage {
             secrets: c.get("secretsmanager") as f64,
             api: 0.0,
             s3: c.get("s3") as f64,
-            log_bytes: invocations * LOG_BYTES_PER_INVOCATION,
+            log_bytes: logged + invocations * PLATFORM_LOG_BYTES_PER_INVOCATION,
         }
     }
 
@@ -123,6 +129,15 @@ impl Usage {
             s3: self.s3 + o.s3,
             log_bytes: self.log_bytes + o.log_bytes,
         }
+    }
+
+    /// Dollars X-Ray would add with the template's `Tracing` set to
+    /// `Active`, at most: every invocation a trace. Lambda records the
+    /// first of each second and 5% of the rest, and no one can change that
+    /// rate, so this is the bill of any function called less than once a
+    /// second (https://docs.aws.amazon.com/lambda/latest/dg/services-xray.html).
+    pub(super) fn tracing(&self, p: &Prices) -> f64 {
+        self.invocations * p.xray_trace_recorded
     }
 
     /// Dollars by service: Lambda, DynamoDB, SQS, the rest.
