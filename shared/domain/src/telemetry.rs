@@ -6,6 +6,10 @@
 //! Dimensions are few and bounded (an outcome, an error class, a platform,
 //! a failure code): site and account ids are never dimensions, where each
 //! would be a metric billed on its own, only properties of the document.
+//! The histograms each keep a count of the values they took since the
+//! recorder's last flush (see [`HISTOGRAM_VALUES`]).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The unit a metric is written with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,3 +63,56 @@ pub const METRICS: [(&str, Unit); 13] = [
     (CONVERSIONS_RESENT, Unit::Count),
     (TOKENS_EXPIRING_SOON, Unit::Count),
 ];
+
+/// Values of one histogram (`MetaLatency`, `MetaUsagePercent`) an
+/// invocation's metric document holds at most: an Embedded Metric Format
+/// document takes up to 100 values of a metric, and the recorder keeps no
+/// more between two flushes (it refuses each one past that with a line at
+/// ERROR). An invocation that makes more requests (a long backfill, a
+/// sender batch for many pixels) keeps the first 100 latencies; the
+/// `MetaRequests` counter still counts every request.
+pub const HISTOGRAM_VALUES: usize = 100;
+
+/// The histograms, each with the values it took since the last flush.
+static HISTOGRAMS: [(&str, AtomicUsize); 2] = [
+    (META_LATENCY, AtomicUsize::new(0)),
+    (META_USAGE, AtomicUsize::new(0)),
+];
+
+/// Whether the histogram `name` may take one more value before the next
+/// flush (and, when it may, that it took one).
+pub fn histogram_slot(name: &str) -> bool {
+    HISTOGRAMS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .is_some_and(|(_, taken)| {
+            taken
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                    (t < HISTOGRAM_VALUES).then_some(t + 1)
+                })
+                .is_ok()
+        })
+}
+
+/// The recorder wrote its values out: every histogram may take
+/// [`HISTOGRAM_VALUES`] again.
+pub fn histograms_flushed() {
+    for (_, taken) in &HISTOGRAMS {
+        taken.store(0, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_histogram_takes_a_hundred_values_a_flush() {
+        histograms_flushed();
+        let taken = (0..150).filter(|_| histogram_slot(META_USAGE)).count();
+        assert_eq!(taken, HISTOGRAM_VALUES);
+        assert!(!histogram_slot("NoSuchHistogram"));
+        histograms_flushed();
+        assert!(histogram_slot(META_USAGE));
+    }
+}

@@ -90,6 +90,7 @@ pub fn flush_into(request_id: &str, mut out: impl Write) -> std::io::Result<()> 
     }
     let mut documents = Vec::new();
     let written = collector.flush(&mut documents);
+    adtrail_domain::telemetry::histograms_flushed();
     for property in ids.keys() {
         collector.remove_property(*property);
     }
@@ -101,4 +102,48 @@ pub async fn flushing<F: Future>(request_id: String, handler: F) -> F::Output {
     let out = handler.await;
     flush(&request_id);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use adtrail_domain::telemetry::{HISTOGRAM_VALUES, META_LATENCY, histogram_slot};
+    use serde_json::Value;
+
+    /// An invocation that makes more requests than a document holds
+    /// latencies keeps the first hundred, and the next one has room again:
+    /// the recorder never refuses a value (with a line at ERROR for each).
+    #[test]
+    fn a_flush_holds_at_most_a_hundred_latencies_and_makes_room_for_more() {
+        super::init();
+        let record = |n: usize| {
+            for i in 0..n {
+                if histogram_slot(META_LATENCY) {
+                    metrics::histogram!(META_LATENCY).record(i as f64);
+                }
+            }
+        };
+        let latencies = || {
+            let mut out = Vec::new();
+            super::flush_into("req", &mut out).unwrap();
+            String::from_utf8(out)
+                .unwrap()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter_map(|d| d[META_LATENCY].as_array().map(Vec::len))
+                .sum::<usize>()
+        };
+        let _ = latencies();
+        // What the recorder says while the values are recorded.
+        let said = crate::logging::Lines::default();
+        let sink = said.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || sink.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || record(250));
+        assert_eq!(latencies(), HISTOGRAM_VALUES);
+        let said = said.text();
+        assert!(!said.contains("Failed to record"), "{said}");
+        record(3);
+        assert_eq!(latencies(), 3);
+    }
 }

@@ -217,12 +217,18 @@ impl GraphClient {
 /// The request's metrics: its latency, its error's class, the usage Meta
 /// reported (on an answer that carried any).
 fn record(elapsed: Duration, answer: &Result<(Value, Usage), GraphError>) {
-    use adtrail_domain::telemetry::{META_ERRORS, META_LATENCY, META_REQUESTS, META_USAGE};
+    use adtrail_domain::telemetry::{
+        META_ERRORS, META_LATENCY, META_REQUESTS, META_USAGE, histogram_slot,
+    };
     metrics::counter!(META_REQUESTS).increment(1);
-    metrics::histogram!(META_LATENCY).record(elapsed.as_secs_f64() * 1_000.0);
+    if histogram_slot(META_LATENCY) {
+        metrics::histogram!(META_LATENCY).record(elapsed.as_secs_f64() * 1_000.0);
+    }
     match answer {
         Ok((_, usage)) if usage.pct > 0 => {
-            metrics::histogram!(META_USAGE).record(f64::from(usage.pct));
+            if histogram_slot(META_USAGE) {
+                metrics::histogram!(META_USAGE).record(f64::from(usage.pct));
+            }
         }
         Ok(_) => {}
         Err(e) => metrics::counter!(META_ERRORS, "Class" => e.kind.as_str()).increment(1),

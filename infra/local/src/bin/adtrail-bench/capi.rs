@@ -1,11 +1,9 @@
 //! The Conversions API sender side by side: batched against one event a
 //! request, through the queue, with the fake answering at a set latency.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use adtrail_domain::time::VirtualClock;
-use adtrail_local::app::start;
 use serde_json::json;
 
 use crate::{Error, T0, median};
@@ -21,12 +19,9 @@ struct CapiFigures {
 
 /// One drain of `n` queued conversions with `per_request` events a request.
 async fn capi_run(per_request: usize, n: usize, latency_ms: u64) -> Result<CapiFigures, Error> {
-    // SAFETY: read once by the runner `start` builds below; the bench runs
-    // one stack at a time.
-    unsafe { std::env::set_var("CAPI_EVENTS_PER_REQUEST", per_request.to_string()) };
     let clock = VirtualClock::starting_at(T0);
     let prefix = format!("bcapi-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
-    let app = start("127.0.0.1:0".parse()?, Arc::new(clock.clone()), &prefix).await?;
+    let app = crate::start_sending(per_request, clock.clone(), &prefix).await?;
     let fake = app.fake.clone().ok_or("the bench needs the fake Meta")?;
     let http = reqwest::Client::new();
     let token = app.host_token();

@@ -67,6 +67,25 @@ pub(crate) fn pixel_site() -> [(&'static str, serde_json::Value); 4] {
     ]
 }
 
+/// A stack whose sender puts at most `per_request` events in a platform
+/// request (`CAPI_EVENTS_PER_REQUEST`, which the runner reads as it
+/// starts). The variable goes again once it is read: a stack started later
+/// (the cost bench's) sends as many a request as a deployed one.
+pub(crate) async fn start_sending(
+    per_request: usize,
+    clock: adtrail_domain::time::VirtualClock,
+    prefix: &str,
+) -> Result<adtrail_local::app::App, Error> {
+    // SAFETY: the bench starts one stack at a time, and nothing else reads
+    // the environment meanwhile.
+    unsafe { std::env::set_var("CAPI_EVENTS_PER_REQUEST", per_request.to_string()) };
+    let app =
+        adtrail_local::app::start("127.0.0.1:0".parse()?, std::sync::Arc::new(clock), prefix).await;
+    // SAFETY: as above.
+    unsafe { std::env::remove_var("CAPI_EVENTS_PER_REQUEST") };
+    app
+}
+
 pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]

@@ -4,11 +4,9 @@
 //! platform and DynamoDB requests per 1,000 events, batched against one
 //! event a request.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use adtrail_domain::time::VirtualClock;
-use adtrail_local::app::start;
 use serde_json::{Value, json};
 
 use crate::{Error, T0};
@@ -73,12 +71,9 @@ fn storefront_batches(events: usize) -> Vec<Vec<Value>> {
 }
 
 async fn run(per_request: usize, events: usize) -> Result<Figures, Error> {
-    // SAFETY: read once by the runner `start` builds below; the bench runs
-    // one stack at a time.
-    unsafe { std::env::set_var("CAPI_EVENTS_PER_REQUEST", per_request.to_string()) };
     let clock = VirtualClock::starting_at(T0);
     let prefix = format!("bplat-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
-    let app = start("127.0.0.1:0".parse()?, Arc::new(clock.clone()), &prefix).await?;
+    let app = crate::start_sending(per_request, clock.clone(), &prefix).await?;
     let meta = app.fake.clone().ok_or("the bench needs the fake Meta")?;
     let fakes = app
         .platforms
