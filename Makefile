@@ -5,9 +5,10 @@
 VENV ?= .venv
 PYTHON := $(abspath $(VENV))/bin/python
 # The demo installs only the emulator; the tests add the linters and the
-# contract's fuzzer. Each stamp names its requirements' hash.
-DEMO_STAMP := $(VENV)/.demo-$(shell cat infra/requirements-demo.txt | sha256sum | cut -c1-16)
-STAMP := $(VENV)/.installed-$(shell cat infra/requirements-demo.txt infra/requirements.txt | sha256sum | cut -c1-16)
+# contract's fuzzer. Each stamp names its requirements' checksum (`cksum`
+# is POSIX: a Mac has no `sha256sum`).
+DEMO_STAMP := $(VENV)/.demo-$(shell cat infra/requirements-demo.txt | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat infra/requirements-demo.txt infra/requirements.txt | cksum | cut -d' ' -f1)
 export ADTRAIL_PYTHON := $(PYTHON)
 export SAM_CLI_TELEMETRY := 0
 

@@ -10,7 +10,8 @@ PYTHON="${ADTRAIL_PYTHON:-$PWD/.venv/bin/python}"
 # One moto server is one Python thread: the tests' stacks are spread over
 # one server a core (each stack lives whole on one), so the run is not
 # bound to a single core.
-servers="${ADTRAIL_MOTO_SERVERS:-$(nproc 2>/dev/null || echo 2)}"
+# (`getconf` answers on Linux and on a Mac, which has no `nproc`.)
+servers="${ADTRAIL_MOTO_SERVERS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}"
 motos=()
 urls=()
 trap 'kill "${motos[@]}" 2>/dev/null || true' EXIT

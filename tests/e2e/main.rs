@@ -14,6 +14,7 @@ mod leadads;
 mod login;
 mod memory;
 mod operations;
+mod portable;
 mod runtime;
 mod store;
 mod store_chunks;
