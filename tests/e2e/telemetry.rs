@@ -145,7 +145,7 @@ pub(crate) fn every_log_line_says_when_where_and_in_which_request(written: &str)
         let id = l["span"]["apigw_request_id"].as_str().unwrap_or("-");
         assert!(id.len() == 36 && id.matches('-').count() == 4, "{l}");
     }
-    for summary in ["sync run done", "send batch done"] {
+    for summary in ["sync run done", "send batch done", "dispatch done"] {
         let line = lines
             .iter()
             .find(|l| l["fields"]["message"] == summary)
@@ -155,4 +155,14 @@ pub(crate) fn every_log_line_says_when_where_and_in_which_request(written: &str)
             "{line}"
         );
     }
+    // The dispatcher's tick that leased says how many it leased and sent,
+    // once; its ticks with nothing due say nothing.
+    let dispatched: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["fields"]["message"] == "dispatch done")
+        .collect();
+    assert_eq!(dispatched.len(), 1, "{dispatched:?}");
+    let fields = &dispatched[0]["fields"];
+    assert!(fields["leased"].as_u64().is_some_and(|n| n > 0), "{fields}");
+    assert_eq!(fields["sent"], fields["leased"], "{fields}");
 }

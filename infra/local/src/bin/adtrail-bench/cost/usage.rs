@@ -140,22 +140,26 @@ impl Usage {
         self.invocations * p.xray_trace_recorded
     }
 
-    /// Dollars by service: Lambda, DynamoDB, SQS, the rest.
-    pub(super) fn cost(&self, p: &Prices) -> [(&'static str, f64); 4] {
+    /// Dollars by service: Lambda, DynamoDB, SQS, CloudWatch Logs, KMS,
+    /// the rest (EventBridge, Secrets Manager, API Gateway, S3). Logs and
+    /// KMS stand apart: with DynamoDB they are what an idle account costs.
+    pub(super) fn cost(&self, p: &Prices) -> [(&'static str, f64); 6] {
         let lambda = self.gb_seconds * p.lambda_arm_gb_second + self.invocations * p.lambda_request;
         let dynamodb = self.write_units * p.dynamodb_write_request_unit
             + self.read_units * p.dynamodb_read_request_unit;
         let sqs = self.sqs * p.sqs_request;
-        let rest = self.kms * p.kms_request
-            + self.events * p.eventbridge_custom_event
+        let logs = self.log_bytes / 1e9 * p.cloudwatch_logs_ingested_gb;
+        let kms = self.kms * p.kms_request;
+        let rest = self.events * p.eventbridge_custom_event
             + self.secrets * p.secretsmanager_request
             + self.api * p.http_api_request
-            + self.s3 * p.s3_put_request
-            + self.log_bytes / 1e9 * p.cloudwatch_logs_ingested_gb;
+            + self.s3 * p.s3_put_request;
         [
             ("lambda", lambda),
             ("dynamodb", dynamodb),
             ("sqs", sqs),
+            ("logs", logs),
+            ("kms", kms),
             ("the rest", rest),
         ]
     }
