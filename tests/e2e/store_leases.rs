@@ -65,6 +65,7 @@ async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
         last_daily_resync_at: None,
         last_full_resync_at: None,
         quiet_lease_ms: None,
+        catalog_digest: Some("d1".into()),
     };
     assert!(!end(store, "run-1", &update, None, false).await);
     // A sync asked for after the run read its link: an ending that did not
@@ -91,7 +92,17 @@ async fn a_lease_is_taken_once_while_due_and_again_only_after_it_runs_out() {
     assert_eq!(after.next_sync_at, leased);
     assert_eq!(after.run_id, None, "the lease is released");
     assert!(!after.sync_requested);
+    assert_eq!(after.catalog_digest.as_deref(), Some("d1"));
     assert!(lease(store, "run-3", T0 + 2 * LEASE_MS).await);
+    assert_eq!(
+        the_link(store).await.catalog_digest.as_deref(),
+        Some("d1"),
+        "a lease keeps what the last run learnt of the catalog"
+    );
     assert!(end(store, "run-3", &update, leased, true).await);
     assert_eq!(the_link(store).await.next_sync_at, Some(T0));
+    // A run that never ended may have saved part of something else.
+    assert!(lease(store, "run-4", T0 + 3 * LEASE_MS).await);
+    assert!(lease(store, "run-5", T0 + 4 * LEASE_MS).await);
+    assert_eq!(the_link(store).await.catalog_digest, None);
 }

@@ -65,7 +65,14 @@ impl Worker {
         if learnt.is_empty() {
             return Ok(());
         }
-        let stored = self.store.catalog().site_catalog(cond.site_id()).await?;
+        // Read eventually: a write of the last second missed costs a write
+        // again, never a field (the merge sets only what Meta sent).
+        let ads = learnt.keys().map(String::as_str).collect();
+        let stored = self
+            .store
+            .catalog()
+            .entries_of(cond.site_id(), &ads)
+            .await?;
         let mut changed = vec![];
         let mut need_thumbnail = vec![];
         for (ad, entry) in learnt {
@@ -147,14 +154,10 @@ impl Worker {
         if ads.is_empty() {
             return Ok(());
         }
-        let known: HashMap<String, CatalogEntry> = self
-            .store
-            .catalog()
-            .catalog_entries(site, &ads)
-            .await?
-            .into_iter()
-            .map(|e| (e.ad_id.clone(), e))
-            .collect();
+        // Read eventually: a name written in the last second and missed is
+        // asked of Meta and written again, nothing worse.
+        let asked = ads.iter().map(String::as_str).collect();
+        let known = self.store.catalog().entries_of(site, &asked).await?;
         let unnamed: Vec<String> = ads
             .into_iter()
             .filter(|ad| match known.get(ad) {

@@ -251,7 +251,13 @@ impl Worker {
                     .await?,
             );
         }
-        self.save_learnt(&run, catalog, thumbnails, report).await?;
+        let catalog_digest = adtrail_domain::catalog::digest(catalog.values());
+        // An account's live runs mostly learn what its last one did (the
+        // same ads delivering under the same names), and that one saved it
+        // all: nothing to merge, so no catalog entry is read.
+        if !thumbnails.is_empty() || link.catalog_digest.as_ref() != Some(&catalog_digest) {
+            self.save_learnt(&run, catalog, thumbnails, report).await?;
+        }
         if matches!(plan, SyncPlan::Live { .. }) && Instant::now() < stop_reads_at {
             self.name_lead_ads(&token, &run.cond, started_at, report)
                 .await?;
@@ -269,6 +275,7 @@ impl Worker {
                 },
             },
             truncated: parts.iter().any(|p| !p.complete),
+            catalog_digest: Some(catalog_digest),
         })
     }
 

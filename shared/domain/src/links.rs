@@ -27,6 +27,10 @@ pub struct SiteAdAccount {
     /// next sync on), when not the sync interval: the quiet interval, set
     /// by a live run that found nothing delivered.
     pub lease_ms: Option<i64>,
+    /// The digest ([`crate::catalog::digest`]) of what the account's last
+    /// successful run learnt of the catalog and saved: a run that learns
+    /// the same has nothing to merge, and reads no catalog entry.
+    pub catalog_digest: Option<String>,
 }
 
 impl SiteAdAccount {

@@ -76,6 +76,9 @@ pub enum RunOutcome {
         plan: PlanDone,
         /// Some day had more rows than one call reads.
         truncated: bool,
+        /// The digest of what the run learnt of the catalog, all of it
+        /// saved.
+        catalog_digest: Option<String>,
     },
     Failed {
         kind: FailureKind,
@@ -170,6 +173,10 @@ pub struct LinkUpdate {
     /// then leaves it in place in the due index, two index writes fewer).
     /// `None` clears it.
     pub quiet_lease_ms: Option<i64>,
+    /// What the account's runs learnt of the catalog, as of this ending
+    /// (`None` clears it: a run that did not end well may have saved part
+    /// of something else).
+    pub catalog_digest: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -193,9 +200,16 @@ pub fn finish(link: LinkProgress, outcome: &RunOutcome, started_at: i64, now: i6
             regain_ms,
             plan,
             truncated,
-        } => finish_ok(
+            catalog_digest,
+        } => match finish_ok(
             link, *usage_pct, *regain_ms, plan, *truncated, started_at, now,
-        ),
+        ) {
+            Finish::Update(u) => Finish::Update(LinkUpdate {
+                catalog_digest: catalog_digest.clone(),
+                ..u
+            }),
+            pause => pause,
+        },
         RunOutcome::Failed {
             kind: FailureKind::Token,
             reason,
@@ -237,6 +251,7 @@ fn keep(
         last_daily_resync_at: None,
         last_full_resync_at: None,
         quiet_lease_ms: None,
+        catalog_digest: None,
     }
 }
 

@@ -141,13 +141,14 @@ impl Links<'_> {
         let old = out.attributes.unwrap_or_default();
         if get_s(&old, "runId").is_some() {
             // The run before never finished: say so. Its writes are refused
-            // from here on, since the link has a new run.
+            // from here on, since the link has a new run; what it saved of
+            // the catalog is not known, so the next run reads the catalog.
             self.ddb
                 .update_item()
                 .table_name(&self.names.table)
                 .set_key(Some(key(site, account).into_iter().collect()))
                 .condition_expression("runId = :run")
-                .update_expression("SET lastError = :err")
+                .update_expression("SET lastError = :err REMOVE catalogDigest")
                 .expression_attribute_values(":run", s(run_id))
                 .expression_attribute_values(
                     ":err",
@@ -215,6 +216,13 @@ impl Links<'_> {
             }
             None => remove.push("lastError"),
         }
+        match &u.catalog_digest {
+            Some(d) => {
+                set.push("catalogDigest = :catalog");
+                req = req.expression_attribute_values(":catalog", s(d));
+            }
+            None => remove.push("catalogDigest"),
+        }
         match u.backfill_from {
             Change::Set(d) => {
                 set.push("backfillFrom = :from");
@@ -259,7 +267,7 @@ impl Links<'_> {
             .set_key(Some(key(site, account).into_iter().collect()))
             .condition_expression("attribute_exists(pk)")
             .update_expression(
-                "SET syncState = :error, lastError = :err REMOVE runId, syncRequested, runStartedAt, nextSyncAt, dueShard",
+                "SET syncState = :error, lastError = :err REMOVE runId, syncRequested, runStartedAt, nextSyncAt, dueShard, catalogDigest",
             )
             .expression_attribute_values(":error", s(SyncState::Error.as_str()))
             .expression_attribute_values(":err", s(last_error))

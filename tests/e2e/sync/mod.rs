@@ -3,5 +3,6 @@
 //! land on the account as seed 000 says. One module per part of the sync.
 
 mod backfill;
+mod catalog;
 mod failures;
 mod leases;

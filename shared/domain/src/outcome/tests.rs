@@ -47,6 +47,7 @@ fn ok(plan: PlanDone, usage_pct: u32, regain_ms: Option<i64>) -> RunOutcome {
         regain_ms,
         plan,
         truncated: false,
+        catalog_digest: Some("learnt".into()),
     }
 }
 
@@ -374,6 +375,7 @@ fn a_truncated_day_is_reported() {
             delivered: true,
         },
         truncated: true,
+        catalog_digest: None,
     };
     assert!(
         update(finish(link(), &o, NOW, NOW))
@@ -416,4 +418,16 @@ fn a_backfill_that_stopped_keeps_its_progress() {
     assert_eq!(u.failures, 4);
     assert_eq!(u.next_sync_at, NOW + 2 * HOUR_MS);
     assert!(u.last_error.is_some_and(|e| e.starts_with("RATE_LIMITED")));
+}
+
+#[test]
+fn only_a_run_that_ended_well_keeps_what_it_learnt_of_the_catalog() {
+    let digest = |o: &RunOutcome| update(finish(link(), o, NOW, NOW)).catalog_digest;
+    assert_eq!(digest(&live_ok(true, 0)).as_deref(), Some("learnt"));
+    assert_eq!(digest(&failed(FailureKind::Throttled, None)), None);
+    let partial = RunOutcome::Partial {
+        next_from: crate::dates::parse_date("2026-05-09").unwrap(),
+        stopped: Box::new(failed(FailureKind::OutOfTime, None)),
+    };
+    assert_eq!(digest(&partial), None);
 }

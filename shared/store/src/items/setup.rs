@@ -65,6 +65,7 @@ pub(crate) struct LinkItem {
     next_sync_at: Option<i64>,
     created_at: i64,
     lease_ms: Option<i64>,
+    catalog_digest: Option<String>,
 }
 
 /// A new link's item, as linking writes it: due at once for its backfill
@@ -112,6 +113,7 @@ impl TryFrom<LinkItem> for SiteAdAccount {
             next_sync_at: i.next_sync_at,
             created_at: i.created_at,
             lease_ms: i.lease_ms,
+            catalog_digest: i.catalog_digest,
         })
     }
 }
