@@ -3,12 +3,13 @@
 //! send keeps its stored value.
 
 use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
 
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use adtrail_domain::catalog::CatalogEntry;
 
-use crate::attr::{Item, n, s};
+use crate::attr::{Item, get_s, n, s};
 use crate::items::{CatalogItem, decode};
 use crate::keys::{PK, SK, catalog_pk};
 use crate::lease::LeaseCondition;
@@ -124,9 +125,10 @@ impl Catalog<'_> {
             let Some(next) = out.last_evaluated_key else {
                 return Ok(found);
             };
+            // An ad the pages went past without finding has no entry.
+            let past = get_s(&next, SK).unwrap_or_default();
             let rest: Vec<String> = ads
-                .iter()
-                .filter(|ad| !found.contains_key(**ad))
+                .range::<&str, _>((Bound::Excluded(past), Bound::Unbounded))
                 .map(|ad| (*ad).to_owned())
                 .collect();
             if rest.len() <= READ_ALONE_UP_TO {

@@ -101,3 +101,28 @@ async fn a_live_run_reads_the_catalog_only_for_what_it_learnt_anew() {
     assert!(wide.iter().all(|e| e.ad_account_id.is_some()));
     assert_eq!(catalog_reads_of_a_tick(h, 45).await, BTreeMap::new());
 }
+
+#[tokio::test]
+async fn entries_of_reads_a_page_of_the_range_then_what_is_left_alone() {
+    let h = Harness::start().await;
+    old_ads(&h, "s1", 4_000).await;
+    let id = |i: usize| format!("120200000102{i:06}");
+    let existing = [id(0), id(1), id(2), id(3_997), id(3_998), id(3_999)];
+    // Absent: one the first page goes past, one past the catalog's end.
+    let absent = [format!("{}5", id(1)), id(9_999)];
+    let asked = existing.iter().chain(&absent).map(String::as_str).collect();
+    // The worker's own clients: its role allows each call, and it is counted.
+    let store = h.runner().stack.store_for("SyncWorkerFunction");
+    store.counter.reset();
+    let found = store.catalog().entries_of("s1", &asked).await.unwrap();
+    let mut found_ids: Vec<_> = found.keys().cloned().collect();
+    found_ids.sort();
+    assert_eq!(found_ids, existing);
+    assert!(found.values().all(|e| e.ad_name.is_some()));
+    // One page of 80 entries, then the three existing ads and the one
+    // absent past the page, alone: the range is 4,000 entries (about 100
+    // units in full).
+    let units = store.counter.units_by();
+    assert_eq!(units["BatchGet catalog"].1, 2.0, "{units:?}");
+    assert!(units["Query catalog"].1 <= 4.0, "{units:?}");
+}

@@ -54,7 +54,8 @@ enum ReadKind {
     None,
     Get,
     Query,
-    Batch,
+    /// A `BatchGetItem` of this many keys.
+    Batch(usize),
 }
 
 impl Storable for Read {
@@ -192,7 +193,18 @@ impl Units {
                     .flat_map(|m| m.values())
                     .find_map(|t| t["Keys"].get(0))
                     .map_or("?", family);
-                return read(ReadKind::Batch, consistent, format!("BatchGet {family}"));
+                let keys = json["RequestItems"]
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|m| m.values())
+                    .filter_map(|t| t["Keys"].as_array())
+                    .map(Vec::len)
+                    .sum();
+                return read(
+                    ReadKind::Batch(keys),
+                    consistent,
+                    format!("BatchGet {family}"),
+                );
             }
             _ => {}
         }
@@ -224,13 +236,30 @@ impl Units {
                     .sum();
                 half * kb_units(bytes, 4_096)
             }
-            ReadKind::Batch => json["Responses"]
-                .as_object()
-                .into_iter()
-                .flat_map(|m| m.values())
-                .flat_map(|items| items.as_array().into_iter().flatten())
-                .map(|item| half * kb_units(item_size(item), 4_096))
-                .sum(),
+            // Each key read as a `GetItem`: one that finds nothing still
+            // costs the least a read does. Keys handed back unprocessed
+            // were not read.
+            ReadKind::Batch(keys) => {
+                let found: Vec<&Value> = json["Responses"]
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|m| m.values())
+                    .flat_map(|items| items.as_array().into_iter().flatten())
+                    .collect();
+                let unprocessed: usize = json["UnprocessedKeys"]
+                    .as_object()
+                    .into_iter()
+                    .flat_map(|m| m.values())
+                    .filter_map(|t| t["Keys"].as_array())
+                    .map(Vec::len)
+                    .sum();
+                let missed = keys.saturating_sub(found.len() + unprocessed);
+                found
+                    .iter()
+                    .map(|item| half * kb_units(item_size(item), 4_096))
+                    .sum::<f64>()
+                    + half * missed as f64
+            }
         };
         if units > 0.0 {
             self.book(&read.label, 0.0, units);

@@ -108,3 +108,23 @@ fn index_entries_count_a_unit_each_written_and_two_moved() {
         "both indexes, whatever the verbs' case"
     );
 }
+
+#[test]
+fn a_batch_get_counts_each_key_read_found_or_not() {
+    let mut u = Units::default();
+    let read = u.request(
+        "BatchGetItem",
+        br#"{"RequestItems": {"t": {"Keys": [
+            {"pk": {"S": "c#1"}}, {"pk": {"S": "c#2"}}, {"pk": {"S": "c#3"}}, {"pk": {"S": "c#4"}}
+        ]}}}"#,
+    );
+    // One found of 5 KB (two units), two missed (one each), one handed
+    // back unread; all halved, the read being eventual.
+    let answer = format!(
+        r#"{{"Responses": {{"t": [{{"pk": {{"S": "c#1"}}, "v": {{"S": "{}"}}}}]}},
+            "UnprocessedKeys": {{"t": {{"Keys": [{{"pk": {{"S": "c#4"}}}}]}}}}}}"#,
+        "z".repeat(5_000)
+    );
+    u.response(&read, answer.as_bytes(), true);
+    assert_eq!(u.read, 2.0);
+}
