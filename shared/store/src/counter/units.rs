@@ -66,6 +66,18 @@ fn kb_units(bytes: usize, unit: usize) -> f64 {
     bytes.div_ceil(unit).max(1) as f64
 }
 
+/// The keys of a `BatchGetItem`'s tables (`RequestItems`,
+/// `UnprocessedKeys`).
+fn keys_of(tables: &Value) -> usize {
+    tables
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.values())
+        .filter_map(|t| t["Keys"].as_array())
+        .map(Vec::len)
+        .sum()
+}
+
 /// The family of an item from its key: `conv` for `conv#loja-x`.
 fn family(key: &Value) -> &str {
     let pk = key["pk"]["S"].as_str().unwrap_or("?");
@@ -193,15 +205,8 @@ impl Units {
                     .flat_map(|m| m.values())
                     .find_map(|t| t["Keys"].get(0))
                     .map_or("?", family);
-                let keys = json["RequestItems"]
-                    .as_object()
-                    .into_iter()
-                    .flat_map(|m| m.values())
-                    .filter_map(|t| t["Keys"].as_array())
-                    .map(Vec::len)
-                    .sum();
                 return read(
-                    ReadKind::Batch(keys),
+                    ReadKind::Batch(keys_of(&json["RequestItems"])),
                     consistent,
                     format!("BatchGet {family}"),
                 );
@@ -246,13 +251,7 @@ impl Units {
                     .flat_map(|m| m.values())
                     .flat_map(|items| items.as_array().into_iter().flatten())
                     .collect();
-                let unprocessed: usize = json["UnprocessedKeys"]
-                    .as_object()
-                    .into_iter()
-                    .flat_map(|m| m.values())
-                    .filter_map(|t| t["Keys"].as_array())
-                    .map(Vec::len)
-                    .sum();
+                let unprocessed = keys_of(&json["UnprocessedKeys"]);
                 let missed = keys.saturating_sub(found.len() + unprocessed);
                 found
                     .iter()
