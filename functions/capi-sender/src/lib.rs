@@ -14,6 +14,10 @@
 //! timeout to the retry's delay (1 minute, then 10) and reports it as a
 //! batch item failure, so SQS itself is the retry timer. Sent or failed,
 //! the row loses its hashes; a failure is put on the bus without them.
+//!
+//! Near its deadline the sender claims no more rows than it can send and
+//! record in time, and starts no request it could not finish: the rest go
+//! back on the queue at once, unclaimed or with their attempt given back.
 
 mod adapters;
 mod isolate;
@@ -30,7 +34,7 @@ use adtrail_store::queue::{SendMessage, Visibility};
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 
-pub use send::SendReport;
+pub use send::{CLAIM_SLICE, RECORD_MARGIN, SendReport};
 
 /// What every batch needs, built once per process.
 #[derive(Debug, Clone)]
@@ -125,6 +129,7 @@ pub async fn handle(
         waiting = report.waiting,
         gone = report.gone,
         released = report.released,
+        deferred = report.deferred,
         requests = report.requests,
         "send batch done"
     );

@@ -6,7 +6,7 @@
 //! (failures on the bus).
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use adtrail_domain::capi::{
     Conversion, SEND_LEASE_MS, SendEnd, SendFailure, Verdict, doomed, end_of,
@@ -30,7 +30,10 @@ use crate::{Delivery, Disposition, Sender, distinct_rows};
 const SEND_CONCURRENCY: usize = 8;
 /// What a batch needs after its last request: recording every row's end
 /// and answering Lambda.
-const RECORD_MARGIN: Duration = Duration::from_secs(10);
+pub const RECORD_MARGIN: Duration = Duration::from_secs(10);
+/// Rows claimed at a time: between two slices the sender checks that it
+/// can still send and record what it claims before its deadline.
+pub const CLAIM_SLICE: usize = 500;
 
 /// What one batch did, for the log and the tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -46,6 +49,10 @@ pub struct SendReport {
     /// Rows no request carried because the deadline came first: their
     /// attempt given back, their messages back on the queue at once.
     pub released: usize,
+    /// Rows not even claimed: the deadline was too near to send them.
+    /// Their messages are back on the queue at once, for an invocation
+    /// with the time.
+    pub deferred: usize,
 }
 
 /// A claimed row and the message that named it.
@@ -78,7 +85,10 @@ impl Sender {
             dispositions: vec![Disposition::Done; deliveries.len()],
             report: SendReport::default(),
         };
-        if let Some(jobs) = self.claim(deliveries, &lease_id, now, &mut batch).await {
+        if let Some(jobs) = self
+            .claim(deliveries, &lease_id, now, deadline, &mut batch)
+            .await
+        {
             let mut verdicts = prejudge(&jobs, now);
             self.send(&jobs, &mut verdicts, now, deadline, &mut batch.report)
                 .await;
@@ -90,62 +100,89 @@ impl Sender {
         (batch.dispositions, batch.report)
     }
 
-    /// Leases and counts the attempt of each distinct row. `None` when
-    /// nothing could be claimed: every message comes back after the
-    /// queue's visibility timeout.
+    /// Leases and counts the attempt of each distinct row, a slice of
+    /// [`CLAIM_SLICE`] at a time while the invocation has the time to send
+    /// and record what it claims: recording takes about what claiming did,
+    /// so a slice starts only if a request, the margin and the claiming so
+    /// far, once more, all fit before `deadline`. The rows left are
+    /// deferred (back on the queue at once): a batch larger than one
+    /// invocation can work, on a slow day for DynamoDB, is worked in part
+    /// rather than claimed whole and handed back unsent. `None` when
+    /// nothing was claimed.
     async fn claim(
         &self,
         deliveries: &[Delivery],
         lease_id: &str,
         now: i64,
+        deadline: Option<u64>,
         batch: &mut Batch,
     ) -> Option<Vec<Job>> {
-        let rows = distinct_rows(deliveries);
-        let keys: Vec<(String, String)> = rows.keys().cloned().collect();
-        let firsts: Vec<usize> = rows.values().map(|idx| idx[0]).collect();
-        let claims = match self
-            .store
-            .conversions()
-            .claim_sends(&keys, lease_id, SEND_LEASE_MS, now)
-            .await
-        {
-            Ok(claims) => claims,
-            Err(error) => {
-                tracing::warn!(error = %error, "could not claim the batch's sends");
-                for i in firsts {
-                    batch.dispositions[i] = Disposition::Retry;
-                }
-                return None;
-            }
-        };
+        let rows: Vec<((String, String), Vec<usize>)> =
+            distinct_rows(deliveries).into_iter().collect();
+        let started = Instant::now();
         let mut jobs = vec![];
-        for (i, claim) in firsts.into_iter().zip(claims) {
-            match claim {
-                Claim::Claimed(conv) => jobs.push(Job {
-                    delivery: i,
-                    conv: *conv,
-                }),
-                Claim::Wait(ms) => {
-                    batch.report.waiting += 1;
-                    batch.dispositions[i] = Disposition::Later(ms);
+        for (n, slice) in rows.chunks(CLAIM_SLICE).enumerate() {
+            let firsts = |from: usize| rows[from..].iter().map(|(_, idx)| idx[0]);
+            if !self.time_left(deadline, started.elapsed()) {
+                for i in firsts(n * CLAIM_SLICE) {
+                    batch.report.deferred += 1;
+                    batch.dispositions[i] = Disposition::Later(0);
                 }
-                Claim::Gone => batch.report.gone += 1,
+                break;
+            }
+            let keys: Vec<(String, String)> = slice.iter().map(|(k, _)| k.clone()).collect();
+            let claims = match self
+                .store
+                .conversions()
+                .claim_sends(&keys, lease_id, SEND_LEASE_MS, now)
+                .await
+            {
+                Ok(claims) => claims,
+                Err(error) => {
+                    // Nothing of this slice or after it is decided: back
+                    // after the queue's timeout. What was claimed goes on.
+                    tracing::warn!(error = %error, "could not claim the batch's sends");
+                    for i in firsts(n * CLAIM_SLICE) {
+                        batch.dispositions[i] = Disposition::Retry;
+                    }
+                    break;
+                }
+            };
+            for ((_, idx), claim) in slice.iter().zip(claims) {
+                let i = idx[0];
+                match claim {
+                    Claim::Claimed(conv) => jobs.push(Job {
+                        delivery: i,
+                        conv: *conv,
+                    }),
+                    Claim::Wait(ms) => {
+                        batch.report.waiting += 1;
+                        batch.dispositions[i] = Disposition::Later(ms);
+                    }
+                    Claim::Gone => batch.report.gone += 1,
+                }
             }
         }
         batch.report.claimed = jobs.len();
-        Some(jobs)
+        (!jobs.is_empty()).then_some(jobs)
     }
 
     /// Whether a request started now ends, at Meta's timeout, with time
     /// left to record it before `deadline`.
     fn time_for_a_request(&self, deadline: Option<u64>) -> bool {
+        self.time_left(deadline, Duration::ZERO)
+    }
+
+    /// Whether a request started now, `extra` more and the margin to
+    /// record all end before `deadline` (none: always).
+    fn time_left(&self, deadline: Option<u64>, extra: Duration) -> bool {
         let Some(deadline) = deadline else {
             return true;
         };
         let now = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default();
-        let done = now + self.graph.config().timeout + RECORD_MARGIN;
+        let done = now + self.graph.config().timeout + RECORD_MARGIN + extra;
         u64::try_from(done.as_millis()).unwrap_or(u64::MAX) < deadline
     }
 
