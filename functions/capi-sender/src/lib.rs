@@ -32,6 +32,7 @@ use adtrail_platforms::PlatformClient;
 use adtrail_store::Store;
 use adtrail_store::queue::{SendMessage, Visibility};
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use futures::StreamExt;
 use lambda_runtime::LambdaEvent;
 
 pub use send::{CLAIM_SLICE, RECORD_MARGIN, SendReport};
@@ -69,6 +70,9 @@ pub fn events_per_request_from_env() -> Result<usize, String> {
             .ok_or_else(|| "CAPI_EVENTS_PER_REQUEST must be 1 to 2000".to_owned()),
     }
 }
+
+/// Messages whose visibility is set at once.
+const HOLDS_AT_ONCE: usize = 16;
 
 /// One message of the batch.
 #[derive(Debug, Clone)]
@@ -133,26 +137,30 @@ pub async fn handle(
         requests = report.requests,
         "send batch done"
     );
+    let mut holds = vec![];
     for (d, disposition) in deliveries.iter().zip(dispositions) {
         match disposition {
-            Disposition::Done => {}
-            Disposition::Later(ms) => {
-                if let Err(error) = sender
-                    .visibility
-                    .hold(sender.store.queues(), &d.receipt, ms)
-                    .await
-                {
-                    tracing::warn!(error = %error, "could not delay the message; it returns after the queue's timeout");
-                }
-                response
-                    .batch_item_failures
-                    .push(failure(d.message_id.clone()));
-            }
-            Disposition::Retry => response
-                .batch_item_failures
-                .push(failure(d.message_id.clone())),
+            Disposition::Done => continue,
+            Disposition::Later(ms) => holds.push((d.receipt.as_str(), ms)),
+            Disposition::Retry => {}
         }
+        response
+            .batch_item_failures
+            .push(failure(d.message_id.clone()));
     }
+    // Many at once: a batch handed back near the deadline may hold
+    // thousands, and one after the other they would outlast it.
+    futures::stream::iter(holds)
+        .for_each_concurrent(HOLDS_AT_ONCE, |(receipt, ms)| async move {
+            if let Err(error) = sender
+                .visibility
+                .hold(sender.store.queues(), receipt, ms)
+                .await
+            {
+                tracing::warn!(error = %error, "could not delay the message; it returns after the queue's timeout");
+            }
+        })
+        .await;
     Ok(response)
 }
 
