@@ -395,14 +395,15 @@ async fn a_batch_too_large_for_the_time_left_is_claimed_in_part_and_the_rest_han
     let answer = adtrail_capi_sender::handle(&h.runner().sender, LambdaEvent::new(event, ctx))
         .await
         .unwrap();
+    // Read units, not requests: the suite's injected faults hand a
+    // BatchGetItem's keys back now and then, and their retry is another
+    // request that reads nothing twice.
     let units = h.store().counter.units_by();
-    let reads = units
-        .get("BatchGetItem")
-        .map_or(0, |(_, _, requests)| *requests);
+    let read = units.get("BatchGet conv").map_or(0.0, |(_, read, _)| *read);
     assert_eq!(
-        reads as usize,
-        CLAIM_SLICE.div_ceil(100),
-        "one slice read to claim (100 rows a read), not the whole batch: {units:?}"
+        read,
+        CLAIM_SLICE as f64 / 2.0,
+        "one slice read to claim (half a unit a row, eventually), not the whole batch: {units:?}"
     );
     // Whether the first slice went or was handed back with its attempt,
     // nothing is left leased and what went is what Meta holds.
