@@ -9,6 +9,7 @@ use serde_json::Value;
 
 mod answers;
 mod batches;
+mod deadline;
 mod delivery;
 mod events;
 mod once;
