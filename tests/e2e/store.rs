@@ -4,7 +4,7 @@
 use adtrail_domain::plan::SyncInterval;
 use adtrail_domain::spend::{RowChange, SpendFigures, SpendRow};
 use adtrail_store::connections::ListedAccount;
-use adtrail_store::lease::LeaseCondition;
+use adtrail_store::lease::{Found, LeaseCondition};
 use adtrail_store::purge::PurgeStep;
 use adtrail_store::spend::SpendWrite;
 use adtrail_tests::*;
@@ -54,7 +54,14 @@ pub(crate) async fn linked(h: &Harness) -> String {
     assert!(
         store
             .links()
-            .lease_link("s1", "act_1", "run-1", T0, SyncInterval::DEFAULT)
+            .lease_link(
+                "s1",
+                "act_1",
+                "run-1",
+                T0,
+                SyncInterval::DEFAULT,
+                Found::Due
+            )
             .await
             .unwrap()
     );
@@ -116,7 +123,8 @@ async fn spend_writes_keep_the_sums_in_step_and_stop_without_the_lease() {
                 "act_1",
                 "run-2",
                 T0 + LEASE_MS + 60_000,
-                SyncInterval::DEFAULT
+                SyncInterval::DEFAULT,
+                Found::Due,
             )
             .await
             .unwrap()
@@ -228,7 +236,14 @@ async fn a_relink_stops_a_pending_purge(h: &Harness, puts: &[RowChange]) {
     assert!(
         store
             .links()
-            .lease_link("s1", "act_1", "run-3", T0, SyncInterval::DEFAULT)
+            .lease_link(
+                "s1",
+                "act_1",
+                "run-3",
+                T0,
+                SyncInterval::DEFAULT,
+                Found::Due
+            )
             .await
             .unwrap()
     );

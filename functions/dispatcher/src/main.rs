@@ -15,6 +15,7 @@ async fn main() -> Result<(), Error> {
         store: Store::new(&config, Names::from_env()?),
         clock: Arc::new(SystemClock),
         interval: adtrail_store::sync_interval_from_env()?,
+        quiet_interval: adtrail_store::quiet_interval_from_env()?,
     };
     run(service_fn(|event: LambdaEvent<_>| {
         handle(&dispatcher, event)

@@ -26,6 +26,7 @@ pub mod money;
 pub mod outcome;
 pub mod pixels;
 pub mod plan;
+pub mod slots;
 pub mod spend;
 pub mod telemetry;
 pub mod time;

@@ -4,6 +4,7 @@
 
 use crate::dates::LocalDate;
 use crate::error_codes::{LastErrorCode, last_error};
+use crate::links::{Cadence, SlotPlace};
 use crate::plan::{
     BACKFILL_NEXT_BLOCK_MS, PERMISSION_RETRY_MS, SyncInterval, THROTTLE_BACKOFF_MS,
     USAGE_BACKOFF_PCT, retry_delay,
@@ -177,6 +178,11 @@ pub struct LinkUpdate {
     /// (`None` clears it: a run that did not end well may have saved part
     /// of something else).
     pub catalog_digest: Option<String>,
+    /// The cadence slot the account keeps from here, when its next sync is
+    /// the lease's own (the run kept its cadence): the dispatcher then
+    /// finds it at the same point of every cycle and its entry in the index
+    /// never moves. `None`: the next sync is a time of its own.
+    pub slot: Option<SlotPlace>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -252,6 +258,7 @@ fn keep(
         last_full_resync_at: None,
         quiet_lease_ms: None,
         catalog_digest: None,
+        slot: None,
     }
 }
 
@@ -321,6 +328,17 @@ fn finish_ok(
             .filter(|at| *at > now)
             .unwrap_or(now + cadence)
     };
+    // The lease's own next sync: the account keeps its cadence, and a slot
+    // of it.
+    let slot =
+        (!link.sync_requested && wait == 0 && link.leased_next == Some(next)).then(|| SlotPlace {
+            cadence: if quiet {
+                Cadence::Quiet
+            } else {
+                Cadence::Interval
+            },
+            slot: next.rem_euclid(cadence),
+        });
     let (daily, weekly) = match plan {
         PlanDone::Live { daily, weekly, .. } => (*daily, *weekly),
         PlanDone::Backfill { .. } => (true, true),
@@ -331,6 +349,7 @@ fn finish_ok(
         last_daily_resync_at: daily.then_some(started_at),
         last_full_resync_at: weekly.then_some(started_at),
         quiet_lease_ms: quiet.then_some(cadence),
+        slot,
         ..keep(next, SyncState::Live, 0, error)
     })
 }

@@ -1,10 +1,11 @@
 //! The key layout of the one DynamoDB table: every item's `pk`/`sk`, and the
-//! three indexes. The only place that builds a key.
+//! four indexes. The only place that builds a key.
 //!
 //! | item | pk | sk | indexes |
 //! | --- | --- | --- | --- |
 //! | site | `site#<siteId>` | `site` | |
-//! | link (site ← ad account) | `site#<siteId>` | `link#<act>` | `owner` (gsi1), `due` while not paused |
+//! | link (site ← ad account) | `site#<siteId>` | `link#<act>` | `owner` (gsi1); while not paused, `slot` when its syncs keep a cadence's slot, else `due` |
+//! | the dispatcher's cursor: how far each cadence's slots were visited | `dispatch` | `cursor` | |
 //! | account claim (one site per account) | `acct#<act>` | `claim` | |
 //! | connection (owner's token and listing) | `owner#<ownerKey>` | `connection` | `owner` under `expiry` (`<expiresAt>#<ownerKey>`) until flagged as expiring soon |
 //! | spend of an account-local day, its ads packed about a kilobyte an item | `spend#<siteId>#<act>` | `<dayStart>!<chunk>` | |
@@ -32,7 +33,11 @@
 //! and (partition `expiry`) the tokens the sweeper will flag; `due`
 //! (`dueShard`, `nextSyncAt`) lists links whose next sync has come, spread
 //! over [`DUE_SHARDS`] partitions so no one partition is hot, and absent on
-//! paused links; `work` (`workShard`, `workAt`) lists background work the
+//! paused links and on links that keep a slot; `slot` (`slotShard`:
+//! `slot#i` for the sync interval, `slot#q` for the quiet one; `slot`: the
+//! link's point in the cycle, its next sync time modulo the cadence) lists
+//! links whose syncs keep their cadence: a run that does moves no entry,
+//! where a move in `due` costs two write units a run; `work` (`workShard`, `workAt`) lists background work the
 //! same way: purges (`purge#<n>`), erasures (`erase#<n>`) and pending
 //! conversions by the time their attempt is due (`send#<n>`), so the
 //! sweeper finds lost sends without a scan. A posted batch's rows are not
@@ -50,6 +55,12 @@ pub const GSI1_SK: &str = "gsi1sk";
 pub const DUE_INDEX: &str = "due";
 pub const DUE_SHARD: &str = "dueShard";
 pub const NEXT_SYNC_AT: &str = "nextSyncAt";
+pub const SLOT_INDEX: &str = "slot";
+pub const SLOT_SHARD: &str = "slotShard";
+pub const SLOT: &str = "slot";
+/// A slotted link's next sync time (`nextSyncAt` is `due`'s key, and is
+/// absent while the link keeps a slot).
+pub const SLOT_AT: &str = "slotAt";
 pub const WORK_INDEX: &str = "work";
 pub const WORK_SHARD: &str = "workShard";
 pub const WORK_AT: &str = "workAt";
@@ -61,9 +72,10 @@ pub const WORK_SHARDS: u32 = 8;
 
 /// Every index the code queries, with its key attributes: checked against
 /// `template.yaml` by a test.
-pub const INDEXES: [(&str, &str, &str); 3] = [
+pub const INDEXES: [(&str, &str, &str); 4] = [
     (GSI1, GSI1_PK, GSI1_SK),
     (DUE_INDEX, DUE_SHARD, NEXT_SYNC_AT),
+    (SLOT_INDEX, SLOT_SHARD, SLOT),
     (WORK_INDEX, WORK_SHARD, WORK_AT),
 ];
 
@@ -100,6 +112,15 @@ pub fn due_shard(site: &str, account: &str) -> String {
 pub fn due_shard_n(n: u32) -> String {
     format!("due#{n}")
 }
+/// The `slot` partition of a cadence's links.
+pub fn slot_shard(cadence: adtrail_domain::links::Cadence) -> &'static str {
+    match cadence {
+        adtrail_domain::links::Cadence::Interval => "slot#i",
+        adtrail_domain::links::Cadence::Quiet => "slot#q",
+    }
+}
+pub const DISPATCH_PK: &str = "dispatch";
+pub const CURSOR_SK: &str = "cursor";
 pub fn spend_pk(site: &str, account: &str) -> String {
     format!("spend#{site}#{account}")
 }

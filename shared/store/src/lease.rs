@@ -2,9 +2,11 @@
 //! by next sync time) and leases each for one run under a new `runId`;
 //! every write the run makes carries [`LeaseCondition`]; the run's end is
 //! recorded only while it still holds the link. Pausing, resuming and
-//! "sync now" move the same due time.
+//! "sync now" move the same due time. A link that keeps its cadence sits
+//! in the `slot` index instead ([`crate::keys`]), found by the dispatcher's
+//! walk of the cycle ([`adtrail_domain::slots`]).
 
-use adtrail_domain::links::SiteAdAccount;
+use adtrail_domain::links::{SiteAdAccount, SlotPlace};
 use adtrail_domain::outcome::{Change, LinkUpdate, SyncState};
 use adtrail_domain::plan::SyncInterval;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, ReturnValue, TransactWriteItem};
@@ -14,6 +16,25 @@ use crate::keys::*;
 use crate::links::key;
 use crate::write::applied;
 use crate::{Links, StoreError};
+
+/// Where the dispatcher found a due link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// In `due`: its next sync time came.
+    Due,
+    /// At its slot, on the walk of its cadence's cycle.
+    Slot,
+}
+
+/// A link's schedule as a run read it at its ending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Seen {
+    /// Its next sync time (the lease's, while the run holds it).
+    pub next_sync_at: Option<i64>,
+    pub sync_requested: bool,
+    /// The slot it keeps, if it keeps one.
+    pub slot: Option<SlotPlace>,
+}
 
 /// The condition every write of a sync run (or of a purge) carries.
 #[derive(Debug, Clone)]
@@ -103,8 +124,12 @@ impl Links<'_> {
 
     /// Takes a due link for a new run: succeeds only while its next sync
     /// has come (so two dispatchers never both take it), and moves the
-    /// next sync on by the interval's lease. A previous run still holding
-    /// it is recorded as `RUN_TIMEOUT`. Answers whether this call took it.
+    /// next sync on by the lease (the link's own `leaseMs`, a quiet
+    /// account's, or the interval's). A link found in `due` is due again at
+    /// the lease's end from now; one found at its slot, a lease after its
+    /// last slot time, which keeps the slot (and moves no index entry). A
+    /// previous run still holding it is recorded as `RUN_TIMEOUT`. Answers
+    /// whether this call took it.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -115,20 +140,25 @@ impl Links<'_> {
         run_id: &str,
         now: i64,
         interval: SyncInterval,
+        found: Found,
     ) -> Result<bool, StoreError> {
+        let (condition, update) = match found {
+            Found::Due => (
+                "attribute_exists(pk) AND attribute_exists(dueShard) AND nextSyncAt <= :now",
+                "SET runId = :run, runStartedAt = :now, nextSyncAt = if_not_exists(leaseMs, :lease) + :now",
+            ),
+            Found::Slot => (
+                "attribute_exists(pk) AND attribute_exists(slotShard) AND slotAt <= :now",
+                "SET runId = :run, runStartedAt = :now, slotAt = slotAt + if_not_exists(leaseMs, :lease)",
+            ),
+        };
         let res = self
             .ddb
             .update_item()
             .table_name(&self.names.table)
             .set_key(Some(key(site, account).into_iter().collect()))
-            .condition_expression(
-                "attribute_exists(pk) AND attribute_exists(dueShard) AND nextSyncAt <= :now",
-            )
-            // The link's own lease (`leaseMs`, a quiet account's) or the
-            // interval's.
-            .update_expression(
-                "SET runId = :run, runStartedAt = :now, nextSyncAt = if_not_exists(leaseMs, :lease) + :now",
-            )
+            .condition_expression(condition)
+            .update_expression(update)
             .expression_attribute_values(":run", s(run_id))
             .expression_attribute_values(":now", n(now))
             .expression_attribute_values(":lease", n(interval.lease_ms()))
@@ -165,12 +195,14 @@ impl Links<'_> {
     }
 
     /// Records how a run ended, if it still holds the link. Answers whether
-    /// it did. A next sync time equal to `leased_next` (what the lease set,
-    /// as the run read it) is not written again: the link stays where it
-    /// is in the due index, which saves the index's two writes. Unless the
-    /// run saw a sync requested (`requested_seen`), the ending also needs
-    /// none to have been asked for since: the ending clears the request,
-    /// and one asked for after the run's read would be lost.
+    /// it did. The schedule is written only where it changed from what the
+    /// run read (`seen`): a link that keeps its slot, or whose next sync is
+    /// what its lease set, stays where it is in its index, which saves the
+    /// index's writes; one that takes a slot leaves `due` for `slot`, and
+    /// one that leaves its slot (a back-off, a backfill, a sync asked for)
+    /// goes back to `due`. Unless the run saw a sync requested, the ending
+    /// also needs none to have been asked for since: the ending clears the
+    /// request, and one asked for after the run's read would be lost.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -180,28 +212,54 @@ impl Links<'_> {
         account: &str,
         run_id: &str,
         u: &LinkUpdate,
-        leased_next: Option<i64>,
-        requested_seen: bool,
+        seen: &Seen,
     ) -> Result<bool, StoreError> {
         let mut set = vec!["syncState = :state", "failures = :failures"];
         let mut remove = vec!["runId", "syncRequested", "runStartedAt"];
+        let mut condition = vec!["runId = :run"];
+        if !seen.sync_requested {
+            condition.push("attribute_not_exists(syncRequested)");
+        }
         let mut req = self
             .ddb
             .update_item()
             .table_name(&self.names.table)
             .set_key(Some(key(site, account).into_iter().collect()))
-            .condition_expression(if requested_seen {
-                "runId = :run"
-            } else {
-                "runId = :run AND attribute_not_exists(syncRequested)"
-            })
             .expression_attribute_values(":run", s(run_id))
             .expression_attribute_values(":state", s(u.sync_state.as_str()))
             .expression_attribute_values(":failures", n(u.failures));
-        if leased_next != Some(u.next_sync_at) {
-            set.push("nextSyncAt = :next");
-            req = req.expression_attribute_values(":next", n(u.next_sync_at));
+        let same_time = seen.next_sync_at == Some(u.next_sync_at);
+        match (seen.slot, u.slot) {
+            // The same slot (an operator's new interval places it anew).
+            (Some(held), Some(place)) if held == place && same_time => {}
+            (held, Some(place)) => {
+                set.extend(["slotShard = :slotShard", "slot = :slot", "slotAt = :next"]);
+                if held.is_none() {
+                    remove.extend(["dueShard", "nextSyncAt"]);
+                    // True while the run holds the link; it also says the
+                    // slot entry is a new one, not a move.
+                    condition.push("attribute_not_exists(slotShard)");
+                }
+                req = req
+                    .expression_attribute_values(":slotShard", s(slot_shard(place.cadence)))
+                    .expression_attribute_values(":slot", n(place.slot))
+                    .expression_attribute_values(":next", n(u.next_sync_at));
+            }
+            (Some(_), None) => {
+                set.extend(["dueShard = :dueShard", "nextSyncAt = :next"]);
+                remove.extend(["slotShard", "slot", "slotAt"]);
+                condition.push("attribute_not_exists(dueShard)");
+                req = req
+                    .expression_attribute_values(":dueShard", s(due_shard(site, account)))
+                    .expression_attribute_values(":next", n(u.next_sync_at));
+            }
+            (None, None) if same_time => {}
+            (None, None) => {
+                set.push("nextSyncAt = :next");
+                req = req.expression_attribute_values(":next", n(u.next_sync_at));
+            }
         }
+        req = req.condition_expression(condition.join(" AND "));
         match u.quiet_lease_ms {
             Some(ms) => {
                 set.push("leaseMs = :lease");
@@ -267,7 +325,7 @@ impl Links<'_> {
             .set_key(Some(key(site, account).into_iter().collect()))
             .condition_expression("attribute_exists(pk)")
             .update_expression(
-                "SET syncState = :error, lastError = :err REMOVE runId, syncRequested, runStartedAt, nextSyncAt, dueShard, catalogDigest",
+                "SET syncState = :error, lastError = :err REMOVE runId, syncRequested, runStartedAt, nextSyncAt, dueShard, slotShard, slot, slotAt, catalogDigest",
             )
             .expression_attribute_values(":error", s(SyncState::Error.as_str()))
             .expression_attribute_values(":err", s(last_error))
@@ -292,7 +350,9 @@ impl Links<'_> {
             .update_item()
             .table_name(&self.names.table)
             .set_key(Some(key(&link.site_id, &link.ad_account_id).into_iter().collect()))
-            .condition_expression("attribute_exists(pk) AND attribute_not_exists(dueShard)")
+            .condition_expression(
+                "attribute_exists(pk) AND attribute_not_exists(dueShard) AND attribute_not_exists(slotShard)",
+            )
             .update_expression("SET syncState = :state, nextSyncAt = :now, dueShard = :shard, failures = :zero REMOVE lastError")
             .expression_attribute_values(":state", s(state.as_str()))
             .expression_attribute_values(":now", n(now))
@@ -320,9 +380,13 @@ impl Links<'_> {
             .update_item()
             .table_name(&self.names.table)
             .set_key(Some(key(site, account).into_iter().collect()))
-            .condition_expression("attribute_exists(dueShard) AND attribute_not_exists(runId)")
-            .update_expression("SET nextSyncAt = :now")
+            // A slotted link leaves its slot for `due`, due now.
+            .condition_expression(
+                "(attribute_exists(dueShard) OR attribute_exists(slotShard)) AND attribute_not_exists(runId)",
+            )
+            .update_expression("SET nextSyncAt = :now, dueShard = :shard REMOVE slotShard, slot, slotAt")
             .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":shard", s(due_shard(site, account)))
             .send()
             .await;
         if applied(idle)?.is_some() {

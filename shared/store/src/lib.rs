@@ -47,6 +47,7 @@ pub mod sdk;
 pub mod seal;
 pub mod sending;
 pub mod sites;
+pub mod slots;
 pub mod spend;
 mod tally;
 pub mod telemetry;
@@ -158,7 +159,8 @@ handles! {
     /// Sites (`sites.rs`).
     Sites => sites;
     /// Links between sites and ad accounts: reads (`links.rs`), linking and
-    /// unlinking (`linking.rs`), and the sync runs' leases (`lease.rs`).
+    /// unlinking (`linking.rs`), the sync runs' leases (`lease.rs`) and the
+    /// dispatcher's walk of the slots (`slots.rs`).
     Links => links;
     /// Spend rows and site-day sums (`spend.rs`), and purges (`purge.rs`).
     Spend => spend;

@@ -6,3 +6,4 @@ mod backfill;
 mod catalog;
 mod failures;
 mod leases;
+mod slots;

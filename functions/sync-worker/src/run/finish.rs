@@ -3,6 +3,7 @@
 //! what others must know put on the bus.
 
 use super::*;
+use adtrail_store::lease::Seen;
 
 /// What a run's ending is made from, besides the account as read.
 #[derive(Clone, Copy)]
@@ -111,7 +112,11 @@ impl Worker {
             interval: self.interval,
             quiet_interval: self.quiet_interval,
         };
-        let seen = (current.next_sync_at, current.sync_requested);
+        let seen = Seen {
+            next_sync_at: current.next_sync_at,
+            sync_requested: current.sync_requested,
+            slot: current.slot,
+        };
         match finish(progress, outcome, started_at, now) {
             Finish::Update(update) => self.record_update(msg, outcome, &update, seen).await,
             Finish::PauseConnection { last_error } => {
@@ -142,8 +147,7 @@ impl Worker {
                             &msg.ad_account_id,
                             &msg.run_id,
                             &update,
-                            current.next_sync_at,
-                            current.sync_requested,
+                            &seen,
                         )
                         .await?),
                     Finish::PauseConnection { .. } => Ok(true),
@@ -153,27 +157,19 @@ impl Worker {
     }
 
     /// Records the run's update on the account; a failure the run still
-    /// holding the account recorded goes on the bus. `seen`: the next sync
-    /// time and the sync request as the run read them. Answers whether the
-    /// account was as read.
+    /// holding the account recorded goes on the bus. `seen`: the schedule
+    /// as the run read it. Answers whether the account was as read.
     async fn record_update(
         &self,
         msg: &SyncMessage,
         outcome: &RunOutcome,
         update: &adtrail_domain::outcome::LinkUpdate,
-        (leased_next, requested_seen): (Option<i64>, bool),
+        seen: Seen,
     ) -> Result<bool, WorkerError> {
         let ended = self
             .store
             .links()
-            .finish_run(
-                &msg.site_id,
-                &msg.ad_account_id,
-                &msg.run_id,
-                update,
-                leased_next,
-                requested_seen,
-            )
+            .finish_run(&msg.site_id, &msg.ad_account_id, &msg.run_id, update, &seen)
             .await?;
         if ended
             && let (RunOutcome::Failed { .. } | RunOutcome::Partial { .. }, Some(error)) =

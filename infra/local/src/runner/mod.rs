@@ -180,6 +180,7 @@ impl Runner {
                 store: stack.store_for("DispatcherFunction"),
                 clock: shared.clone(),
                 interval,
+                quiet_interval,
             },
             leadgen: LeadgenWorker {
                 store: stack.store_for("LeadgenWorkerFunction"),

@@ -431,3 +431,65 @@ fn only_a_run_that_ended_well_keeps_what_it_learnt_of_the_catalog() {
     };
     assert_eq!(digest(&partial), None);
 }
+
+/// Only an ending that keeps the time its lease set keeps a slot: of the
+/// interval's cycle, or of the quiet one's when its lease was quiet too.
+/// Anything else (a time of its own) leaves the slot.
+#[test]
+fn an_ending_that_keeps_its_leases_time_keeps_a_slot_of_its_cadence() {
+    let at = NOW + 40 * MINUTE_MS;
+    let leased = LinkProgress {
+        leased_next: Some(at),
+        ..link()
+    };
+    let slot_of = |progress, outcome: &RunOutcome| update(finish(progress, outcome, NOW, NOW)).slot;
+    assert_eq!(
+        slot_of(leased, &live_ok(true, 10)),
+        Some(SlotPlace {
+            cadence: Cadence::Interval,
+            slot: at % (45 * MINUTE_MS),
+        })
+    );
+    let quiet = LinkProgress {
+        leased_next: Some(at),
+        lease_ms: Some(3 * HOUR_MS),
+        ..link()
+    };
+    assert_eq!(
+        slot_of(quiet, &live_ok(false, 10)),
+        Some(SlotPlace {
+            cadence: Cadence::Quiet,
+            slot: at % (3 * HOUR_MS),
+        })
+    );
+    // Moving to the quiet cadence, or back from it: a new time.
+    assert_eq!(slot_of(leased, &live_ok(false, 10)), None);
+    assert_eq!(slot_of(quiet, &live_ok(true, 10)), None);
+    // Asked for, busy, failed, a backfill's next block, a lease long past.
+    let asked = LinkProgress {
+        sync_requested: true,
+        ..leased
+    };
+    assert_eq!(slot_of(asked, &live_ok(true, 10)), None);
+    assert_eq!(slot_of(leased, &live_ok(true, 90)), None);
+    assert_eq!(
+        slot_of(leased, &failed(FailureKind::Unavailable, None)),
+        None
+    );
+    let block = ok(
+        PlanDone::Backfill {
+            next_from: Some(crate::dates::parse_date("2026-01-01").unwrap()),
+        },
+        10,
+        None,
+    );
+    assert_eq!(slot_of(leased, &block), None);
+    let past = LinkProgress {
+        leased_next: Some(NOW - MINUTE_MS),
+        ..link()
+    };
+    assert_eq!(slot_of(past, &live_ok(true, 10)), None);
+    // The last block of a backfill ends on the cadence.
+    let last_block = ok(PlanDone::Backfill { next_from: None }, 10, None);
+    assert!(slot_of(leased, &last_block).is_some());
+}

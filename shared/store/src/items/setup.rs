@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use adtrail_domain::board::{Board, Column};
 use adtrail_domain::capi::EventName;
-use adtrail_domain::links::SiteAdAccount;
+use adtrail_domain::links::{Cadence, SiteAdAccount, SlotPlace};
 use adtrail_domain::outcome::SyncState;
 use adtrail_domain::pixels::{ConnectionStatus, PixelSource, SitePixel};
 use serde::{Deserialize, Serialize};
@@ -14,6 +14,7 @@ use super::parse;
 use super::{json_text, json_text_opt};
 use crate::connections::{Connection, ListedAccount, ListedPixel};
 use crate::error::StoreError;
+use crate::keys::slot_shard;
 use crate::sites::Site;
 
 /// `site#<siteId>` / `site`.
@@ -63,6 +64,9 @@ pub(crate) struct LinkItem {
     #[serde(default)]
     sync_requested: bool,
     next_sync_at: Option<i64>,
+    slot_at: Option<i64>,
+    slot_shard: Option<String>,
+    slot: Option<i64>,
     created_at: i64,
     lease_ms: Option<i64>,
     catalog_digest: Option<String>,
@@ -110,7 +114,22 @@ impl TryFrom<LinkItem> for SiteAdAccount {
             last_error: i.last_error,
             run_id: i.run_id,
             sync_requested: i.sync_requested,
-            next_sync_at: i.next_sync_at,
+            // A slotted link's next sync is `slotAt` (`nextSyncAt` is the
+            // `due` index's key, and it is not in that index).
+            next_sync_at: i.next_sync_at.or(i.slot_at),
+            slot: match i.slot_shard.as_deref() {
+                None => None,
+                Some(shard) => Some(SlotPlace {
+                    cadence: parse(
+                        [Cadence::Interval, Cadence::Quiet]
+                            .into_iter()
+                            .find(|c| slot_shard(*c) == shard),
+                        "link",
+                        "slotShard",
+                    )?,
+                    slot: parse(i.slot, "link", "slot")?,
+                }),
+            },
             created_at: i.created_at,
             lease_ms: i.lease_ms,
             catalog_digest: i.catalog_digest,

@@ -226,6 +226,10 @@ async fn idle(p: &Prices) -> Result<(Usage, f64), Error> {
         runner.stack.store.counter.reset();
         runner.handler_time.reset();
     };
+    // A tick as every one after the first: the dispatcher's walk of the
+    // slots goes on from the cursor the last tick left, a minute back.
+    runner.dispatch().await?;
+    runner.advance(60_000).await?;
     reset();
     runner.dispatch().await?;
     let dispatch = Usage::counted(&app);

@@ -1,5 +1,6 @@
 //! Scale: 100, 1,000 and 10,000 linked ad accounts (written straight to
-//! the table, no Meta needed), ten of them due; what one dispatcher tick and
+//! the table, no Meta needed), ten of them due, five in `due` and five at
+//! the slots the tick's walk reads; what one dispatcher tick and
 //! one sweeper tick cost, in DynamoDB requests and wall time, per tick and
 //! per due account: a tick's cost must follow the accounts due, not the
 //! accounts linked. And the time from a lead change to Meta's receipt of
@@ -8,11 +9,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use adtrail_domain::links::Cadence;
+use adtrail_domain::plan::SyncInterval;
 use adtrail_domain::time::{Clock, DAY_MS, SystemClock, VirtualClock};
 use adtrail_local::OffsetClock;
 use adtrail_local::app::start;
 use adtrail_store::keys::{
-    GSI1_PK, GSI1_SK, PK, SK, due_shard, link_sk, owner_link_sk, owner_pk, site_pk,
+    CURSOR_SK, DISPATCH_PK, GSI1_PK, GSI1_SK, PK, SK, due_shard, link_sk, owner_link_sk, owner_pk,
+    site_pk, slot_shard,
 };
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use serde_json::json;
@@ -21,9 +25,14 @@ use crate::{Error, T0};
 
 /// Accounts due at each size.
 const DUE: usize = 10;
+/// The cycle the seeded links keep: the default interval's.
+const CYCLE: i64 = SyncInterval::DEFAULT.ms();
 
-/// `n` links of 20 sites (as many as a site may have), `due` of them due
-/// now and the rest tomorrow, written in batches of 25.
+/// `n` links of 20 sites (as many as a site may have), as a running stack
+/// holds them: most at their slots of the 45-minute cycle, spread over it
+/// and due later; of the `due` due now, half in `due` (a sync asked for, a
+/// back-off's end) and half at slots that came since the last tick; the
+/// dispatcher's cursor a minute back. Written in batches of 25.
 async fn seed_links(
     store: &adtrail_store::Store,
     n: usize,
@@ -35,8 +44,30 @@ async fn seed_links(
         .map(|i| {
             let site = format!("scale-{}", i / 20);
             let account = format!("act_{:012}", 900_000_000 + i);
-            let next = if i < due { now } else { now + DAY_MS };
-            let item = [
+            // Slots of the cycle after the last minute, spread over it.
+            let spread = 60_000 + (i as i64 * 7_919_000) % (CYCLE - 120_000);
+            let (schedule, next) = if i < due / 2 {
+                ("due", now)
+            } else if i < due {
+                ("slot", now - 30_000)
+            } else {
+                ("slot", now + spread)
+            };
+            let mut item: Vec<(&str, AttributeValue)> = match schedule {
+                "due" => vec![
+                    ("dueShard", s(due_shard(&site, &account))),
+                    ("nextSyncAt", AttributeValue::N(next.to_string())),
+                ],
+                _ => vec![
+                    ("slotShard", s(slot_shard(Cadence::Interval).to_owned())),
+                    (
+                        "slot",
+                        AttributeValue::N(next.rem_euclid(CYCLE).to_string()),
+                    ),
+                    ("slotAt", AttributeValue::N(next.to_string())),
+                ],
+            };
+            item.extend([
                 (PK, s(site_pk(&site))),
                 (SK, s(link_sk(&account))),
                 ("siteId", s(site.clone())),
@@ -48,17 +79,13 @@ async fn seed_links(
                 ("syncState", s("live".into())),
                 (GSI1_PK, s(owner_pk("agency"))),
                 (GSI1_SK, s(owner_link_sk(&site, &account))),
-                ("dueShard", s(due_shard(&site, &account))),
-                ("nextSyncAt", AttributeValue::N(next.to_string())),
                 ("lastSyncAt", AttributeValue::N((now - DAY_MS).to_string())),
                 (
                     "createdAt",
                     AttributeValue::N((now - 30 * DAY_MS).to_string()),
                 ),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect();
+            ]);
+            let item = item.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
             WriteRequest::builder()
                 .put_request(
                     PutRequest::builder()
@@ -69,6 +96,17 @@ async fn seed_links(
                 .build()
         })
         .collect();
+    let back = AttributeValue::N((now - 60_000).to_string());
+    store
+        .ddb
+        .put_item()
+        .table_name(&store.names.table)
+        .item(PK, s(DISPATCH_PK.into()))
+        .item(SK, s(CURSOR_SK.into()))
+        .item("interval", back.clone())
+        .item("quiet", back)
+        .send()
+        .await?;
     for chunk in items.chunks(25) {
         let mut pending = chunk.to_vec();
         while !pending.is_empty() {

@@ -105,15 +105,18 @@ async fn accounts(
         runner.tick().await?;
         runner.advance(2_000).await?;
     }
-    // An idle fleet's first live syncs find nothing delivered and send it
-    // to the quiet cadence: a move made once, not every day, so it is made
-    // before the days counted.
-    if let Fleet::Idle(quiet) = fleet {
-        let settled = runner.now() + quiet.ms();
-        while runner.now() < settled {
-            runner.advance(interval.ms()).await?;
-            runner.tick().await?;
-        }
+    // The first live runs place each account at a slot of its cadence;
+    // an idle fleet's find nothing delivered and send it to the quiet
+    // cadence, whose first run places it there. Moves made once, not
+    // every day, so they are made before the days counted.
+    let settle = match fleet {
+        Fleet::Delivering => interval.ms(),
+        Fleet::Idle(quiet) => 2 * quiet.ms(),
+    };
+    let settled = runner.now() + settle;
+    while runner.now() < settled {
+        runner.advance(interval.ms()).await?;
+        runner.tick().await?;
     }
     if let Some(fake) = &app.fake {
         fake.tune(|k| k.latency_ms = latency_ms);
@@ -134,6 +137,9 @@ async fn accounts(
     // are the same every time, its handler time is not (the median of five).
     let mut idle_ticks = vec![];
     for _ in 0..5 {
+        // A second on: the walk of the slots reads and moves its cursor,
+        // as every tick's does.
+        runner.advance(1_000).await?;
         runner.stack.store.counter.reset();
         runner.handler_time.reset();
         runner.dispatch().await?;

@@ -1,0 +1,129 @@
+//! Links that keep their cadence sit at a slot of its cycle: the
+//! dispatcher's walk finds each once a cycle, their runs write the link and
+//! no index entry, and anything off the cadence (a sync asked for, a
+//! back-off) takes a link to `due` until a run keeps the cadence again.
+
+use adtrail_domain::links::{Cadence, SlotPlace};
+use adtrail_domain::time::{HOUR_MS, MINUTE_MS};
+use adtrail_tests::*;
+
+/// The four accounts of the sample agency.
+const ACCOUNTS: usize = 4;
+
+/// The link writes (`Update site`) of what ran since the counter's reset:
+/// write units and requests.
+fn link_writes(h: &Harness) -> (f64, u64) {
+    let by = h.store().counter.units_by();
+    by.get("Update site")
+        .map_or((0.0, 0), |(write, _, requests)| (*write, *requests))
+}
+
+#[tokio::test]
+async fn a_run_that_keeps_its_cadence_moves_no_index_entry_and_is_found_once_a_cycle() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    // The first live runs end on the cadence: each link takes its slot.
+    let first = h.at_first_live_sync().await;
+    assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, ACCOUNTS);
+    let placed = h.link("loja-x", LOJA_PRINCIPAL).await;
+    let next = first + 45 * MINUTE_MS;
+    assert_eq!(
+        placed.slot,
+        Some(SlotPlace {
+            cadence: Cadence::Interval,
+            slot: next % (45 * MINUTE_MS),
+        })
+    );
+    assert_eq!(placed.next_sync_at, Some(next));
+    // Three cycles, a tick a minute: each account leased once a cycle, at
+    // its time, and its runs write the link twice (the lease, the ending),
+    // a unit each: no index entry moves.
+    // Counted without the suite's injected faults: a retried write is a
+    // request (and its units) more.
+    h.runner().stack.cloud.faults.set_share(0.0);
+    h.store().counter.reset();
+    let mut leased = 0;
+    for _ in 0..3 * 45 {
+        h.runner().advance(MINUTE_MS).await.unwrap();
+        leased += h.runner().tick().await.unwrap().dispatched.leased;
+    }
+    assert_eq!(leased, 3 * ACCOUNTS);
+    let (units, requests) = link_writes(&h);
+    assert_eq!(requests, 2 * leased as u64, "a lease and an ending a run");
+    assert_eq!(units, requests as f64, "one unit a write: no index entry");
+    let after = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert_eq!(after.slot, placed.slot, "the same slot, three cycles on");
+    assert_eq!(after.next_sync_at, Some(first + 4 * 45 * MINUTE_MS));
+    assert_eq!(after.last_sync_at, Some(first + 3 * 45 * MINUTE_MS));
+    // The walk: a query a cadence a tick (one more as it passes a cycle's
+    // end: three times for 45 minutes, once at most for 180), whatever the
+    // links, and the cursor moved on, one write a tick.
+    let by = h.store().counter.units_by();
+    let queries = by["Query index slot"].2;
+    assert!(
+        (2 * 3 * 45 + 3..=2 * 3 * 45 + 4).contains(&queries),
+        "{queries}"
+    );
+    assert_eq!(by["Update dispatch"].2, 3 * 45);
+}
+
+#[tokio::test]
+async fn a_sync_asked_for_leaves_the_slot_for_one_run_and_the_next_ending_takes_one_again() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.at_first_live_sync().await;
+    h.runner().tick().await.unwrap();
+    assert_eq!(
+        h.link("loja-x", LOJA_PRINCIPAL)
+            .await
+            .slot
+            .map(|p| p.cadence),
+        Some(Cadence::Interval)
+    );
+    // Ten minutes on, a sync asked for: out of the slot, due now.
+    h.runner().advance(10 * MINUTE_MS).await.unwrap();
+    let (status, _) = h.call("POST", "/v1/sites/loja-x/sync", None).await;
+    assert_eq!(status, 202);
+    let asked = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert_eq!((asked.slot, asked.next_sync_at), (None, Some(h.now())));
+    let ran_at = h.now();
+    assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, 2);
+    // The run kept the cadence from its own time: a slot again, 45
+    // minutes on from it, and the walk finds it there.
+    let again = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert_eq!(again.last_sync_at, Some(ran_at));
+    assert_eq!(again.slot.map(|p| p.cadence), Some(Cadence::Interval));
+    assert_eq!(again.next_sync_at, Some(ran_at + 45 * MINUTE_MS));
+    // There, with pet-mania's two, whose slots passed ten minutes before.
+    h.runner().set_clock(ran_at + 45 * MINUTE_MS).await.unwrap();
+    assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, ACCOUNTS);
+    assert_eq!(
+        h.link("loja-x", LOJA_PRINCIPAL).await.last_sync_at,
+        Some(ran_at + 45 * MINUTE_MS)
+    );
+}
+
+/// A dispatcher that misses ticks (its schedule failed, or its function
+/// was throttled) finds the links whose slots passed meanwhile at its next
+/// tick, each once.
+#[tokio::test]
+async fn a_walk_after_missed_ticks_finds_the_slots_that_passed_each_once() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    let first = h.at_first_live_sync().await;
+    h.runner().tick().await.unwrap();
+    // Two hours without a tick: every slot passed at least twice, and the
+    // next tick runs each account once.
+    h.runner().set_clock(first + 2 * HOUR_MS).await.unwrap();
+    assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, ACCOUNTS);
+    assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, 0);
+    // A slot's next time, a lease on, was behind the clock: the runs
+    // start the cadence again from now (in `due`, until a run keeps it).
+    let late = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert_eq!(late.slot, None);
+    assert_eq!(late.next_sync_at, Some(h.now() + 45 * MINUTE_MS));
+    h.runner().advance(45 * MINUTE_MS).await.unwrap();
+    assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, ACCOUNTS);
+    let kept = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert_eq!(kept.slot.map(|p| p.cadence), Some(Cadence::Interval));
+}
