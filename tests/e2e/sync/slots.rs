@@ -127,3 +127,89 @@ async fn a_walk_after_missed_ticks_finds_the_slots_that_passed_each_once() {
     let kept = h.link("loja-x", LOJA_PRINCIPAL).await;
     assert_eq!(kept.slot.map(|p| p.cadence), Some(Cadence::Interval));
 }
+
+/// An operator who changes `SyncIntervalMinutes` redeploys the functions
+/// over the same table: each account takes a slot of the new cycle, its
+/// first run under it at most one new interval late, and then runs once a
+/// new interval.
+#[tokio::test]
+async fn a_new_interval_places_each_account_at_a_slot_of_its_cycle() {
+    use adtrail_domain::plan::SyncInterval;
+    let h = Harness::start().await;
+    h.link_agency().await;
+    h.at_first_live_sync().await;
+    h.runner().tick().await.unwrap();
+    // The hard case: the next time is half a new cycle off the slot's
+    // point in it (the slot, read on the new cycle, comes 45 minutes
+    // before it). One more run at the old interval when it is not.
+    let next = h.link("loja-x", LOJA_PRINCIPAL).await.next_sync_at.unwrap();
+    if next % (90 * MINUTE_MS) == next % (45 * MINUTE_MS) {
+        h.runner().set_clock(next).await.unwrap();
+        h.runner().tick().await.unwrap();
+    }
+    let old = h.runner();
+    let ninety = SyncInterval::from_minutes("90").unwrap();
+    let redeployed = adtrail_local::Runner::new(
+        old.stack.clone(),
+        old.sender.graph.clone(),
+        old.sender.platforms.clone(),
+        old.clock.clone(),
+        ninety,
+        SyncInterval::QUIET_DEFAULT,
+    );
+    let deployed_at = h.now();
+    let accounts = [
+        ("loja-x", LOJA_PRINCIPAL),
+        ("loja-x", LOJA_MANAUS),
+        ("pet-mania", PET_EAST),
+        ("pet-mania", PET_WEST),
+    ];
+    let mut runs: Vec<Vec<i64>> = vec![vec![]; accounts.len()];
+    // Each account's next sync time as the last run left it: the next run
+    // comes at the first tick after it, not later.
+    let mut due: Vec<i64> = vec![0; accounts.len()];
+    // Six hours, a tick every five minutes.
+    for _ in 0..6 * 12 {
+        redeployed.advance(5 * MINUTE_MS).await.unwrap();
+        redeployed.tick().await.unwrap();
+        for (i, (site, account)) in accounts.iter().enumerate() {
+            let link = h.link(site, account).await;
+            let last = link.last_sync_at.unwrap();
+            if last > deployed_at && runs[i].last() != Some(&last) {
+                if !runs[i].is_empty() {
+                    assert!(
+                        last - due[i] < 5 * MINUTE_MS,
+                        "{account}: ran {} min after its time",
+                        (last - due[i]) / MINUTE_MS
+                    );
+                }
+                runs[i].push(last);
+                due[i] = link.next_sync_at.unwrap();
+            }
+        }
+    }
+    for (i, times) in runs.iter().enumerate() {
+        let (site, account) = accounts[i];
+        assert!(
+            times[0] - deployed_at <= 45 * MINUTE_MS + 90 * MINUTE_MS,
+            "{account}: first run {} min after the new interval",
+            (times[0] - deployed_at) / MINUTE_MS
+        );
+        let gaps: Vec<i64> = times
+            .windows(2)
+            .map(|w| (w[1] - w[0]) / MINUTE_MS)
+            .collect();
+        assert!(gaps.len() >= 2, "{account}: {gaps:?}");
+        assert!(gaps[1..].iter().all(|g| *g == 90), "{account}: {gaps:?}");
+        let link = h.link(site, account).await;
+        let next = link.next_sync_at.unwrap();
+        assert_eq!(
+            link.slot,
+            Some(SlotPlace {
+                cadence: Cadence::Interval,
+                slot: next % (90 * MINUTE_MS),
+            }),
+            "{account}"
+        );
+    }
+}
