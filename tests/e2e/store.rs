@@ -12,7 +12,7 @@ use adtrail_tests::*;
 /// The seed's lease, the default interval's.
 pub(crate) const LEASE_MS: i64 = SyncInterval::DEFAULT.ms();
 
-fn account(id: &str) -> ListedAccount {
+pub(crate) fn account(id: &str) -> ListedAccount {
     ListedAccount {
         ad_account_id: id.into(),
         name: "A".into(),

@@ -127,7 +127,7 @@ async fn at_slots(store: &Store, lo: i64, hi: i64) -> Vec<String> {
     let range = adtrail_domain::slots::SlotRange { lo, hi: Some(hi) };
     let (found, _) = store
         .links()
-        .slot_links(Cadence::Interval, range, 10)
+        .slot_links(Cadence::Interval, range, 10, None)
         .await
         .unwrap();
     found.into_iter().map(|(_, account, _)| account).collect()

@@ -31,7 +31,7 @@ const PER_SHARD: i32 = 25;
 const MAX_ROUNDS: usize = 8;
 /// Links taken from a cadence's slots per invocation: as many as all the
 /// rounds of `due` take; the walk goes on from there at the next tick.
-const SLOT_BUDGET: i32 = PER_SHARD * adtrail_store::keys::DUE_SHARDS as i32 * MAX_ROUNDS as i32;
+pub const SLOT_BUDGET: i32 = PER_SHARD * adtrail_store::keys::DUE_SHARDS as i32 * MAX_ROUNDS as i32;
 
 #[derive(Debug, Clone)]
 pub struct Dispatcher {
@@ -42,6 +42,8 @@ pub struct Dispatcher {
     /// The quiet cadence, whose cycle the quiet accounts' slots are walked
     /// on (never shorter than `interval`).
     pub quiet_interval: SyncInterval,
+    /// Links a cadence's walk takes per invocation ([`SLOT_BUDGET`]).
+    pub slot_budget: i32,
 }
 
 /// What one invocation did.
@@ -96,25 +98,42 @@ impl Dispatcher {
             // cycle: a link found before its time is only refused its lease.
             let walk = SlotWalk::new(cursor.of(cadence).unwrap_or(i64::MIN), now, cycle);
             let mut at = walk.end();
-            let mut budget = SLOT_BUDGET;
-            for range in walk.ranges() {
+            let mut budget = self.slot_budget;
+            'ranges: for range in walk.ranges() {
                 if budget == 0 {
                     at = walk.reached_before(range.lo);
                     break;
                 }
-                let (found, more) = links.slot_links(cadence, range, budget).await?;
-                budget -= i32::try_from(found.len()).unwrap_or(budget);
-                let last = found.last().map(|(_, _, slot)| *slot);
-                let found = found
-                    .into_iter()
-                    .map(|(site, acct, _)| (site, acct))
-                    .collect();
-                self.lease_and_send(found, Found::Slot, now, report).await?;
-                if more {
-                    // The links at the last slot read may not all be in:
-                    // the next walk starts at that slot.
-                    at = last.map_or(at, |slot| walk.reached_before(slot));
-                    break;
+                let mut after = None;
+                loop {
+                    let limit = if budget > 0 { budget } else { PER_SHARD };
+                    let (found, more) = links.slot_links(cadence, range, limit, after).await?;
+                    budget = budget
+                        .saturating_sub(i32::try_from(found.len()).unwrap_or(budget))
+                        .max(0);
+                    let last = found.last().map(|(_, _, slot)| *slot);
+                    let found = found
+                        .into_iter()
+                        .map(|(site, acct, _)| (site, acct))
+                        .collect();
+                    self.lease_and_send(found, Found::Slot, now, report).await?;
+                    let Some(page) = more else {
+                        break;
+                    };
+                    // Out of budget: the next walk starts at the last slot
+                    // read (its links may not all be in), provided that is
+                    // past where this one started. More links at one slot
+                    // than the budget are read on, a page at a time, until
+                    // a later slot: a walk that restarted at the same slot
+                    // every tick would never get past it.
+                    if budget == 0
+                        && let Some(slot) = last
+                        && walk.reached_before(slot) > walk.start()
+                    {
+                        at = walk.reached_before(slot);
+                        break 'ranges;
+                    }
+                    after = Some(page);
                 }
             }
             match cadence {

@@ -16,6 +16,7 @@ async fn main() -> Result<(), Error> {
         clock: Arc::new(SystemClock),
         interval: adtrail_store::sync_interval_from_env()?,
         quiet_interval: adtrail_store::quiet_interval_from_env()?,
+        slot_budget: adtrail_dispatcher::SLOT_BUDGET,
     };
     run(service_fn(|event: LambdaEvent<_>| {
         handle(&dispatcher, event)

@@ -80,6 +80,12 @@ impl SlotWalk {
     pub fn end(&self) -> i64 {
         self.now
     }
+
+    /// The time the walk starts after (a cursor before it reads nothing
+    /// the walk did not).
+    pub fn start(&self) -> i64 {
+        self.from
+    }
 }
 
 #[cfg(test)]

@@ -40,9 +40,13 @@ fn cursor_attribute(cadence: Cadence) -> &'static str {
 /// A link found at its slot: its site, its ad account and the slot.
 pub type SlotLink = (String, String, i64);
 
+/// Where a read of slots stopped, for the next page: DynamoDB's key.
+pub type SlotPage = std::collections::HashMap<String, AttributeValue>;
+
 impl Links<'_> {
     /// The links of a cadence at the slots of `range`, in slot order, at
-    /// most `limit`; answers whether more are left in the range.
+    /// most `limit`, from where the page before stopped (`after`); answers
+    /// where this page stopped when more may be left in the range.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -51,7 +55,8 @@ impl Links<'_> {
         cadence: Cadence,
         range: SlotRange,
         limit: i32,
-    ) -> Result<(Vec<SlotLink>, bool), StoreError> {
+        after: Option<SlotPage>,
+    ) -> Result<(Vec<SlotLink>, Option<SlotPage>), StoreError> {
         let mut query = self
             .ddb
             .query()
@@ -59,6 +64,7 @@ impl Links<'_> {
             .index_name(SLOT_INDEX)
             .expression_attribute_values(":shard", s(slot_shard(cadence)))
             .expression_attribute_values(":lo", n(range.lo))
+            .set_exclusive_start_key(after)
             .limit(limit);
         query = match range.hi {
             Some(hi) => query
@@ -78,7 +84,7 @@ impl Links<'_> {
                 links.push((site.to_owned(), acct.to_owned(), slot));
             }
         }
-        Ok((links, out.last_evaluated_key.is_some()))
+        Ok((links, out.last_evaluated_key))
     }
 
     /// The dispatcher's cursor, read strongly: a stale one would only make

@@ -213,3 +213,83 @@ async fn a_new_interval_places_each_account_at_a_slot_of_its_cycle() {
         );
     }
 }
+
+/// More links at one slot than a walk takes in a tick (all leased from
+/// `due` in one tick share one): the next walk reads that slot on past the
+/// ones already leased, so each is leased once and the walk gets past it.
+#[tokio::test]
+async fn a_slot_holding_more_links_than_a_walk_takes_is_read_on_until_past_it() {
+    use adtrail_domain::plan::SyncInterval;
+    use adtrail_store::lease::{Found, Seen};
+    const LINKS: usize = 8;
+    let h = Harness::start().await;
+    let store = h.store();
+    let now = h.now();
+    let interval = SyncInterval::DEFAULT;
+    let ids: Vec<String> = (0..LINKS).map(|i| format!("act_7{i:09}")).collect();
+    store
+        .sites()
+        .put_site("s1", "S", "USD", None, now)
+        .await
+        .unwrap();
+    let listed: Vec<_> = ids.iter().map(|id| crate::store::account(id)).collect();
+    store
+        .connections()
+        .put_connection("o1", vec![0], "v1", &listed, &[], now)
+        .await
+        .unwrap();
+    // Each linked, leased in one tick and ended on the cadence: one slot.
+    let next = now + interval.lease_ms();
+    for (id, listed) in ids.iter().zip(&listed) {
+        let links = store.links();
+        links.link_account("s1", "o1", listed, now).await.unwrap();
+        assert!(
+            links
+                .lease_link("s1", id, "r0", now, interval, Found::Due)
+                .await
+                .unwrap()
+        );
+        let ending = adtrail_domain::outcome::LinkUpdate {
+            next_sync_at: next,
+            sync_state: adtrail_domain::outcome::SyncState::Live,
+            failures: 0,
+            last_error: None,
+            backfill_from: adtrail_domain::outcome::Change::Clear,
+            last_sync_at: Some(now),
+            last_daily_resync_at: None,
+            last_full_resync_at: None,
+            quiet_lease_ms: None,
+            catalog_digest: None,
+            slot: Some(SlotPlace {
+                cadence: Cadence::Interval,
+                slot: next % interval.ms(),
+            }),
+        };
+        let seen = Seen {
+            next_sync_at: Some(next),
+            ..Seen::default()
+        };
+        assert!(
+            links
+                .finish_run("s1", id, "r0", &ending, &seen)
+                .await
+                .unwrap()
+        );
+    }
+    let runner = h.runner();
+    let mut dispatcher = runner.dispatcher.clone();
+    dispatcher.slot_budget = 3;
+    // Each tick, a minute on: three (the budget), then the five left past
+    // the three already leased, then none.
+    let mut leased = vec![];
+    runner.set_clock(next).await.unwrap();
+    for _ in 0..3 {
+        leased.push(dispatcher.dispatch().await.unwrap().leased);
+        runner.advance(MINUTE_MS).await.unwrap();
+    }
+    assert_eq!(leased, vec![3, LINKS - 3, 0]);
+    for id in &ids {
+        let link = store.links().get_link("s1", id).await.unwrap().unwrap();
+        assert_eq!(link.next_sync_at, Some(next + interval.lease_ms()), "{id}");
+    }
+}

@@ -181,6 +181,7 @@ impl Runner {
                 clock: shared.clone(),
                 interval,
                 quiet_interval,
+                slot_budget: adtrail_dispatcher::SLOT_BUDGET,
             },
             leadgen: LeadgenWorker {
                 store: stack.store_for("LeadgenWorkerFunction"),
