@@ -40,8 +40,8 @@ async fn end(
         .unwrap()
 }
 
-/// A live run's ending, next due at `next`, in `due`.
-fn live_ending(next: i64) -> LinkUpdate {
+/// A live run's ending at [`T0`], next due at `next`, in `due`.
+pub(crate) fn live_ending(next: i64) -> LinkUpdate {
     LinkUpdate {
         next_sync_at: next,
         sync_state: SyncState::Live,

@@ -35,9 +35,10 @@
 //! over [`DUE_SHARDS`] partitions so no one partition is hot, and absent on
 //! paused links and on links that keep a slot; `slot` (`slotShard`:
 //! `slot#i` for the sync interval, `slot#q` for the quiet one; `slot`: the
-//! link's point in the cycle, its next sync time modulo the cadence) lists
-//! links whose syncs keep their cadence: a run that does moves no entry,
-//! where a move in `due` costs two write units a run; `work` (`workShard`, `workAt`) lists background work the
+//! link's point in the cycle, its next sync time modulo the cadence, which
+//! the item keeps as `slotAt`) lists links whose syncs keep their cadence:
+//! a run that does moves no entry, where a move in `due` costs two write
+//! units a run; `work` (`workShard`, `workAt`) lists background work the
 //! same way: purges (`purge#<n>`), erasures (`erase#<n>`) and pending
 //! conversions by the time their attempt is due (`send#<n>`), so the
 //! sweeper finds lost sends without a scan. A posted batch's rows are not
@@ -45,6 +46,7 @@
 //! written (an index entry costs a write unit when a row is queued and
 //! another when it is sent).
 
+use adtrail_domain::links::Cadence;
 use sha2::{Digest, Sha256};
 
 pub const PK: &str = "pk";
@@ -58,9 +60,6 @@ pub const NEXT_SYNC_AT: &str = "nextSyncAt";
 pub const SLOT_INDEX: &str = "slot";
 pub const SLOT_SHARD: &str = "slotShard";
 pub const SLOT: &str = "slot";
-/// A slotted link's next sync time (`nextSyncAt` is `due`'s key, and is
-/// absent while the link keeps a slot).
-pub const SLOT_AT: &str = "slotAt";
 pub const WORK_INDEX: &str = "work";
 pub const WORK_SHARD: &str = "workShard";
 pub const WORK_AT: &str = "workAt";
@@ -113,11 +112,17 @@ pub fn due_shard_n(n: u32) -> String {
     format!("due#{n}")
 }
 /// The `slot` partition of a cadence's links.
-pub fn slot_shard(cadence: adtrail_domain::links::Cadence) -> &'static str {
+pub fn slot_shard(cadence: Cadence) -> &'static str {
     match cadence {
-        adtrail_domain::links::Cadence::Interval => "slot#i",
-        adtrail_domain::links::Cadence::Quiet => "slot#q",
+        Cadence::Interval => "slot#i",
+        Cadence::Quiet => "slot#q",
     }
+}
+/// The cadence a `slot` partition is of.
+pub fn parse_slot_shard(shard: &str) -> Option<Cadence> {
+    [Cadence::Interval, Cadence::Quiet]
+        .into_iter()
+        .find(|c| slot_shard(*c) == shard)
 }
 pub const DISPATCH_PK: &str = "dispatch";
 pub const CURSOR_SK: &str = "cursor";

@@ -249,21 +249,13 @@ async fn a_slot_holding_more_links_than_a_walk_takes_is_read_on_until_past_it() 
                 .await
                 .unwrap()
         );
+        // The harness starts at T0, the ending's time.
         let ending = adtrail_domain::outcome::LinkUpdate {
-            next_sync_at: next,
-            sync_state: adtrail_domain::outcome::SyncState::Live,
-            failures: 0,
-            last_error: None,
-            backfill_from: adtrail_domain::outcome::Change::Clear,
-            last_sync_at: Some(now),
-            last_daily_resync_at: None,
-            last_full_resync_at: None,
-            quiet_lease_ms: None,
-            catalog_digest: None,
             slot: Some(SlotPlace {
                 cadence: Cadence::Interval,
                 slot: next % interval.ms(),
             }),
+            ..crate::store_leases::live_ending(next)
         };
         let seen = Seen {
             next_sync_at: Some(next),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use adtrail_domain::board::{Board, Column};
 use adtrail_domain::capi::EventName;
-use adtrail_domain::links::{Cadence, SiteAdAccount, SlotPlace};
+use adtrail_domain::links::{SiteAdAccount, SlotPlace};
 use adtrail_domain::outcome::SyncState;
 use adtrail_domain::pixels::{ConnectionStatus, PixelSource, SitePixel};
 use serde::{Deserialize, Serialize};
@@ -14,7 +14,7 @@ use super::parse;
 use super::{json_text, json_text_opt};
 use crate::connections::{Connection, ListedAccount, ListedPixel};
 use crate::error::StoreError;
-use crate::keys::slot_shard;
+use crate::keys::parse_slot_shard;
 use crate::sites::Site;
 
 /// `site#<siteId>` / `site`.
@@ -120,13 +120,7 @@ impl TryFrom<LinkItem> for SiteAdAccount {
             slot: match i.slot_shard.as_deref() {
                 None => None,
                 Some(shard) => Some(SlotPlace {
-                    cadence: parse(
-                        [Cadence::Interval, Cadence::Quiet]
-                            .into_iter()
-                            .find(|c| slot_shard(*c) == shard),
-                        "link",
-                        "slotShard",
-                    )?,
+                    cadence: parse(parse_slot_shard(shard), "link", "slotShard")?,
                     slot: parse(i.slot, "link", "slot")?,
                 }),
             },

@@ -56,6 +56,10 @@ fn every_parsed_key_is_the_key_built() {
     );
     assert_eq!(parse_claim_pk(&claim_pk("act_1")), Some("act_1"));
     assert_eq!(parse_purge_pk(&purge_pk("loja-x")), Some("loja-x"));
+    for cadence in [Cadence::Interval, Cadence::Quiet] {
+        assert_eq!(parse_slot_shard(slot_shard(cadence)), Some(cadence));
+    }
+    assert_eq!(parse_slot_shard("due#1"), None);
     assert_eq!(parse_expiry_sk(&expiry_sk(5, "o:1")), Some((5, "o:1")));
     assert!(expiry_sk(5, "a") < expiry_sk(40, "a"));
 }
