@@ -1,7 +1,8 @@
 //! DynamoDB's request units of one request, from its JSON: a write
 //! counts 1 KB units of each item it writes, twice in a transaction (a put
 //! or an update: the larger of the item before and after it; a delete: the
-//! item it removes; [`super::sizes`] keeps each item's size); a read counts
+//! item it removes; a transaction's condition check: the item it checks,
+//! as a write; [`super::sizes`] keeps each item's size); a read counts
 //! 4 KB units of what it returns (a query: of all its items together), half
 //! when eventually consistent.
 //!
@@ -179,14 +180,20 @@ impl Units {
                             );
                         }
                         _ => {
-                            // A condition check reads its item, transactionally.
+                            // A condition check writes nothing, yet DynamoDB
+                            // bills it as a transaction's write of the item
+                            // it checks: 2 write units for an item under a
+                            // kilobyte, as real DynamoDB reports it
+                            // (`ConsumedCapacity`, characterised by the
+                            // paritysuite/dynamodb-conformance suite), not
+                            // the 2 read units a transactional read costs.
                             let key = &w["Key"];
                             let size = self
                                 .sizes
                                 .size(&identity(table, key))
                                 .unwrap_or_else(|| item_size(key));
-                            let units = 2.0 * kb_units(size, 4_096);
-                            self.book(&format!("TxCheck {}", family(key)), 0.0, units);
+                            let units = 2.0 * kb_units(size, 1_024);
+                            self.book(&format!("TxCheck {}", family(key)), units, 0.0);
                         }
                     }
                 }

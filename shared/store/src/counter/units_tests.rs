@@ -26,6 +26,27 @@ fn writes_count_kilobytes_twice_in_a_transaction_and_reads_four() {
 }
 
 #[test]
+fn a_transactions_condition_check_is_billed_as_a_write_of_the_item_it_checks() {
+    let mut u = Units::default();
+    let check = r#"{"TransactItems": [{"ConditionCheck": {"TableName": "t",
+        "Key": {"pk": {"S": "site#s"}, "sk": {"S": "link#a"}},
+        "ConditionExpression": "runId = :run"}}]}"#;
+    u.request("TransactWriteItems", check.as_bytes());
+    assert_eq!((u.write, u.read), (2.0, 0.0), "2 write units, no read");
+    // A checked item of 1.5 KB, as a put left it: two kilobytes, twice.
+    let big = format!(
+        r#"{{"TableName": "t", "Item": {{"pk": {{"S": "site#s"}}, "sk": {{"S": "link#a"}}, "x": {{"S": "{}"}}}}}}"#,
+        "x".repeat(1_500)
+    );
+    let put = u.request("PutItem", big.as_bytes());
+    u.response(&put, b"{}", true);
+    let before = u.write;
+    u.request("TransactWriteItems", check.as_bytes());
+    assert_eq!(u.write - before, 4.0);
+    assert_eq!(u.by["TxCheck site"], (6.0, 0.0, 0));
+}
+
+#[test]
 fn an_update_and_a_delete_count_the_item_a_succeeded_put_left() {
     let mut u = Units::default();
     let key = r#"{"pk": {"S": "count#s"}, "sk": {"S": "total"}}"#;

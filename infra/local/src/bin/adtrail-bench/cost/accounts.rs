@@ -177,6 +177,20 @@ fn floor_line(interval: SyncInterval, month: &Usage, p: &Prices) -> String {
     )
 }
 
+/// What KMS would add if each account had an owner of its own: the
+/// bench's accounts share the sample agency's token, which a worker opens
+/// once and keeps for a quarter of an hour (`run/token.rs`), so a tick's
+/// runs open it once; an owner's own token is opened by each run of a
+/// cadence longer than that.
+fn owners_line(interval: SyncInterval, month: &Usage, p: &Prices) -> String {
+    let runs = 1_000.0 * 30.0 * DAY_MS as f64 / interval.ms() as f64;
+    let opened = month.kms.min(runs);
+    format!(
+        "       KMS: {opened:.0} token opens a month (the agency's token, kept a quarter of an hour); with an owner an account, one a run: ${:.3} more",
+        (runs - opened) * p.kms_request,
+    )
+}
+
 /// The accounts' month at the default interval and at longer ones, alone
 /// with `BENCH_ONLY=accounts`.
 pub(crate) async fn accounts_bench(latency_ms: u64) -> Result<(), Error> {
@@ -190,6 +204,7 @@ pub(crate) async fn accounts_bench(latency_ms: u64) -> Result<(), Error> {
         Some(1.0),
     );
     println!("{}", floor_line(SyncInterval::DEFAULT, &month, &p));
+    println!("{}", owners_line(SyncInterval::DEFAULT, &month, &p));
     print(by);
     // The same month at longer intervals an operator may set: today's
     // spend shows later, and each account costs less.
@@ -203,6 +218,7 @@ pub(crate) async fn accounts_bench(latency_ms: u64) -> Result<(), Error> {
             Some(1.0),
         );
         println!("{}", floor_line(interval, &month, &p));
+        println!("{}", owners_line(interval, &month, &p));
         print(by.into_iter().take(4).collect());
     }
     // An agency's long tail: accounts linked and not delivering, read at
@@ -221,6 +237,7 @@ pub(crate) async fn accounts_bench(latency_ms: u64) -> Result<(), Error> {
             &p,
             Some(1.0),
         );
+        println!("{}", owners_line(quiet, &month, &p));
         print(by.into_iter().take(4).collect());
     }
     Ok(())
