@@ -18,6 +18,7 @@ mod portable;
 mod runtime;
 mod store;
 mod store_chunks;
+mod store_held;
 mod store_leases;
 mod sync;
 mod telemetry;

@@ -13,6 +13,7 @@ use crate::connections::ListedAccount;
 use crate::items::{NewLinkItem, encode};
 use crate::keys::*;
 use crate::links::key;
+use crate::spend::held::{Exprs, held_of, sum_add};
 use crate::write::transaction_failed_at;
 use crate::{Links, StoreError};
 
@@ -159,6 +160,8 @@ impl Links<'_> {
         self.unlink(site, account, now, true, false).await
     }
 
+    /// The unlink's transaction, made again when a run moved the day sums
+    /// the link holds between its read and its write.
     async fn unlink(
         &self,
         site: &str,
@@ -167,14 +170,54 @@ impl Links<'_> {
         count_owner: bool,
         count_site: bool,
     ) -> Result<bool, StoreError> {
-        let Some(link) = self.get_link(site, account).await? else {
-            return Ok(false);
+        const TRIES: usize = 5;
+        for _ in 0..TRIES {
+            let unlinked = self
+                .unlink_once(site, account, now, count_owner, count_site)
+                .await?;
+            if let Some(unlinked) = unlinked {
+                return Ok(unlinked);
+            }
+        }
+        Err(StoreError::Condition(
+            "a run kept moving the link's day sums while it was unlinked",
+        ))
+    }
+
+    /// One unlink: `None` when the link's held day sums changed since read.
+    async fn unlink_once(
+        &self,
+        site: &str,
+        account: &str,
+        now: i64,
+        count_owner: bool,
+        count_site: bool,
+    ) -> Result<Option<bool>, StoreError> {
+        let Some(item) = self
+            .read_item_as(site_pk(site), &link_sk(account), true)
+            .await?
+        else {
+            return Ok(Some(false));
         };
+        let link = SiteAdAccount::from_item(&item)?;
         let t = &self.names.table;
+        // The day sums the link holds go to their sum items, on the
+        // figures read, so the rows a purge has not reached yet (and a
+        // link made again keeps) stay summed.
+        let held = held_of(&item);
+        let mut pins = Exprs::default();
+        let (pinned, _) = pins.pin(&held);
         let delete_link = Delete::builder()
             .table_name(t)
             .set_key(Some(key(site, account).into_iter().collect()))
-            .condition_expression("attribute_exists(pk)")
+            .condition_expression(
+                std::iter::once("attribute_exists(pk)".to_owned())
+                    .chain(pinned)
+                    .collect::<Vec<_>>()
+                    .join(" AND "),
+            )
+            .set_expression_attribute_names(Some(pins.names).filter(|m| !m.is_empty()))
+            .set_expression_attribute_values(Some(pins.values).filter(|m| !m.is_empty()))
             .build()
             .map_err(StoreError::ddb)?;
         let delete_claim = Delete::builder()
@@ -229,9 +272,15 @@ impl Links<'_> {
                     .build(),
             );
         }
+        for (day, figures) in held {
+            if !figures.is_zero() {
+                tx.push(sum_add(t, (site, account), day, figures)?);
+            }
+        }
         match self.send_transaction(tx).await {
-            Ok(_) => Ok(true),
-            Err(e) if transaction_failed_at(&e) == Some(0) => Ok(false),
+            Ok(_) => Ok(Some(true)),
+            // The link gone, or its held sums moved: read again.
+            Err(e) if transaction_failed_at(&e) == Some(0) => Ok(None),
             Err(e) => Err(StoreError::ddb(e)),
         }
     }

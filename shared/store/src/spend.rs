@@ -9,16 +9,15 @@
 
 use std::collections::BTreeMap;
 
-use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
-
 use adtrail_domain::spend::{RowChange, SpendFigures, SpendRow};
 
-use crate::attr::{Item, get_s, n, s};
+use crate::attr::{Item, get_s, s};
 use crate::items::{FiguresItem, decode};
 use crate::keys::*;
 use crate::lease::LeaseCondition;
 use crate::{Spend, StoreError};
 
+pub(crate) mod held;
 mod layout;
 
 /// DynamoDB's cap on the items of one transaction.
@@ -137,9 +136,60 @@ impl Spend<'_> {
     /// [`Spend::day_sums`], at most `cap` days; answers whether the cap cut
     /// them short.
     ///
+    /// A day's sum is its sum item plus what the link holds of it
+    /// ([`held`]). The link is read before and after the sum items, all
+    /// strongly: a run moving held days to their items in between changes
+    /// what the link holds, and the read is made again, so a moved day is
+    /// counted once, never twice or not at all.
+    ///
     /// # Errors
-    /// [`StoreError::Service`] when DynamoDB fails.
+    /// [`StoreError::Service`] when DynamoDB fails;
+    /// [`StoreError::Condition`] when the held days kept moving.
     pub async fn day_sums_capped(
+        &self,
+        site: &str,
+        account: &str,
+        first_day: i64,
+        last_day: i64,
+        cap: usize,
+    ) -> Result<(BTreeMap<i64, SpendFigures>, bool), StoreError> {
+        const TRIES: usize = 4;
+        for _ in 0..TRIES {
+            let before = self.held_sums(site, account).await?;
+            let (mut sums, mut capped) = self
+                .sum_items(site, account, first_day, last_day, cap)
+                .await?;
+            if self.held_sums(site, account).await? != before {
+                continue;
+            }
+            for (day, figures) in before.range(first_day..=last_day) {
+                if !sums.contains_key(day) && sums.len() >= cap {
+                    capped = true;
+                    continue;
+                }
+                sums.entry(*day).or_default().add(*figures);
+            }
+            return Ok((sums, capped));
+        }
+        Err(StoreError::Condition(
+            "an account's held day sums kept moving while read",
+        ))
+    }
+
+    /// The day sums an account's link holds (none once unlinked).
+    async fn held_sums(
+        &self,
+        site: &str,
+        account: &str,
+    ) -> Result<BTreeMap<i64, SpendFigures>, StoreError> {
+        let link = self
+            .read_item_as(site_pk(site), &link_sk(account), true)
+            .await?;
+        Ok(link.as_ref().map(held::held_of).unwrap_or_default())
+    }
+
+    /// The sum items of one account between two day starts, at most `cap`.
+    async fn sum_items(
         &self,
         site: &str,
         account: &str,
@@ -156,7 +206,8 @@ impl Spend<'_> {
             .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
             .expression_attribute_values(":pk", s(sum_pk(site, account)))
             .expression_attribute_values(":from", s(day_sk(first_day)))
-            .expression_attribute_values(":to", s(day_sk(last_day)));
+            .expression_attribute_values(":to", s(day_sk(last_day)))
+            .consistent_read(true);
         self.query_pages(query, usize::MAX, |items| {
             for item in items {
                 if let Some(day) = get_s(item, SK).and_then(parse_day_sk) {
@@ -197,6 +248,28 @@ impl Spend<'_> {
             return Ok(SpendWrite::Written);
         };
         let (site, account) = (cond.site_id(), cond.ad_account_id());
+        // Where each day's sum goes: a run's newest days are held on its
+        // link ([`held`]), read strongly here with the lease.
+        let (held_from, mut moves) = match cond {
+            LeaseCondition::Run { run_id, .. } => {
+                let Some(link) = self
+                    .read_item_as(site_pk(site), &link_sk(account), true)
+                    .await?
+                else {
+                    return Ok(SpendWrite::LostLease);
+                };
+                if get_s(&link, "runId") != Some(run_id.as_str()) {
+                    return Ok(SpendWrite::LostLease);
+                }
+                let held = held::held_of(&link);
+                let written: Vec<i64> = changes.iter().map(RowChange::day).collect();
+                let from = held::held_from(&held, &written);
+                let moves: BTreeMap<i64, SpendFigures> =
+                    held.range(..from).map(|(d, f)| (*d, *f)).collect();
+                (Some(from), moves)
+            }
+            LeaseCondition::Unlinked { .. } => (None, BTreeMap::new()),
+        };
         let mut days = BTreeMap::new();
         let query = self.spend_query(site, account, first, last);
         self.query_pages(query, usize::MAX, |items| {
@@ -210,14 +283,19 @@ impl Spend<'_> {
             return Ok(SpendWrite::Stale);
         };
         let mut batch: Vec<layout::Unit> = vec![];
-        let size = |batch: &[layout::Unit]| {
+        // The lease's item, a sum item a day, the units' items, and (in the
+        // first transaction) a sum item for each held day moved.
+        let size = |batch: &[layout::Unit], moved: usize| {
             let days: std::collections::BTreeSet<i64> = batch.iter().map(|u| u.day()).collect();
-            1 + days.len() + batch.iter().map(layout::Unit::len).sum::<usize>()
+            1 + moved + days.len() + batch.iter().map(layout::Unit::len).sum::<usize>()
         };
         for unit in units {
             let new_day = usize::from(!batch.iter().any(|u| u.day() == unit.day()));
-            if !batch.is_empty() && size(&batch) + unit.len() + new_day > MAX_TRANSACTION_ITEMS {
-                let written = self.write_units(cond, std::mem::take(&mut batch)).await?;
+            if !batch.is_empty()
+                && size(&batch, moves.len()) + unit.len() + new_day > MAX_TRANSACTION_ITEMS
+            {
+                let taken = (std::mem::take(&mut batch), std::mem::take(&mut moves));
+                let written = self.write_units(cond, taken, held_from).await?;
                 if written != SpendWrite::Written {
                     return Ok(written);
                 }
@@ -227,15 +305,19 @@ impl Spend<'_> {
         if batch.is_empty() {
             return Ok(SpendWrite::Written);
         }
-        self.write_units(cond, batch).await
+        self.write_units(cond, (batch, moves), held_from).await
     }
 
     /// One transaction: the lease check, the units' writes, and each day's
-    /// sum moved by its units' deltas.
+    /// sum moved by its units' deltas: on the link for the days from
+    /// `held_from` on (the link's update is then the lease's check), in
+    /// the day's sum item for the others. Held days older than that are
+    /// `moves`d to their sum items.
     async fn write_units(
         &self,
         cond: &LeaseCondition,
-        units: Vec<layout::Unit>,
+        (units, moves): (Vec<layout::Unit>, BTreeMap<i64, SpendFigures>),
+        held_from: Option<i64>,
     ) -> Result<SpendWrite, StoreError> {
         let t = &self.names.table;
         let (site, account) = (cond.site_id(), cond.ad_account_id());
@@ -243,33 +325,58 @@ impl Spend<'_> {
             table: t,
             pk: spend_pk(site, account),
         };
-        let mut items = vec![cond.check(t)?];
         let mut deltas: BTreeMap<i64, SpendFigures> = BTreeMap::new();
+        let mut writes = vec![];
         for unit in units {
             deltas.entry(unit.day()).or_default().add(unit.delta());
-            items.extend(unit.into_items(&place)?);
+            writes.extend(unit.into_items(&place)?);
         }
+        let mut change = held::LinkChange {
+            adds: BTreeMap::new(),
+            moves,
+        };
+        let mut sums = vec![];
         for (day, delta) in deltas {
             if delta.is_zero() {
                 continue;
             }
-            let update = Update::builder()
-                .table_name(t)
-                .key(PK, s(sum_pk(site, account)))
-                .key(SK, s(day_sk(day)))
-                .update_expression("ADD spendCents :s, impressions :i, clicks :c")
-                .expression_attribute_values(":s", n(delta.spend_cents))
-                .expression_attribute_values(":i", n(delta.impressions))
-                .expression_attribute_values(":c", n(delta.clicks))
-                .build()
-                .map_err(StoreError::ddb)?;
-            items.push(TransactWriteItem::builder().update(update).build());
+            if held_from.is_some_and(|from| day >= from) {
+                change.adds.insert(day, delta);
+            } else {
+                sums.push(held::sum_add(t, (site, account), day, delta)?);
+            }
         }
+        let mut items = match cond {
+            LeaseCondition::Run { run_id, .. } if !change.is_empty() => {
+                change.items(t, (site, account), run_id)?
+            }
+            _ => vec![cond.check(t)?],
+        };
+        items.extend(writes);
+        items.extend(sums);
         Ok(match self.transact(items).await? {
             None => SpendWrite::Written,
+            // The lease's item: the lease gone, or (the link's update pins
+            // the held figures it moves) another execution moved them.
+            Some(0) if self.holds_lease(cond).await? => SpendWrite::Stale,
             Some(0) => SpendWrite::LostLease,
             Some(_) => SpendWrite::Stale,
         })
+    }
+
+    /// Whether the run still holds its link, read strongly.
+    async fn holds_lease(&self, cond: &LeaseCondition) -> Result<bool, StoreError> {
+        let LeaseCondition::Run { run_id, .. } = cond else {
+            return Ok(false);
+        };
+        let link = self
+            .read_item_as(
+                site_pk(cond.site_id()),
+                &link_sk(cond.ad_account_id()),
+                true,
+            )
+            .await?;
+        Ok(link.as_ref().and_then(|l| get_s(l, "runId")) == Some(run_id.as_str()))
     }
 }
 

@@ -1,0 +1,223 @@
+//! The sums of an account's two newest days, held on its link against
+//! moto: a live write changes the link (its lease check) and the chunk,
+//! and no sum item; a newer day moves the oldest held one to its sum item;
+//! an unlink moves what the link holds; the sums equal the rows throughout.
+
+use adtrail_domain::spend::{RowChange, SpendFigures};
+use adtrail_store::attr::s;
+use adtrail_store::keys::{day_sk, link_sk, site_pk, sum_pk};
+use adtrail_store::lease::LeaseCondition;
+use adtrail_store::spend::SpendWrite;
+use adtrail_tests::*;
+
+use crate::store::{linked, row};
+
+const DAY: i64 = 20_100;
+
+async fn lease(h: &Harness) -> LeaseCondition {
+    LeaseCondition::Run {
+        site_id: "s1".into(),
+        ad_account_id: "act_1".into(),
+        run_id: linked(h).await,
+    }
+}
+
+/// The days of the account's sum items, with their spend.
+async fn sum_items(h: &Harness) -> Vec<(i64, i64)> {
+    let store = h.store();
+    let out = store
+        .ddb
+        .query()
+        .table_name(&store.names.table)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(":pk", s(sum_pk("s1", "act_1")))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("query");
+    out.items()
+        .iter()
+        .map(|i| {
+            let day = i["sk"].as_s().unwrap().parse::<i64>().unwrap_or_default();
+            let spend = i["spendCents"].as_n().unwrap().parse().unwrap();
+            (day, spend)
+        })
+        .collect()
+}
+
+/// The spend the link holds, by its attribute names (`s@<dayStart>`).
+async fn held_spend(h: &Harness) -> Vec<(String, String)> {
+    let store = h.store();
+    let link = store
+        .ddb
+        .get_item()
+        .table_name(&store.names.table)
+        .key("pk", s(site_pk("s1")))
+        .key("sk", s(link_sk("act_1")))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("get")
+        .item
+        .expect("the link");
+    let mut held: Vec<_> = link
+        .iter()
+        .filter(|(k, _)| k.starts_with("s@"))
+        .map(|(k, v)| (k.clone(), v.as_n().unwrap().clone()))
+        .collect();
+    held.sort();
+    held
+}
+
+fn put(day: i64, ad: &str, cents: i64, old: Option<i64>) -> RowChange {
+    RowChange::Put {
+        row: row(day, ad, cents),
+        old: old.map(|c| row(day, ad, c).figures),
+    }
+}
+
+fn day_ms(day: i64) -> i64 {
+    day * 86_400_000
+}
+
+#[tokio::test]
+async fn a_live_write_moves_the_link_and_its_chunk_and_no_sum_item() {
+    let h = Harness::start().await;
+    h.runner().stack.cloud.faults.set_share(0.0);
+    let cond = lease(&h).await;
+    let spend = h.store().spend();
+    // A backfill block: three old days and yesterday and today.
+    let block: Vec<_> = [DAY - 9, DAY - 8, DAY - 7, DAY - 1, DAY]
+        .into_iter()
+        .map(|d| put(d, "1", 100, None))
+        .collect();
+    assert_eq!(
+        spend.write_spend(&cond, &block).await.unwrap(),
+        SpendWrite::Written
+    );
+    h.assert_sums_match_rows("s1", "act_1").await;
+    let old_days: Vec<_> = [DAY - 9, DAY - 8, DAY - 7]
+        .map(|d| day_sk(day_ms(d)).parse::<i64>().unwrap())
+        .into();
+    assert_eq!(
+        sum_items(&h)
+            .await
+            .iter()
+            .map(|(d, _)| *d)
+            .collect::<Vec<_>>(),
+        old_days,
+        "the old days in sum items"
+    );
+    assert_eq!(
+        held_spend(&h).await,
+        [
+            (format!("s@{}", day_ms(DAY - 1)), "100".to_owned()),
+            (format!("s@{}", day_ms(DAY)), "100".to_owned()),
+        ],
+        "the newest two on the link"
+    );
+
+    // A live run's rewrite of today: the link (as the lease's check, 2
+    // units) and the chunk (2), nothing else.
+    // (The worker's store: its requests are counted.)
+    let worker = h.runner().stack.store_for("SyncWorkerFunction");
+    worker.counter.reset();
+    let live = [put(DAY, "1", 250, Some(100))];
+    assert_eq!(
+        worker.spend().write_spend(&cond, &live).await.unwrap(),
+        SpendWrite::Written
+    );
+    let by = worker.counter.units_by();
+    let written: Vec<_> = by
+        .iter()
+        .filter(|(_, (w, _, _))| *w > 0.0)
+        .map(|(label, (w, _, _))| (label.as_str(), *w))
+        .collect();
+    assert_eq!(
+        written,
+        [("TxPut spend", 2.0), ("TxUpdate site", 2.0)],
+        "{by:?}"
+    );
+    h.assert_sums_match_rows("s1", "act_1").await;
+    assert_eq!(sum_items(&h).await.len(), 3, "no sum item written");
+
+    // Past midnight: tomorrow held, yesterday moved to its sum item, in
+    // the same transaction, with what it held.
+    let next = [put(DAY + 1, "1", 40, None), put(DAY, "1", 260, Some(250))];
+    assert_eq!(
+        spend.write_spend(&cond, &next).await.unwrap(),
+        SpendWrite::Written
+    );
+    h.assert_sums_match_rows("s1", "act_1").await;
+    assert_eq!(
+        held_spend(&h).await,
+        [
+            (format!("s@{}", day_ms(DAY)), "260".to_owned()),
+            (format!("s@{}", day_ms(DAY + 1)), "40".to_owned()),
+        ]
+    );
+    let moved = day_sk(day_ms(DAY - 1)).parse::<i64>().unwrap();
+    assert!(
+        sum_items(&h).await.contains(&(moved, 100)),
+        "yesterday's 100 in its sum item"
+    );
+
+    // A re-read of an older day goes to its sum item.
+    let reread = [put(DAY - 8, "1", 90, Some(100))];
+    assert_eq!(
+        spend.write_spend(&cond, &reread).await.unwrap(),
+        SpendWrite::Written
+    );
+    h.assert_sums_match_rows("s1", "act_1").await;
+    assert_eq!(held_spend(&h).await.len(), 2);
+
+    // A write computed from figures no longer stored is refused whole,
+    // the held figures unmoved.
+    assert_eq!(
+        spend.write_spend(&cond, &next).await.unwrap(),
+        SpendWrite::Stale
+    );
+    h.assert_sums_match_rows("s1", "act_1").await;
+}
+
+#[tokio::test]
+async fn an_unlink_moves_the_held_sums_to_their_items_for_the_purge_or_a_new_link() {
+    let h = Harness::start().await;
+    let cond = lease(&h).await;
+    let spend = h.store().spend();
+    let rows = [put(DAY - 1, "1", 70, None), put(DAY, "1", 30, None)];
+    assert_eq!(
+        spend.write_spend(&cond, &rows).await.unwrap(),
+        SpendWrite::Written
+    );
+    assert_eq!(held_spend(&h).await.len(), 2);
+    assert!(
+        h.store()
+            .links()
+            .unlink_account("s1", "act_1", T0)
+            .await
+            .unwrap()
+    );
+    let mut items = sum_items(&h).await;
+    items.sort();
+    let days = [DAY - 1, DAY].map(|d| day_sk(day_ms(d)).parse::<i64>().unwrap());
+    assert_eq!(items, [(days[0], 70), (days[1], 30)]);
+    // The rows and their sums stay in step while the purge has not come.
+    h.assert_sums_match_rows("s1", "act_1").await;
+    // A run that lost its lease to the unlink writes nothing.
+    let late = [put(DAY, "1", 99, Some(30))];
+    assert_eq!(
+        spend.write_spend(&cond, &late).await.unwrap(),
+        SpendWrite::LostLease
+    );
+    let sums = spend
+        .day_sums("s1", "act_1", 0, i64::MAX / 2)
+        .await
+        .unwrap();
+    assert_eq!(
+        sums.values().map(|f| f.spend_cents).sum::<i64>(),
+        100,
+        "{sums:?}"
+    );
+    assert!(sums.values().all(|f| *f != SpendFigures::default()));
+}
