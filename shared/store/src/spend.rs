@@ -154,6 +154,9 @@ impl Spend<'_> {
         cap: usize,
     ) -> Result<(BTreeMap<i64, SpendFigures>, bool), StoreError> {
         const TRIES: usize = 4;
+        if first_day > last_day {
+            return Ok((BTreeMap::new(), false));
+        }
         for _ in 0..TRIES {
             let before = self.held_sums(site, account).await?;
             let (mut sums, mut capped) = self
