@@ -162,6 +162,18 @@ async fn a_live_write_moves_the_link_and_its_chunk_and_no_sum_item() {
         "yesterday's 100 in its sum item"
     );
 
+    // A day moved in the same write that changes it: one action on its
+    // sum item, the figures held and the change together.
+    let both = [put(DAY + 2, "1", 10, None), put(DAY, "1", 300, Some(260))];
+    assert_eq!(
+        spend.write_spend(&cond, &both).await.unwrap(),
+        SpendWrite::Written
+    );
+    h.assert_sums_match_rows("s1", "act_1").await;
+    let today = day_sk(day_ms(DAY)).parse::<i64>().unwrap();
+    assert!(sum_items(&h).await.contains(&(today, 300)));
+    assert_eq!(held_spend(&h).await.len(), 2);
+
     // A re-read of an older day goes to its sum item.
     let reread = [put(DAY - 8, "1", 90, Some(100))];
     assert_eq!(

@@ -334,11 +334,13 @@ impl Spend<'_> {
             deltas.entry(unit.day()).or_default().add(unit.delta());
             writes.extend(unit.into_items(&place)?);
         }
+        // Each sum item's one action: its day's delta, plus what a held
+        // day moved to it brings.
+        let mut sums: BTreeMap<i64, SpendFigures> = moves.clone();
         let mut change = held::LinkChange {
             adds: BTreeMap::new(),
             moves,
         };
-        let mut sums = vec![];
         for (day, delta) in deltas {
             if delta.is_zero() {
                 continue;
@@ -346,17 +348,21 @@ impl Spend<'_> {
             if held_from.is_some_and(|from| day >= from) {
                 change.adds.insert(day, delta);
             } else {
-                sums.push(held::sum_add(t, (site, account), day, delta)?);
+                sums.entry(day).or_default().add(delta);
             }
         }
-        let mut items = match cond {
+        let mut items = vec![match cond {
             LeaseCondition::Run { run_id, .. } if !change.is_empty() => {
-                change.items(t, (site, account), run_id)?
+                change.update(t, (site, account), run_id)?
             }
-            _ => vec![cond.check(t)?],
-        };
+            _ => cond.check(t)?,
+        }];
         items.extend(writes);
-        items.extend(sums);
+        for (day, sum) in sums {
+            if !sum.is_zero() {
+                items.push(held::sum_add(t, (site, account), day, sum)?);
+            }
+        }
         Ok(match self.transact(items).await? {
             None => SpendWrite::Written,
             // The lease's item: the lease gone, or (the link's update pins

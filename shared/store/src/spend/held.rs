@@ -86,15 +86,16 @@ impl LinkChange {
         self.adds.is_empty() && self.moves.is_empty()
     }
 
-    /// The transaction's items: the link's update, conditioned on the
-    /// run's lease (`runId`) and on each moved day's figures, first; then
-    /// each moved day's `ADD` to its sum item.
-    pub(crate) fn items(
+    /// The link's update, conditioned on the run's lease (`runId`) and on
+    /// each moved day's figures as read. The moved figures' `ADD` to their
+    /// sum items is the caller's, in the same transaction (one action an
+    /// item: a moved day may also change in it).
+    pub(crate) fn update(
         &self,
         table: &str,
         (site, account): (&str, &str),
         run_id: &str,
-    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+    ) -> Result<TransactWriteItem, StoreError> {
         let mut e = Exprs::default();
         e.values.insert(":run".to_owned(), s(run_id));
         let mut add = vec![];
@@ -127,13 +128,7 @@ impl LinkChange {
             .set_expression_attribute_values(Some(e.values))
             .build()
             .map_err(StoreError::ddb)?;
-        let mut items = vec![TransactWriteItem::builder().update(update).build()];
-        for (day, figures) in &self.moves {
-            if !figures.is_zero() {
-                items.push(sum_add(table, (site, account), *day, *figures)?);
-            }
-        }
-        Ok(items)
+        Ok(TransactWriteItem::builder().update(update).build())
     }
 }
 
