@@ -49,12 +49,14 @@ pub(crate) fn held_of(item: &Item) -> BTreeMap<i64, SpendFigures> {
             continue;
         };
         let Ok(v) = v.parse::<i64>() else { continue };
+        if !matches!(kind, "s" | "i" | "c") {
+            continue;
+        }
         let f = held.entry(day).or_default();
         match kind {
             "s" => f.spend_cents = v,
             "i" => f.impressions = v,
-            "c" => f.clicks = v,
-            _ => {}
+            _ => f.clicks = v,
         }
     }
     held
@@ -157,7 +159,12 @@ impl Exprs {
         for (day, read) in days {
             for (attr, v) in names(*day).iter().zip(values(read)) {
                 let (name, value) = self.put(attr, v);
-                condition.push(format!("{name} = {value}"));
+                // A zero read may be a figure never added.
+                condition.push(if v == 0 {
+                    format!("(attribute_not_exists({name}) OR {name} = {value})")
+                } else {
+                    format!("{name} = {value}")
+                });
                 attrs.push(name);
             }
         }
