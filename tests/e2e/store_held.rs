@@ -5,7 +5,7 @@
 
 use adtrail_domain::spend::{RowChange, SpendFigures};
 use adtrail_store::attr::s;
-use adtrail_store::keys::{day_sk, link_sk, site_pk, sum_pk};
+use adtrail_store::keys::{link_sk, site_pk, sum_pk};
 use adtrail_store::lease::LeaseCondition;
 use adtrail_store::spend::SpendWrite;
 use adtrail_tests::*;
@@ -22,7 +22,8 @@ async fn lease(h: &Harness) -> LeaseCondition {
     }
 }
 
-/// The days of the account's sum items, with their spend.
+/// The days of the account's sum items (their day starts), with their
+/// spend.
 async fn sum_items(h: &Harness) -> Vec<(i64, i64)> {
     let store = h.store();
     let out = store
@@ -38,7 +39,7 @@ async fn sum_items(h: &Harness) -> Vec<(i64, i64)> {
     out.items()
         .iter()
         .map(|i| {
-            let day = i["sk"].as_s().unwrap().parse::<i64>().unwrap_or_default();
+            let day = i["sk"].as_s().unwrap().parse::<i64>().expect("a day start");
             let spend = i["spendCents"].as_n().unwrap().parse().unwrap();
             (day, spend)
         })
@@ -96,9 +97,7 @@ async fn a_live_write_moves_the_link_and_its_chunk_and_no_sum_item() {
         SpendWrite::Written
     );
     h.assert_sums_match_rows("s1", "act_1").await;
-    let old_days: Vec<_> = [DAY - 9, DAY - 8, DAY - 7]
-        .map(|d| day_sk(day_ms(d)).parse::<i64>().unwrap())
-        .into();
+    let old_days: Vec<_> = [DAY - 9, DAY - 8, DAY - 7].map(day_ms).into();
     assert_eq!(
         sum_items(&h)
             .await
@@ -156,7 +155,7 @@ async fn a_live_write_moves_the_link_and_its_chunk_and_no_sum_item() {
             (format!("s@{}", day_ms(DAY + 1)), "40".to_owned()),
         ]
     );
-    let moved = day_sk(day_ms(DAY - 1)).parse::<i64>().unwrap();
+    let moved = day_ms(DAY - 1);
     assert!(
         sum_items(&h).await.contains(&(moved, 100)),
         "yesterday's 100 in its sum item"
@@ -170,7 +169,7 @@ async fn a_live_write_moves_the_link_and_its_chunk_and_no_sum_item() {
         SpendWrite::Written
     );
     h.assert_sums_match_rows("s1", "act_1").await;
-    let today = day_sk(day_ms(DAY)).parse::<i64>().unwrap();
+    let today = day_ms(DAY);
     assert!(sum_items(&h).await.contains(&(today, 300)));
     assert_eq!(held_spend(&h).await.len(), 2);
 
@@ -212,7 +211,7 @@ async fn an_unlink_moves_the_held_sums_to_their_items_for_the_purge_or_a_new_lin
     );
     let mut items = sum_items(&h).await;
     items.sort();
-    let days = [DAY - 1, DAY].map(|d| day_sk(day_ms(d)).parse::<i64>().unwrap());
+    let days = [DAY - 1, DAY].map(day_ms);
     assert_eq!(items, [(days[0], 70), (days[1], 30)]);
     // The rows and their sums stay in step while the purge has not come.
     h.assert_sums_match_rows("s1", "act_1").await;
