@@ -3,14 +3,15 @@
 //! and no sum item; a newer day moves the oldest held one to its sum item;
 //! an unlink moves what the link holds; the sums equal the rows throughout.
 
+use adtrail_domain::plan::SyncInterval;
 use adtrail_domain::spend::{RowChange, SpendFigures};
 use adtrail_store::attr::s;
 use adtrail_store::keys::{link_sk, site_pk, sum_pk};
-use adtrail_store::lease::LeaseCondition;
+use adtrail_store::lease::{Found, LeaseCondition};
 use adtrail_store::spend::SpendWrite;
 use adtrail_tests::*;
 
-use crate::store::{linked, row};
+use crate::store::{account, linked, row};
 
 const DAY: i64 = 20_100;
 
@@ -231,4 +232,123 @@ async fn an_unlink_moves_the_held_sums_to_their_items_for_the_purge_or_a_new_lin
         "{sums:?}"
     );
     assert!(sums.values().all(|f| *f != SpendFigures::default()));
+}
+
+/// A report reads the day sums of a site's accounts with its links read in
+/// one query before the sum items and one after, not an item an account
+/// twice; it answers what each account's own read answers, and its cap
+/// counts days across the accounts in their order.
+#[tokio::test]
+async fn a_sites_day_sums_read_its_links_in_a_query_before_and_after() {
+    let h = Harness::start().await;
+    // Counts requests: a request the injected faults fail is retried.
+    h.runner().stack.cloud.faults.set_share(0.0);
+    let first = lease(&h).await;
+    let store = h.store();
+    let accounts = [account("act_1"), account("act_2")];
+    store
+        .connections()
+        .put_connection("o1", vec![0], "v1", &accounts, &[], T0)
+        .await
+        .unwrap();
+    store
+        .links()
+        .link_account("s1", "o1", &accounts[1], T0)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .links()
+            .lease_link(
+                "s1",
+                "act_2",
+                "run-2",
+                T0,
+                SyncInterval::DEFAULT,
+                Found::Due
+            )
+            .await
+            .unwrap()
+    );
+    let second = LeaseCondition::Run {
+        site_id: "s1".into(),
+        ad_account_id: "act_2".into(),
+        run_id: "run-2".into(),
+    };
+    // act_1: one day in its sum item, two held; act_2: one and one.
+    for (cond, days) in [
+        (&first, vec![DAY - 3, DAY - 1, DAY]),
+        (&second, vec![DAY - 5, DAY]),
+    ] {
+        let rows: Vec<_> = days
+            .into_iter()
+            .map(|d| put(d, "1", 100 + d % 7, None))
+            .collect();
+        assert_eq!(
+            store.spend().write_spend(cond, &rows).await.unwrap(),
+            SpendWrite::Written
+        );
+    }
+    let spend = store.spend();
+    let one = spend
+        .day_sums("s1", "act_1", 0, i64::MAX / 2)
+        .await
+        .unwrap();
+    let two = spend
+        .day_sums("s1", "act_2", 0, i64::MAX / 2)
+        .await
+        .unwrap();
+    assert_eq!((one.len(), two.len()), (3, 2));
+
+    let api = h.runner().stack.store_for("ApiFunction");
+    api.counter.reset();
+    let (sums, capped) = api
+        .spend()
+        .site_day_sums("s1", &["act_1", "act_2"], 0, i64::MAX / 2, usize::MAX)
+        .await
+        .unwrap();
+    assert!(!capped);
+    assert_eq!(sums.get("act_1"), Some(&one));
+    assert_eq!(sums.get("act_2"), Some(&two));
+    assert_eq!(
+        ["Query site", "Get site", "Query sum"].map(|l| requests_of(&api, l)),
+        [2, 0, 2],
+        "the links twice, each account's sum items once: {:?}",
+        api.counter.units_by()
+    );
+
+    // A past range holds no day on a link: the links are read once.
+    api.counter.reset();
+    let past = day_ms(DAY - 6)..=day_ms(DAY - 2);
+    let (sums, _) = api
+        .spend()
+        .site_day_sums(
+            "s1",
+            &["act_1", "act_2"],
+            *past.start(),
+            *past.end(),
+            usize::MAX,
+        )
+        .await
+        .unwrap();
+    assert_eq!(sums.values().map(|s| s.len()).sum::<usize>(), 2);
+    assert_eq!(requests_of(&api, "Query site"), 1);
+
+    // The cap counts days in all: act_1's three, then one of act_2's.
+    let (sums, capped) = api
+        .spend()
+        .site_day_sums("s1", &["act_1", "act_2"], 0, i64::MAX / 2, 4)
+        .await
+        .unwrap();
+    assert!(capped);
+    assert_eq!(sums.get("act_1"), Some(&one));
+    assert_eq!(sums.get("act_2").map(|s| s.len()), Some(1));
+}
+
+fn requests_of(store: &adtrail_store::Store, label: &str) -> u64 {
+    store
+        .counter
+        .units_by()
+        .get(label)
+        .map_or(0, |(_, _, r)| *r)
 }

@@ -75,6 +75,19 @@ impl Links<'_> {
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub async fn site_links(&self, site: &str) -> Result<Vec<SiteAdAccount>, StoreError> {
+        self.site_link_items(site)
+            .await?
+            .iter()
+            .map(SiteAdAccount::from_item)
+            .collect()
+    }
+
+    /// A site's link items as stored, read strongly (one page: see
+    /// [`Links::site_links`]).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn site_link_items(&self, site: &str) -> Result<Vec<Item>, StoreError> {
         let out = self
             .ddb
             .query()
@@ -86,7 +99,7 @@ impl Links<'_> {
             .send()
             .await
             .map_err(StoreError::ddb)?;
-        out.items().iter().map(SiteAdAccount::from_item).collect()
+        Ok(out.items.unwrap_or_default())
     }
 
     /// An owner's links, through the `owner` index (bounded by the 500-link

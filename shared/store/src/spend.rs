@@ -19,6 +19,7 @@ use crate::{Spend, StoreError};
 
 pub(crate) mod held;
 mod layout;
+mod sums;
 
 /// DynamoDB's cap on the items of one transaction.
 pub(crate) const MAX_TRANSACTION_ITEMS: usize = 100;
@@ -114,122 +115,6 @@ impl Spend<'_> {
             // is included.
             .expression_attribute_values(":to", s(format!("{}~", day_sk(last_day))))
             .consistent_read(true)
-    }
-
-    /// The site-day sums of one account between two day starts, inclusive.
-    ///
-    /// # Errors
-    /// [`StoreError::Service`] when DynamoDB fails.
-    pub async fn day_sums(
-        &self,
-        site: &str,
-        account: &str,
-        first_day: i64,
-        last_day: i64,
-    ) -> Result<BTreeMap<i64, SpendFigures>, StoreError> {
-        Ok(self
-            .day_sums_capped(site, account, first_day, last_day, usize::MAX)
-            .await?
-            .0)
-    }
-
-    /// [`Spend::day_sums`], at most `cap` days; answers whether the cap cut
-    /// them short.
-    ///
-    /// A day's sum is its sum item plus what the link holds of it
-    /// ([`held`]). The link is read before and (when it holds a day of the
-    /// range) after the sum items, all strongly: a run moving held days to
-    /// their items in between changes what the link holds, and the read is
-    /// made again, so a moved day is counted once, never twice or not at
-    /// all.
-    ///
-    /// # Errors
-    /// [`StoreError::Service`] when DynamoDB fails;
-    /// [`StoreError::Condition`] when the held days kept moving.
-    pub async fn day_sums_capped(
-        &self,
-        site: &str,
-        account: &str,
-        first_day: i64,
-        last_day: i64,
-        cap: usize,
-    ) -> Result<(BTreeMap<i64, SpendFigures>, bool), StoreError> {
-        const TRIES: usize = 4;
-        if first_day > last_day {
-            return Ok((BTreeMap::new(), false));
-        }
-        for _ in 0..TRIES {
-            let before = self.held_sums(site, account).await?;
-            let (mut sums, mut capped) = self
-                .sum_items(site, account, first_day, last_day, cap)
-                .await?;
-            // Only a day held when first read can move under the read: with
-            // none in the range (a past range), no second read.
-            if before.range(first_day..=last_day).next().is_some()
-                && self.held_sums(site, account).await? != before
-            {
-                continue;
-            }
-            for (day, figures) in before.range(first_day..=last_day) {
-                if !sums.contains_key(day) && sums.len() >= cap {
-                    capped = true;
-                    continue;
-                }
-                sums.entry(*day).or_default().add(*figures);
-            }
-            return Ok((sums, capped));
-        }
-        Err(StoreError::Condition(
-            "an account's held day sums kept moving while read",
-        ))
-    }
-
-    /// The day sums an account's link holds (none once unlinked).
-    async fn held_sums(
-        &self,
-        site: &str,
-        account: &str,
-    ) -> Result<BTreeMap<i64, SpendFigures>, StoreError> {
-        let link = self
-            .read_item_as(site_pk(site), &link_sk(account), true)
-            .await?;
-        Ok(link.as_ref().map(held::held_of).unwrap_or_default())
-    }
-
-    /// The sum items of one account between two day starts, at most `cap`.
-    async fn sum_items(
-        &self,
-        site: &str,
-        account: &str,
-        first_day: i64,
-        last_day: i64,
-        cap: usize,
-    ) -> Result<(BTreeMap<i64, SpendFigures>, bool), StoreError> {
-        let mut sums = BTreeMap::new();
-        let mut capped = false;
-        let query = self
-            .ddb
-            .query()
-            .table_name(&self.names.table)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", s(sum_pk(site, account)))
-            .expression_attribute_values(":from", s(day_sk(first_day)))
-            .expression_attribute_values(":to", s(day_sk(last_day)))
-            .consistent_read(true);
-        self.query_pages(query, usize::MAX, |items| {
-            for item in items {
-                if let Some(day) = get_s(item, SK).and_then(parse_day_sk) {
-                    if sums.len() >= cap {
-                        capped = true;
-                        return Ok(false);
-                    }
-                    sums.insert(day, figures_of(item)?);
-                }
-            }
-            Ok(true)
-        })
-        .await?;
-        Ok((sums, capped))
     }
 
     /// Writes row changes under `cond`, with the day sums in step, in as few

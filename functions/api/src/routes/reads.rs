@@ -167,21 +167,24 @@ async fn spend_by_day(
     let mut days: BTreeMap<i64, SpendFigures> = (0..=(to - from) / DAY_MS)
         .map(|i| (from + i * DAY_MS, SpendFigures::default()))
         .collect();
-    let mut per_account = BTreeMap::new();
-    for link in synced {
-        let sums = api
-            .store
-            .spend()
-            .day_sums(site, &link.ad_account_id, from, to)
-            .await?;
-        let mut total = SpendFigures::default();
+    let accounts: Vec<&str> = synced.iter().map(|l| l.ad_account_id.as_str()).collect();
+    let (sums, _) = api
+        .store
+        .spend()
+        .site_day_sums(site, &accounts, from, to, usize::MAX)
+        .await?;
+    let mut per_account: BTreeMap<String, SpendFigures> = accounts
+        .iter()
+        .map(|a| ((*a).to_owned(), SpendFigures::default()))
+        .collect();
+    for (account, sums) in sums {
+        let total = per_account.entry(account).or_default();
         for (day, figures) in sums {
             total.add(figures);
             if let Some(d) = days.get_mut(&day) {
                 d.add(figures);
             }
         }
-        per_account.insert(link.ad_account_id.clone(), total);
     }
     Ok((days, per_account))
 }

@@ -180,7 +180,7 @@ fn day_row(day: i64, c: &Counters, spend: Option<i64>, bought: bool) -> DayRow {
 }
 
 /// Adds a site's spend for the scope, from its synced accounts. Answers
-/// whether the ad's rows ran past their budget, and the accounts'
+/// whether the rows or day sums ran past their budget, and the accounts'
 /// currencies.
 async fn add_spend(
     api: &Api,
@@ -191,49 +191,40 @@ async fn add_spend(
     spend: &mut BTreeMap<i64, i64>,
     budget: &mut ReportLimits,
 ) -> Result<(bool, BTreeSet<String>), ApiError> {
-    let mut incomplete = false;
-    let mut currencies = BTreeSet::new();
-    for link in api
+    let links: Vec<_> = api
         .store
         .links()
         .site_links(site.as_str())
         .await?
-        .iter()
+        .into_iter()
         .filter(|l| l.synced())
-    {
-        currencies.insert(link.currency.clone());
-        match scope {
-            Scope::Ad(ad) => {
-                let (rows, cut) = api
-                    .store
-                    .spend()
-                    .spend_rows(site.as_str(), &link.ad_account_id, from, to, budget.ad_rows)
-                    .await?;
-                budget.ad_rows -= rows.len();
-                incomplete |= cut;
-                for row in rows.iter().filter(|r| &r.ad_id == ad) {
-                    *spend.entry(row.day_start).or_default() += row.figures.spend_cents;
-                }
-            }
-            _ => {
-                let (sums, cut) = api
-                    .store
-                    .spend()
-                    .day_sums_capped(
-                        site.as_str(),
-                        &link.ad_account_id,
-                        from,
-                        to,
-                        budget.day_rows,
-                    )
-                    .await?;
-                budget.day_rows -= sums.len();
-                incomplete |= cut;
-                for (day, f) in sums {
-                    *spend.entry(day).or_default() += f.spend_cents;
-                }
+        .collect();
+    let currencies = links.iter().map(|l| l.currency.clone()).collect();
+    if let Scope::Ad(ad) = scope {
+        let mut incomplete = false;
+        for link in &links {
+            let (rows, cut) = api
+                .store
+                .spend()
+                .spend_rows(site.as_str(), &link.ad_account_id, from, to, budget.ad_rows)
+                .await?;
+            budget.ad_rows -= rows.len();
+            incomplete |= cut;
+            for row in rows.iter().filter(|r| &r.ad_id == ad) {
+                *spend.entry(row.day_start).or_default() += row.figures.spend_cents;
             }
         }
+        return Ok((incomplete, currencies));
     }
-    Ok((incomplete, currencies))
+    let accounts: Vec<&str> = links.iter().map(|l| l.ad_account_id.as_str()).collect();
+    let (sums, cut) = api
+        .store
+        .spend()
+        .site_day_sums(site.as_str(), &accounts, from, to, budget.day_rows)
+        .await?;
+    for (day, f) in sums.values().flatten() {
+        budget.day_rows -= 1;
+        *spend.entry(*day).or_default() += f.spend_cents;
+    }
+    Ok((cut, currencies))
 }

@@ -206,27 +206,32 @@ async fn read_spend(
     budgets: &mut Budgets,
 ) -> Result<(), ApiError> {
     let site_id = read.id.as_str().to_owned();
-    for link in api
+    let links: Vec<_> = api
         .store
         .links()
         .site_links(&site_id)
         .await?
         .into_iter()
         .filter(|l| l.synced())
-    {
+        .collect();
+    if links.is_empty() {
+        return Ok(());
+    }
+    let accounts: Vec<&str> = links.iter().map(|l| l.ad_account_id.as_str()).collect();
+    let (sums, cut) = api
+        .store
+        .spend()
+        .site_day_sums(&site_id, &accounts, from, to, budgets.days)
+        .await?;
+    budgets.days_cut |= cut;
+    let spend = read.spend.get_or_insert_with(SpendFigures::default);
+    for f in sums.values().flat_map(BTreeMap::values) {
+        budgets.days -= 1;
+        spend.add(*f);
+    }
+    for link in links {
         read.currencies.insert(link.currency.clone());
         read.synced.insert(link.ad_account_id.clone());
-        let spend = read.spend.get_or_insert_with(SpendFigures::default);
-        let (sums, cut) = api
-            .store
-            .spend()
-            .day_sums_capped(&site_id, &link.ad_account_id, from, to, budgets.days)
-            .await?;
-        budgets.days -= sums.len();
-        budgets.days_cut |= cut;
-        for f in sums.values() {
-            spend.add(*f);
-        }
         if budgets.ad_rows_cut {
             continue;
         }

@@ -17,7 +17,10 @@
 //! - the two reports over the backfilled 90 days with 120 leads recorded
 //!   (half from ads): DynamoDB requests and wall time of one leads report
 //!   (both sites, campaign tree, presigned thumbnails) and one daily report
-//!   (92 days), side by side.
+//!   (92 days), side by side;
+//! - a site's spend as a report reads it, 20 accounts over 30 days: one
+//!   account after another against the site's links read in one query
+//!   (`BENCH_ONLY=sums`).
 //!
 //! The fake answers with a realistic latency (`BENCH_LATENCY_MS`, default
 //! 40 ms). Runs are repeated (`BENCH_RUNS`, default 3) and medians reported.
@@ -27,6 +30,7 @@ mod cost;
 mod platforms;
 mod process;
 mod scale;
+mod site_sums;
 mod sync;
 
 use capi::capi_bench;
@@ -189,6 +193,7 @@ async fn main() -> Result<(), Error> {
         Ok("accounts") => return cost::accounts_bench(latency).await,
         Ok("scale") => return scale::scale_bench().await,
         Ok("latency") => return scale::lead_to_meta().await,
+        Ok("sums") => return site_sums::site_sums_bench().await,
         Ok("init") => {
             init_times(runs).await;
             return Ok(());
@@ -209,5 +214,6 @@ async fn main() -> Result<(), Error> {
     binary_sizes();
     cost::cost_bench(latency).await?;
     scale::scale_bench().await?;
+    site_sums::site_sums_bench().await?;
     Ok(())
 }

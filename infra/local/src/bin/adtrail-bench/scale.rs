@@ -33,7 +33,7 @@ const CYCLE: i64 = SyncInterval::DEFAULT.ms();
 /// and due later; of the `due` due now, half in `due` (a sync asked for, a
 /// back-off's end) and half at slots that came since the last tick; the
 /// dispatcher's cursor a minute back. Written in batches of 25.
-async fn seed_links(
+pub(crate) async fn seed_links(
     store: &adtrail_store::Store,
     n: usize,
     due: usize,
