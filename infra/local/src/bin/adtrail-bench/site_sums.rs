@@ -110,6 +110,7 @@ pub(crate) async fn site_sums_bench() -> Result<(), Error> {
     let spend = store.spend();
     let (mut each_ms, mut site_ms) = (vec![], vec![]);
     let (mut each_requests, mut site_requests) = (0, 0);
+    let (mut each_units, mut site_units) = (0.0, 0.0);
     for i in 0..READS * 2 {
         store.counter.reset();
         let started = Instant::now();
@@ -120,6 +121,7 @@ pub(crate) async fn site_sums_bench() -> Result<(), Error> {
             }
             each_ms.push(started.elapsed().as_secs_f64() * 1_000.0);
             each_requests = store.counter.get("dynamodb");
+            each_units = store.counter.read_units();
             days
         } else {
             let (sums, _) = spend
@@ -127,6 +129,7 @@ pub(crate) async fn site_sums_bench() -> Result<(), Error> {
                 .await?;
             site_ms.push(started.elapsed().as_secs_f64() * 1_000.0);
             site_requests = store.counter.get("dynamodb");
+            site_units = store.counter.read_units();
             sums.values().map(|s| s.len()).sum()
         };
         if days != ACCOUNTS * DAYS as usize {
@@ -135,7 +138,7 @@ pub(crate) async fn site_sums_bench() -> Result<(), Error> {
     }
     let (each, site) = (crate::median(each_ms), crate::median(site_ms));
     println!(
-        "site spend read, {ACCOUNTS} accounts x {DAYS} days incl. today | an account at a time: dynamodb requests {each_requests}, {each:.0} ms | the site's links in a query: dynamodb requests {site_requests}, {site:.0} ms | {:.2}x the time (medians of {READS}, moto and a {ROUND_TRIP_MS} ms round trip a request)",
+        "site spend read, {ACCOUNTS} accounts x {DAYS} days incl. today | an account at a time: dynamodb requests {each_requests} ({each_units} RRU), {each:.0} ms | the site's links in a query: dynamodb requests {site_requests} ({site_units} RRU), {site:.0} ms | {:.2}x the time (medians of {READS}, moto and a {ROUND_TRIP_MS} ms round trip a request)",
         site / each
     );
     Ok(())
