@@ -283,6 +283,28 @@ async fn idle(p: &Prices) -> Result<(Usage, f64), Error> {
     Ok((month, kept))
 }
 
+/// What a million conversions posted one a request cost at the least,
+/// whatever the code: each is an API request and an invocation of the API
+/// function (with Lambda's own log lines and the access log's line, which
+/// the template keeps), a row written once (its key taken conditionally,
+/// so a replay writes nothing) and written again when it is sent (its end,
+/// so it is not sent twice), and a message to the sender. A design that
+/// counted nothing, read nothing and ran in no time would still pay this.
+fn conversion_floor_line(million: &Usage, p: &Prices) -> String {
+    const ROW_WRITES: f64 = 2.0;
+    let each = p.http_api_request
+        + p.lambda_request
+        + (usage::PLATFORM_LOG_BYTES_PER_INVOCATION + LOG_BYTES_PER_API_REQUEST) / 1e9
+            * p.cloudwatch_logs_ingested_gb
+        + ROW_WRITES * p.dynamodb_write_request_unit
+        + p.sqs_request;
+    format!(
+        "       a conversion: {:.2} WRU; the floor of one a request (its API request, its invocation and their log lines, its row written and ended: 2 WRU, its queue message) costs ${:.3}",
+        million.write_units / 1e6,
+        each * 1e6,
+    )
+}
+
 /// The three figures.
 pub(crate) async fn cost_bench(latency_ms: u64) -> Result<(), Error> {
     let p = prices()?;
@@ -293,6 +315,7 @@ pub(crate) async fn cost_bench(latency_ms: u64) -> Result<(), Error> {
     let print = |lines: Vec<String>| lines.iter().for_each(|l| println!("{l}"));
     let (whole, sending, by) = conversions(300, 1, posted_sale).await?;
     line("per million posted conversions", &whole, &p, Some(3.0));
+    println!("{}", conversion_floor_line(&whole, &p));
     line("  of which sending them", &sending, &p, None);
     print(by);
     let (whole, _, by) = conversions(20, 100, posted_hundred).await?;
