@@ -27,7 +27,7 @@ mod accounts;
 mod usage;
 
 pub(crate) use accounts::accounts_bench;
-use usage::{LOG_BYTES_PER_API_REQUEST, Prices, Usage, prices};
+use usage::{LOG_BYTES_PER_API_REQUEST, PLATFORM_LOG_BYTES_PER_INVOCATION, Prices, Usage, prices};
 
 fn line(label: &str, usage: &Usage, p: &Prices, goal: Option<f64>) {
     let parts = usage.cost(p);
@@ -291,17 +291,18 @@ async fn idle(p: &Prices) -> Result<(Usage, f64), Error> {
 /// so it is not sent twice), and a message to the sender. A design that
 /// counted nothing, read nothing and ran in no time would still pay this.
 fn conversion_floor_line(million: &Usage, p: &Prices) -> String {
-    const ROW_WRITES: f64 = 2.0;
-    let each = p.http_api_request
-        + p.lambda_request
-        + (usage::PLATFORM_LOG_BYTES_PER_INVOCATION + LOG_BYTES_PER_API_REQUEST) / 1e9
-            * p.cloudwatch_logs_ingested_gb
-        + ROW_WRITES * p.dynamodb_write_request_unit
-        + p.sqs_request;
+    let floor = Usage {
+        api: 1e6,
+        invocations: 1e6,
+        log_bytes: 1e6 * (PLATFORM_LOG_BYTES_PER_INVOCATION + LOG_BYTES_PER_API_REQUEST),
+        write_units: 2e6,
+        sqs: 1e6,
+        ..Usage::default()
+    };
+    let dollars: f64 = floor.cost(p).iter().map(|(_, c)| c).sum();
     format!(
-        "       a conversion: {:.2} WRU; the floor of one a request (its API request, its invocation and their log lines, its row written and ended: 2 WRU, its queue message) costs ${:.3}",
+        "       a conversion: {:.2} WRU; the floor of one a request (its API request, its invocation and their log lines, its row written and ended: 2 WRU, its queue message) costs ${dollars:.3}",
         million.write_units / 1e6,
-        each * 1e6,
     )
 }
 
