@@ -1,11 +1,15 @@
 //! Sample outbox rows for the fault run and the bench: a lead of the sample
 //! with its four events queued, written exactly as the API writes a lead
-//! change (one transaction with its conversions), so both exercise the
-//! real send path without paying for thousands of API calls on moto.
+//! change (one transaction with its conversions), and a posted event's row
+//! for the pixel, so both exercise the real send path without paying for
+//! thousands of API calls on moto.
 
 use adtrail_domain::capi::conversion_ref;
 use adtrail_domain::capi::{EventName, event_id};
 use adtrail_domain::contact::{ContactHashes, sha256_hex};
+use adtrail_domain::destinations::PIXEL_SLUG;
+use adtrail_domain::events::{ActionSource, EventRow, row_ref};
+use adtrail_domain::identifiers::Platform;
 use adtrail_domain::leads::Stage;
 use adtrail_domain::leads::{Lead, LeadWrite, NewConversion};
 use adtrail_domain::time::utc_day;
@@ -68,6 +72,33 @@ pub fn lead_write(site: &str, currency: &str, i: usize, events: usize, now: i64)
         routed: vec![],
         rollup: adtrail_domain::metrics::Counters::of_lead(Stage::Won, Some(value)),
         now,
+    }
+}
+
+/// Event `i` of `site` posted to its pixel, one row: a purchase at `now`,
+/// as the API writes a posted event.
+pub fn posted_row(site: &str, currency: &str, i: usize, now: i64) -> EventRow {
+    let event_id = format!("{site}-posted-{i}");
+    EventRow {
+        slug: PIXEL_SLUG.to_owned(),
+        destination: None,
+        platform: Platform::Meta,
+        sk: row_ref(now, PIXEL_SLUG, &event_id),
+        event_id,
+        event_name: EventName::Purchase,
+        event_time: now,
+        value_cents: Some(10_000 + i as i64),
+        currency: Some(currency.to_owned()),
+        order_id: Some(format!("order-{i}")),
+        action_source: ActionSource::Website,
+        // Meta refuses a website event without the page it happened on.
+        source_url: Some(format!("https://{site}.example/checkout")),
+        hashes: ContactHashes {
+            ph: vec![sha256_hex(&format!("5511{i:09}"))],
+            external_id: Some(sha256_hex(&format!("contact-{i}"))),
+            ..ContactHashes::default()
+        },
+        lead: None,
     }
 }
 

@@ -318,6 +318,10 @@ pub struct Conversion {
     /// An attempt left and got no answer (or was lost after it left):
     /// Meta may hold the event, so it is never failed for attempts.
     pub unsure: bool,
+    /// Not counted yet: a row posted on its own is written with no counter
+    /// moves (a transaction would bill it twice), and the first sender to
+    /// end an attempt of it counts it queued along with its end.
+    pub uncounted: bool,
     /// The destination's slug; `None`: the site's pixel.
     pub destination: Option<String>,
     /// Where the event happened (`website`, …); `None`: a lead's change

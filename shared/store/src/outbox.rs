@@ -131,7 +131,12 @@ fn row_deletes(
                 .table_name(t)
                 .key(PK, s(conv_pk(site)))
                 .key(SK, s(&c.sk))
-                .condition_expression("#status = :s")
+                // In the status, counted or not, it was read in.
+                .condition_expression(if c.uncounted {
+                    "#status = :s AND attribute_exists(uncounted)"
+                } else {
+                    "#status = :s AND attribute_not_exists(uncounted)"
+                })
                 .expression_attribute_names("#status", "status")
                 .expression_attribute_values(":s", s(c.status.as_str()))
                 .build()

@@ -3,11 +3,15 @@
 //! Each row's marker (`posted#<siteId>` / `<slug>#<eventId>`, naming the
 //! row's key) is taken first by a conditional `PutItem` of its own, so a
 //! replayed batch, a retried request or two requests racing queue each
-//! (destination, event) once. The rows follow: a few, many to a
-//! transaction with the counters (up to DynamoDB's 100 items); a batch,
-//! counted first and then put one by one ([`batch`]). The marker stays out
-//! of any transaction because a transaction bills each item twice: on its
-//! own it costs one write unit, in a transaction two.
+//! (destination, event) once. The rows follow: a few, each put on its own
+//! and marked `uncounted`, counted later by the sender that ends its first
+//! attempt, in the counter transaction it writes once a batch
+//! ([`crate::receipts`]); a batch, counted first and then put one by one
+//! ([`batch`]). Nothing here is in a transaction with its counters because
+//! a transaction bills each item twice: a row on its own costs one write
+//! unit, in a transaction two, and the site's two counter items four more.
+//! A row posted on its own therefore shows in `pending` and in its day's
+//! `queued` from the end of its first attempt, seconds after it is posted.
 //!
 //! A writer can stop between its markers and its rows (a crash, a timeout,
 //! DynamoDB refusing the transaction). Its markers then name rows that do
@@ -30,39 +34,30 @@
 //! outside any transaction ([`batch`]). A row written at another writer's
 //! key keeps its own entry unless that writer's batch counted it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use adtrail_domain::capi::{ConversionStatus, parse_conversion_ref};
 use adtrail_domain::events::EventRow;
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 mod batch;
 
 pub(crate) use batch::{ROWS, UNLIST_AT_ONCE};
 use futures::StreamExt;
 
-use crate::attr::{Item, get_s, n, s};
+use crate::attr::{get_s, n, s};
 use crate::items::{ConversionItem, encode};
-use crate::keys::{COUNT_SHARDS, PK, SK, conv_pk, posted_pk, posted_sk, send_shard, shard_of};
+use crate::keys::{PK, SK, conv_pk, posted_pk, posted_sk, send_shard};
 use crate::outbox::{CHANGE_KEPT_MS, TTL};
-use crate::tally::Tally;
 use crate::write::applied;
 use crate::{Conversions, StoreError};
 
-/// Items one transaction takes.
-const MAX_TRANSACTION_ITEMS: usize = 100;
 /// Rows a request queues from which they are watched through a send batch
 /// rather than one index entry each: a batch item costs about five write
 /// units in all (its put in a transaction, its index entry, its delete),
 /// a row's own entry two.
 pub const BATCH_MIN: usize = 4;
-/// Rounds of "send again without the taken ones" a write makes at most:
-/// each round drops at least one row, and a batch's rows race rarely.
-const MAX_ROUNDS: usize = 8;
-/// Markers put at once.
-const MARKERS_AT_ONCE: usize = 16;
+/// Markers or rows put at once.
+const PUTS_AT_ONCE: usize = 16;
 /// The marker's attribute naming its row's key.
 const REF: &str = "ref";
 
@@ -88,41 +83,12 @@ struct RowWrite {
     created_at: i64,
 }
 
-fn put(table: &str, item: Item, condition: &str) -> Result<TransactWriteItem, StoreError> {
-    let put = Put::builder()
-        .table_name(table)
-        .set_item(Some(item))
-        .condition_expression(condition)
-        .build()
-        .map_err(StoreError::ddb)?;
-    Ok(TransactWriteItem::builder().put(put).build())
-}
-
-/// The indexes of the items whose condition failed in a cancelled
-/// transaction; `None` for any other failure.
-fn taken(err: &SdkError<TransactWriteItemsError>) -> Option<Vec<usize>> {
-    let Some(TransactWriteItemsError::TransactionCanceledException(e)) = err.as_service_error()
-    else {
-        return None;
-    };
-    let failed: Vec<usize> = e
-        .cancellation_reasons()
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.code() == Some("ConditionalCheckFailed"))
-        .map(|(i, _)| i)
-        .collect();
-    (!failed.is_empty()).then_some(failed)
-}
-
 impl Conversions<'_> {
     /// Writes the rows of posted events, each once per (destination,
     /// event): answers, row by row, whether it was queued now (and at which
-    /// key) or was already. Markers are read first (one `BatchGetItem` per
-    /// 100), so a replay writes nothing; each missing one is put on its
-    /// own; a few rows go in transactions of up to 100 items, one a row and
-    /// the counters, a batch's are counted with their send batch and put
-    /// one by one.
+    /// key) or was already. Each marker is put on its own, so a replay
+    /// writes no row; a few rows are each put on its own, uncounted; a
+    /// batch's are counted with their send batch and put one by one.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails; markers and rows
@@ -174,12 +140,8 @@ impl Conversions<'_> {
         } else {
             writes.extend(fresh);
         }
-        // The rows and the counters (the site's totals and its day, which
-        // also hold each destination's).
-        for chunk in writes.chunks(MAX_TRANSACTION_ITEMS - 2) {
-            self.write_rows(site, rows, chunk.to_vec(), &mut answers, now)
-                .await?;
-        }
+        self.write_rows(site, rows, writes, &mut answers, now)
+            .await?;
         Ok(answers)
     }
 
@@ -241,7 +203,7 @@ impl Conversions<'_> {
                     .await;
                 (i, applied(put).map(|out| out.is_some()))
             })
-            .buffer_unordered(MARKERS_AT_ONCE)
+            .buffer_unordered(PUTS_AT_ONCE)
             .collect()
             .await;
         let mut lost = vec![];
@@ -301,61 +263,52 @@ impl Conversions<'_> {
         Ok(writes)
     }
 
-    /// One transaction's rows, sent again without those another writer
-    /// wrote meanwhile.
+    /// Rows with no send batch: each put on its own, conditional on its
+    /// key and marked `uncounted` (one write unit where a row in a
+    /// transaction with the counters cost two, and the counters four
+    /// more). The first sender to end an attempt of it counts it queued
+    /// in the counter transaction it writes once a batch
+    /// ([`crate::receipts`]). A row another writer put first stays as it
+    /// answered: [`Posted::Duplicate`].
     async fn write_rows(
         &self,
         site: &str,
         rows: &[EventRow],
-        mut chunk: Vec<RowWrite>,
+        writes: Vec<RowWrite>,
         answers: &mut [Posted],
         now: i64,
     ) -> Result<(), StoreError> {
-        let t = &self.names.table;
-        for _ in 0..MAX_ROUNDS {
-            let Some(first) = chunk.first() else {
-                return Ok(());
-            };
-            let shard = shard_of(&first.sk, COUNT_SHARDS);
-            let mut items = vec![];
-            let mut tally = Tally::default();
-            for w in &chunk {
-                let r = &rows[w.index];
-                let row = EventRow {
-                    sk: w.sk.clone(),
-                    ..r.clone()
-                };
-                let keys = (conv_pk(site), w.created_at, Some(send_shard(&w.sk)));
-                let item = encode(&ConversionItem::posted(&row, site, keys, now), "conversion")?;
-                items.push(put(t, item, "attribute_not_exists(pk)")?);
-                tally.queued(&r.slug, r.event_name, now, false);
-            }
-            items.extend(tally.updates(t, site, shard)?);
-            match self.send_transaction(items).await {
-                Ok(_) => {
-                    for w in chunk {
-                        answers[w.index] = Posted::Queued(w.sk);
-                    }
-                    return Ok(());
-                }
-                Err(e) => {
-                    let Some(failed) = taken(&e) else {
-                        return Err(StoreError::ddb(e));
+        let puts: Vec<(RowWrite, Result<bool, StoreError>)> = futures::stream::iter(writes)
+            .map(|w| async move {
+                let put = async {
+                    let row = EventRow {
+                        sk: w.sk.clone(),
+                        ..rows[w.index].clone()
                     };
-                    // Item k is row k: another writer wrote it first.
-                    let lost: HashSet<usize> = failed.into_iter().collect();
-                    chunk = chunk
-                        .into_iter()
-                        .enumerate()
-                        .filter(|(k, _)| !lost.contains(k))
-                        .map(|(_, w)| w)
-                        .collect();
-                }
+                    let keys = (conv_pk(site), w.created_at, Some(send_shard(&w.sk)));
+                    let mut item = ConversionItem::posted(&row, site, keys, now);
+                    item.uncounted = true;
+                    let put = self
+                        .ddb
+                        .put_item()
+                        .table_name(&self.names.table)
+                        .set_item(Some(encode(&item, "conversion")?))
+                        .condition_expression("attribute_not_exists(pk)")
+                        .send()
+                        .await;
+                    applied(put).map(|out| out.is_some())
+                };
+                let put = put.await;
+                (w, put)
+            })
+            .buffer_unordered(PUTS_AT_ONCE)
+            .collect()
+            .await;
+        for (w, put) in puts {
+            if put? {
+                answers[w.index] = Posted::Queued(w.sk);
             }
         }
-        Err(StoreError::Incomplete {
-            operation: "TransactWriteItems",
-            left: chunk.len(),
-        })
+        Ok(())
     }
 }

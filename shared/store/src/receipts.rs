@@ -16,6 +16,13 @@
 //! lease (15 minutes), so no claim takes a row over before its sender's
 //! receipt is written. DynamoDB deletes a receipt a day after, through the
 //! table's TTL, long after its lease ran out.
+//!
+//! A row posted on its own was written `uncounted` ([`crate::posted`]): the
+//! end of its first attempt, whatever it is, counts it queued too, and its
+//! receipt says so (a retried or released row's end is recorded as
+//! `queued`). Settling such an end takes the flag off the row, so the
+//! next end does not count it queued again. A claim is conditional on the
+//! flag as it read it ([`crate::sending`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -25,10 +32,11 @@ use adtrail_domain::time::DAY_MS;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 
 use crate::attr::{Item, get_n, n, s};
-use crate::keys::{COUNT_SHARDS, PK, SK, receipt_pk, receipt_sk, shard_of};
+use crate::keys::{COUNT_SHARDS, PK, SK, conv_pk, receipt_pk, receipt_sk, shard_of};
 use crate::outbox::TTL;
 use crate::sending::{Claim, Finish};
 use crate::tally::Tally;
+use crate::write::applied;
 use crate::{Conversions, StoreError};
 
 /// Rows a receipt names at most: about 8 KB of keys.
@@ -39,8 +47,14 @@ const RECEIPT_KEPT_MS: i64 = DAY_MS;
 /// An end a receipt recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Receipted {
-    Sent { at: i64 },
-    Failed { last_error: String },
+    Sent {
+        at: i64,
+    },
+    Failed {
+        last_error: String,
+    },
+    /// Counted queued only: the row stays pending.
+    Queued,
 }
 
 /// A row's name on a receipt: its creation time and the first 24 hex
@@ -54,9 +68,10 @@ fn receipt_key(sk: &str) -> String {
 }
 
 /// Whether an end moves the counters (and so goes on a receipt): a retry
-/// or a release leaves the row pending.
-pub(crate) fn counted(end: &SendEnd) -> bool {
-    matches!(end, SendEnd::Sent | SendEnd::Failed { .. })
+/// or a release leaves the row pending, counted already unless it is
+/// `uncounted`.
+pub(crate) fn counted(f: &Finish) -> bool {
+    f.uncounted || matches!(f.end, SendEnd::Sent | SendEnd::Failed { .. })
 }
 
 /// The counters' moves for `ends` (`back`: taking them back).
@@ -64,6 +79,9 @@ fn tally_of(ends: &[&Finish], now: i64, back: bool) -> Tally {
     let mut tally = Tally::default();
     for f in ends {
         let slug = slug_or_pixel(f.destination.as_deref());
+        if f.uncounted {
+            tally.queued(slug, f.event_name, f.created_at, false);
+        }
         match &f.end {
             SendEnd::Sent => tally.sent(slug, f.event_name, now),
             SendEnd::Failed { .. } => tally.failed(slug, f.event_name, now),
@@ -96,7 +114,8 @@ impl Conversions<'_> {
                     errors.insert(receipt_key(&f.sk), s(last_error));
                     "failed"
                 }
-                _ => "sent",
+                SendEnd::Sent => "sent",
+                SendEnd::Retry { .. } | SendEnd::Released => "queued",
             };
             recorded.insert(receipt_key(&f.sk), s(kind));
         }
@@ -151,7 +170,7 @@ impl Conversions<'_> {
     pub(crate) async fn settle_receipted(
         &self,
         keys: &[(String, String)],
-        rows: &BTreeMap<(String, String), Conversion>,
+        rows: &mut BTreeMap<(String, String), Conversion>,
         leases: &BTreeMap<(String, String), String>,
         due: Vec<usize>,
         claims: &mut [Claim],
@@ -171,14 +190,15 @@ impl Conversions<'_> {
         for ((site, lease), indexes) in by_lease {
             let ends = self.receipted(site, lease).await?;
             for i in indexes {
-                let c = &rows[&keys[i]];
+                let Some(c) = rows.get_mut(&keys[i]) else {
+                    continue;
+                };
                 let Some(end) = ends.get(&receipt_key(&c.sk)) else {
                     continue;
                 };
-                let (f, at) = finish_of(c, end);
                 // Another claim may have settled it first: then its own
-                // claim below finds it ended.
-                if self.end_row(site, lease, &f, at).await? {
+                // claim below finds it ended (or its flag gone).
+                if self.settle(c, end, lease).await? {
                     claims[i] = Claim::Gone;
                     settled.insert(i);
                 }
@@ -188,21 +208,71 @@ impl Conversions<'_> {
     }
 
     /// Ends `c`, a pending row whose lease `lease_id` ran out, as that
-    /// lease's receipt says, if it names the row. Answers whether it did.
+    /// lease's receipt says, if it names the row. Answers whether it did
+    /// (a row counted queued only stays pending, its flag taken off).
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub(crate) async fn settle_one(
         &self,
-        c: &Conversion,
+        c: &mut Conversion,
         lease_id: &str,
     ) -> Result<bool, StoreError> {
-        let ends = self.receipted(&c.site_id, lease_id).await?;
+        self.settle_taken(c, lease_id, lease_id).await
+    }
+
+    /// [`Self::settle_one`] for a row held under `lease_id`: the receipt
+    /// read is the attempt `before`'s (the same lease, run out, or the one
+    /// a claim just took the row over from).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn settle_taken(
+        &self,
+        c: &mut Conversion,
+        before: &str,
+        lease_id: &str,
+    ) -> Result<bool, StoreError> {
+        let ends = self.receipted(&c.site_id, before).await?;
         let Some(end) = ends.get(&receipt_key(&c.sk)) else {
             return Ok(false);
         };
-        let (f, at) = finish_of(c, end);
-        self.end_row(&c.site_id, lease_id, &f, at).await
+        self.settle(c, end, lease_id).await
+    }
+
+    /// Writes on `c`, held under `lease_id`, the end a receipt recorded:
+    /// answers whether the row ended. One counted queued only loses its
+    /// flag, and `c` with it.
+    async fn settle(
+        &self,
+        c: &mut Conversion,
+        end: &Receipted,
+        lease_id: &str,
+    ) -> Result<bool, StoreError> {
+        let (end, at) = match end {
+            Receipted::Sent { at } => (SendEnd::Sent, *at),
+            Receipted::Failed { last_error } => (
+                SendEnd::Failed {
+                    last_error: last_error.clone(),
+                },
+                0,
+            ),
+            Receipted::Queued => {
+                let update = self
+                    .update_item(conv_pk(&c.site_id), &c.sk)
+                    .update_expression("REMOVE uncounted")
+                    .condition_expression("leaseId = :lease AND attribute_exists(uncounted)")
+                    .expression_attribute_values(":lease", s(lease_id))
+                    .send()
+                    .await;
+                if applied(update)?.is_some() {
+                    c.uncounted = false;
+                }
+                return Ok(false);
+            }
+        };
+        self.end_row(&c.site_id, lease_id, &Finish::of(c, end), at)
+            .await
     }
 
     /// The ends `lease_id`'s receipts recorded for `site`'s rows, by
@@ -235,21 +305,6 @@ impl Conversions<'_> {
     }
 }
 
-/// The end a receipt recorded for `c`, as the sender would have written
-/// it, and the time it was sent at.
-fn finish_of(c: &Conversion, end: &Receipted) -> (Finish, i64) {
-    let (end, at) = match end {
-        Receipted::Sent { at } => (SendEnd::Sent, *at),
-        Receipted::Failed { last_error } => (
-            SendEnd::Failed {
-                last_error: last_error.clone(),
-            },
-            0,
-        ),
-    };
-    (Finish::of(c, end), at)
-}
-
 /// A receipt's ends, by [`receipt_key`].
 fn ends_of(item: &Item) -> Vec<(String, Receipted)> {
     let at = get_n(item, "at").unwrap_or_default();
@@ -265,6 +320,7 @@ fn ends_of(item: &Item) -> Vec<(String, Receipted)> {
         .filter_map(|(sk, kind)| {
             let end = match kind.as_s().ok()?.as_str() {
                 "sent" => Receipted::Sent { at },
+                "queued" => Receipted::Queued,
                 "failed" => Receipted::Failed {
                     last_error: errors
                         .get(&sk)

@@ -116,7 +116,7 @@ impl Conversions<'_> {
         let Some(item) = self.read_item(conv_pk(site), sk).await? else {
             return Ok(Lost::Skipped);
         };
-        let c = Conversion::from_item(&item)?;
+        let mut c = Conversion::from_item(&item)?;
         let Some(seen) = c.work_at.filter(|at| *at < now - lost_after_ms) else {
             return Ok(Lost::Skipped);
         };
@@ -126,7 +126,7 @@ impl Conversions<'_> {
             return Ok(Lost::Skipped);
         }
         if let Some(lease) = get_s(&item, "leaseId").filter(|_| c.lease_until.is_some())
-            && self.settle_one(&c, lease).await?
+            && self.settle_one(&mut c, lease).await?
         {
             return Ok(Lost::Settled);
         }
@@ -145,9 +145,12 @@ impl Conversions<'_> {
             .table_name(t)
             .key(PK, s(conv_pk(site)))
             .key(SK, s(sk))
-            .condition_expression(
-                "#status = :pending AND workAt = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
-            )
+            // Counted queued here or not as the flag read says.
+            .condition_expression(if c.uncounted {
+                "#status = :pending AND workAt = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now) AND attribute_exists(uncounted)"
+            } else {
+                "#status = :pending AND workAt = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now) AND attribute_not_exists(uncounted)"
+            })
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()))
             .expression_attribute_values(":seen", n(seen))
@@ -160,7 +163,7 @@ impl Conversions<'_> {
                     TransactWriteItem::builder()
                         .update(
                             base.update_expression(
-                                format!("SET #status = :failed, lastError = :e, attempts = :attempts REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil, workShard, workAt, nextAttemptAt"),
+                                format!("SET #status = :failed, lastError = :e, attempts = :attempts REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil, workShard, workAt, nextAttemptAt, uncounted"),
                             )
                             .expression_attribute_values(":failed", s(ConversionStatus::Failed.as_str()))
                             .expression_attribute_values(":e", s(e))
@@ -170,7 +173,11 @@ impl Conversions<'_> {
                         .build(),
                 );
                 let mut tally = Tally::default();
-                tally.failed(slug_or_pixel(c.destination.as_deref()), c.event_name, now);
+                let slug = slug_or_pixel(c.destination.as_deref());
+                if c.uncounted {
+                    tally.queued(slug, c.event_name, c.created_at, false);
+                }
+                tally.failed(slug, c.event_name, now);
                 items.extend(tally.updates(t, site, shard_of(&c.event_id, COUNT_SHARDS))?);
                 Lost::Failed
             }

@@ -48,6 +48,10 @@ pub struct Finish {
     pub event_name: EventName,
     /// Its send batch watches it: no `work` entry of its own to leave.
     pub in_send_batch: bool,
+    /// Not counted yet: this end counts it queued, whatever the end.
+    pub uncounted: bool,
+    /// When it was created: the day it is counted queued on.
+    pub created_at: i64,
     pub end: SendEnd,
 }
 
@@ -61,6 +65,8 @@ impl Finish {
             event_id: c.event_id.clone(),
             event_name: c.event_name,
             in_send_batch: c.in_send_batch,
+            uncounted: c.uncounted,
+            created_at: c.created_at,
             end,
         }
     }
@@ -100,10 +106,19 @@ impl Conversions<'_> {
             .send()
             .await;
         if let Some(out) = applied(res)? {
-            let mut c = Conversion::from_item(&out.attributes.unwrap_or_default())?;
+            let old = out.attributes.unwrap_or_default();
+            let mut c = Conversion::from_item(&old)?;
             let taken_over = c.lease_until.is_some();
             c.attempts += 1;
             c.lease_until = Some(until);
+            // The attempt before may have counted its end and stopped
+            // before writing it: ended (or its flag taken off) as its
+            // receipt says, under this lease.
+            if let Some(before) = crate::attr::get_s(&old, "leaseId").filter(|_| taken_over)
+                && self.settle_taken(&mut c, before, lease_id).await?
+            {
+                return Ok(Claim::Gone);
+            }
             if taken_over && !c.unsure {
                 // The attempt before was claimed and never ended: it may
                 // have reached Meta.
@@ -161,7 +176,7 @@ impl Conversions<'_> {
         let until = now + lease_ms;
         let (mut claims, due) = sort_claims(keys, &rows, now);
         let due = self
-            .settle_receipted(keys, &rows, &leases, due, &mut claims)
+            .settle_receipted(keys, &mut rows, &leases, due, &mut claims)
             .await?;
         let rows = &rows;
         let taken: Vec<(usize, Result<bool, StoreError>)> = futures::stream::iter(due)
@@ -235,11 +250,20 @@ impl Conversions<'_> {
         // A lease still on the row is an attempt that never ended: it may
         // have reached Meta.
         let unsure = c.unsure || c.lease_until.is_some();
-        let condition = if c.next_attempt_at.is_none() {
-            "#status = :pending AND attempts = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)"
+        let mut condition = String::from(
+            "#status = :pending AND attempts = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
+        );
+        if c.next_attempt_at.is_some() {
+            condition.push_str(" AND nextAttemptAt <= :now");
+        }
+        // Its end counts it queued or not as the flag read says: a flag
+        // another claim's settling took off since makes this claim fail,
+        // and the row is claimed again as it is.
+        condition.push_str(if c.uncounted {
+            " AND attribute_exists(uncounted)"
         } else {
-            "#status = :pending AND attempts = :seen AND nextAttemptAt <= :now AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)"
-        };
+            " AND attribute_not_exists(uncounted)"
+        });
         self.update_item(conv_pk(site), sk)
             .update_expression(
                 "SET attempts = :next, leaseId = :id, leaseUntil = :until, unsure = :unsure",
@@ -280,8 +304,7 @@ impl Conversions<'_> {
         for (site, indexes) in by_site {
             for chunk in indexes.chunks(ROWS_PER_RECEIPT) {
                 let batch: Vec<&Finish> = chunk.iter().map(|i| &finishes[*i]).collect();
-                let ends: Vec<&Finish> =
-                    batch.iter().copied().filter(|f| counted(&f.end)).collect();
+                let ends: Vec<&Finish> = batch.iter().copied().filter(|f| counted(f)).collect();
                 if !ends.is_empty() {
                     self.count_ends(site, lease_id, part, &ends, now).await?;
                     part += 1;
@@ -290,7 +313,7 @@ impl Conversions<'_> {
                 let lost: Vec<&Finish> = batch
                     .iter()
                     .zip(&applied)
-                    .filter(|(f, applied)| !**applied && counted(&f.end))
+                    .filter(|(f, applied)| !**applied && counted(f))
                     .map(|(f, _)| *f)
                     .collect();
                 if !lost.is_empty() {
@@ -343,6 +366,8 @@ impl Conversions<'_> {
         } else {
             ", workShard, workAt"
         };
+        // Counted queued with this end (any end): no longer uncounted.
+        let counted = if f.uncounted { ", uncounted" } else { "" };
         let update = self
             .update_item(conv_pk(site), &f.sk)
             .condition_expression("leaseId = :lease AND #status = :pending")
@@ -352,16 +377,16 @@ impl Conversions<'_> {
         let update = match &f.end {
             SendEnd::Sent => update
                 .update_expression(format!(
-                    "SET #status = :sent, sentAt = :now REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil{left}, nextAttemptAt, lastError"
+                    "SET #status = :sent, sentAt = :now REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil{left}, nextAttemptAt, lastError{counted}"
                 ))
                 .expression_attribute_values(":sent", s(ConversionStatus::Sent.as_str()))
                 .expression_attribute_values(":now", n(now)),
             // Its message goes back to the queue: due again now, so the
             // sweeper does not take it for lost meanwhile.
             SendEnd::Released => update
-                .update_expression(
-                    "SET attempts = attempts - :one, workAt = :now REMOVE leaseId, leaseUntil",
-                )
+                .update_expression(format!(
+                    "SET attempts = attempts - :one, workAt = :now REMOVE leaseId, leaseUntil{counted}"
+                ))
                 .expression_attribute_values(":one", n(1))
                 .expression_attribute_values(":now", n(now)),
             SendEnd::Retry {
@@ -369,15 +394,15 @@ impl Conversions<'_> {
                 last_error,
                 unsure,
             } => update
-                .update_expression(
-                    "SET nextAttemptAt = :at, workAt = :at, lastError = :e, unsure = :unsure REMOVE leaseId, leaseUntil",
-                )
+                .update_expression(format!(
+                    "SET nextAttemptAt = :at, workAt = :at, lastError = :e, unsure = :unsure REMOVE leaseId, leaseUntil{counted}"
+                ))
                 .expression_attribute_values(":at", n(*at))
                 .expression_attribute_values(":e", s(last_error))
                 .expression_attribute_values(":unsure", AttributeValue::Bool(*unsure)),
             SendEnd::Failed { last_error } => update
                 .update_expression(format!(
-                    "SET #status = :failed, lastError = :e REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil{left}, nextAttemptAt"
+                    "SET #status = :failed, lastError = :e REMOVE {MATCH_ATTRIBUTES}, leaseId, leaseUntil{left}, nextAttemptAt{counted}"
                 ))
                 .expression_attribute_values(":failed", s(ConversionStatus::Failed.as_str()))
                 .expression_attribute_values(":e", s(last_error)),

@@ -90,8 +90,13 @@ impl Tally {
         self.day(utc_day(now), format!("{slug}|failed|{}", event.as_str()), 1);
     }
     /// A row removed with its lead: it leaves the totals (and, sent, its
-    /// day); a destination's daily history keeps what happened.
+    /// day) if it was counted; a destination's daily history keeps what
+    /// happened.
     pub(crate) fn removed(&mut self, slug: &str, c: &Conversion) {
+        if c.uncounted {
+            // Never counted: nothing to take back.
+            return;
+        }
         self.total(c.status.as_str().to_owned(), -1);
         self.total(format!("{slug}|{}", c.status.as_str()), -1);
         if let (ConversionStatus::Sent, Some(at)) = (c.status, c.sent_at) {

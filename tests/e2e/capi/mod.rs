@@ -16,6 +16,7 @@ mod once;
 mod platforms;
 mod posted;
 mod retries;
+mod uncounted;
 
 pub(super) async fn drain(h: &Harness) {
     h.runner().drain().await.expect("drain");

@@ -129,10 +129,10 @@ impl Cloud {
             .store(us, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// The sender's next `n` row ends (the update that marks a row sent or
-    /// failed, after the receipt that counted it) never reach DynamoDB,
-    /// through every retry: a sender that dies between counting its sends
-    /// and writing them on the rows.
+    /// The sender's next `n` row ends (the update that marks a row sent,
+    /// failed or due again, after the receipt that counted it) never reach
+    /// DynamoDB, through every retry: a sender that dies between counting
+    /// its ends and writing them on the rows.
     pub fn kill_recordings(&self, n: u32) {
         self.kills_left
             .store(n, std::sync::atomic::Ordering::SeqCst);
@@ -219,7 +219,8 @@ impl Cloud {
         let left = match (function, call.operation.as_str()) {
             ("CapiSenderFunction", "UpdateItem")
                 if text.contains("SET #status = :sent")
-                    || text.contains("SET #status = :failed") =>
+                    || text.contains("SET #status = :failed")
+                    || text.contains("SET nextAttemptAt = :at, workAt = :at") =>
             {
                 &self.kills_left
             }

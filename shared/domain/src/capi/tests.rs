@@ -214,6 +214,7 @@ pub(crate) fn row(attempts: i64, next: Option<i64>, lease: Option<i64>) -> Conve
         work_at: None,
         in_send_batch: false,
         unsure: false,
+        uncounted: false,
         destination: None,
         action_source: None,
         source_url: None,

@@ -167,6 +167,10 @@ pub(crate) struct ConversionItem {
     /// which went unanswered.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     unsure: bool,
+    /// Written only on a row put with no counter moves, and removed by
+    /// the end that counts it ([`crate::receipts`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) uncounted: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     next_attempt_at: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -346,6 +350,7 @@ impl TryFrom<ConversionItem> for Conversion {
             in_send_batch: i.work_shard.is_none() && i.work_at.is_some(),
             work_at: i.work_at,
             unsure: i.unsure,
+            uncounted: i.uncounted,
             destination: i.destination,
             action_source: i.action_source,
             source_url: i.source_url,

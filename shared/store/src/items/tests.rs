@@ -98,6 +98,7 @@ fn pending_conversion() -> Conversion {
         work_at: Some(9),
         in_send_batch: false,
         unsure: false,
+        uncounted: false,
         destination: None,
         action_source: None,
         source_url: None,

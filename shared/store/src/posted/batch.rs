@@ -33,10 +33,8 @@ use crate::tally::Tally;
 use crate::write::{applied, transaction_failed_at};
 use crate::{Conversions, StoreError};
 
-use super::{Posted, RowWrite};
+use super::{PUTS_AT_ONCE, Posted, RowWrite};
 
-/// Rows put at once.
-const PUTS_AT_ONCE: usize = 16;
 /// The send batch's list of the rows its writer counted.
 pub(crate) const ROWS: &str = "rows";
 
