@@ -14,7 +14,7 @@
 //! `queued` from the end of its first attempt, seconds after it is posted.
 //!
 //! A writer can stop between its markers and its rows (a crash, a timeout,
-//! DynamoDB refusing the transaction). Its markers then name rows that do
+//! DynamoDB refusing a write). Its markers then name rows that do
 //! not exist, and its request failed, so its client sends it again. A
 //! request that finds a marker therefore reads the row the marker names,
 //! and writes that row itself, at that key, when it is missing. A writer
@@ -130,7 +130,7 @@ impl Conversions<'_> {
         for w in listed {
             match self.write_listed(site, rows, &w, now).await? {
                 Some(outcome) => answers[w.index] = outcome,
-                // No longer counted: counted again, with an entry of its own.
+                // No longer counted: written uncounted, with an entry of its own.
                 None => writes.push(w),
             }
         }

@@ -11,7 +11,8 @@
 //! and markers naming them. A retry of its request finds the markers
 //! ([`super`]) and writes each missing row the batch lists without counting
 //! it again, taking it off the list in the same transaction; a row the
-//! list no longer holds is written and counted as any other. A request
+//! list no longer holds is written as a row posted on its own (uncounted,
+//! counted by the end of its first attempt). A request
 //! that is never sent again leaves rows counted that will never be: the
 //! sweeper, once the batch is late (long after any writer of it could
 //! still run), takes back the counting of the listed rows it does not
