@@ -1,6 +1,8 @@
 //! The fault run: 10,000 conversions (`ADTRAIL_FAULT_RUN` sets another
 //! count; `make test` runs 2,000, `make fault-run` the full 10,000, since
-//! moto spends about 20 ms on each item a transaction writes) across three pixel groups, the fake Meta failing 30% of its calls
+//! moto spends about 20 ms on each item a transaction writes), a fifth of
+//! them posted one a request (written uncounted, counted by the sender),
+//! across three pixel groups, the fake Meta failing 30% of its calls
 //! at random (5xx, throttles, timeouts that accept nothing, and requests
 //! accepted whose answer never comes), two senders draining at once, a
 //! sender dying between Meta's answer and its write, 5% of
@@ -14,8 +16,8 @@
 //! could not know Meta took it (an answer that never came, a sender that
 //! died before its write: the row is marked unsure and sent again with the
 //! same `event_id`), and
-//! the status counters must equal a recount from the rows. The counts and
-//! the requests to Meta are printed.
+//! the status counters (each day's queued among them) must equal a recount
+//! from the rows. The counts and the requests to Meta are printed.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
