@@ -15,15 +15,20 @@ use adtrail_domain::leads::{Lead, LeadWrite, NewConversion};
 use adtrail_domain::time::utc_day;
 use adtrail_store::queue::SendMessage;
 
+/// Contact number `i`'s hashes: a phone and the host's id.
+fn contact(i: usize) -> ContactHashes {
+    ContactHashes {
+        ph: vec![sha256_hex(&format!("5511{i:09}"))],
+        external_id: Some(sha256_hex(&format!("contact-{i}"))),
+        ..ContactHashes::default()
+    }
+}
+
 /// Lead number `i` of `site`, won, with `events` of its four events queued
 /// at `now`.
 pub fn lead_write(site: &str, currency: &str, i: usize, events: usize, now: i64) -> LeadWrite {
     let lead_id = uuid::Uuid::new_v4().to_string();
-    let hashes = ContactHashes {
-        ph: vec![sha256_hex(&format!("5511{i:09}"))],
-        external_id: Some(sha256_hex(&format!("contact-{i}"))),
-        ..ContactHashes::default()
-    };
+    let hashes = contact(i);
     let value = 10_000 + i as i64;
     let conversions: Vec<NewConversion> = EventName::LEAD_EVENTS
         .into_iter()
@@ -93,11 +98,7 @@ pub fn posted_row(site: &str, currency: &str, i: usize, now: i64) -> EventRow {
         action_source: ActionSource::Website,
         // Meta refuses a website event without the page it happened on.
         source_url: Some(format!("https://{site}.example/checkout")),
-        hashes: ContactHashes {
-            ph: vec![sha256_hex(&format!("5511{i:09}"))],
-            external_id: Some(sha256_hex(&format!("contact-{i}"))),
-            ..ContactHashes::default()
-        },
+        hashes: contact(i),
         lead: None,
     }
 }

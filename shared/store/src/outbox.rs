@@ -16,7 +16,7 @@ use aws_sdk_dynamodb::types::{
 };
 
 use crate::attr::{Item, n, s};
-use crate::items::{ConversionItem, encode};
+use crate::items::{ConversionItem, encode, uncounted_as};
 use crate::keys::{
     COUNT_SHARDS, PK, RollupDim, SK, change_pk, conv_pk, entry_pk, entry_sk, lead_ad_pk, lead_pk,
     rollup_pk, rollup_sk, send_shard, shard_of,
@@ -132,11 +132,7 @@ fn row_deletes(
                 .key(PK, s(conv_pk(site)))
                 .key(SK, s(&c.sk))
                 // In the status, counted or not, it was read in.
-                .condition_expression(if c.uncounted {
-                    "#status = :s AND attribute_exists(uncounted)"
-                } else {
-                    "#status = :s AND attribute_not_exists(uncounted)"
-                })
+                .condition_expression(format!("#status = :s AND {}", uncounted_as(c.uncounted)))
                 .expression_attribute_names("#status", "status")
                 .expression_attribute_values(":s", s(c.status.as_str()))
                 .build()

@@ -83,6 +83,26 @@ struct RowWrite {
     created_at: i64,
 }
 
+/// The item of `w`'s row: watched through its send batch (counted with
+/// it), or with a `work` entry of its own and `uncounted`.
+fn row_item(
+    rows: &[EventRow],
+    site: &str,
+    w: &RowWrite,
+    in_send_batch: bool,
+    now: i64,
+) -> Result<crate::attr::Item, StoreError> {
+    let row = EventRow {
+        sk: w.sk.clone(),
+        ..rows[w.index].clone()
+    };
+    let shard = (!in_send_batch).then(|| send_shard(&w.sk));
+    let keys = (conv_pk(site), w.created_at, shard);
+    let mut item = ConversionItem::posted(&row, site, keys, now);
+    item.uncounted = !in_send_batch;
+    encode(&item, "conversion")
+}
+
 impl Conversions<'_> {
     /// Writes the rows of posted events, each once per (destination,
     /// event): answers, row by row, whether it was queued now (and at which
@@ -281,18 +301,11 @@ impl Conversions<'_> {
         let puts: Vec<(RowWrite, Result<bool, StoreError>)> = futures::stream::iter(writes)
             .map(|w| async move {
                 let put = async {
-                    let row = EventRow {
-                        sk: w.sk.clone(),
-                        ..rows[w.index].clone()
-                    };
-                    let keys = (conv_pk(site), w.created_at, Some(send_shard(&w.sk)));
-                    let mut item = ConversionItem::posted(&row, site, keys, now);
-                    item.uncounted = true;
                     let put = self
                         .ddb
                         .put_item()
                         .table_name(&self.names.table)
-                        .set_item(Some(encode(&item, "conversion")?))
+                        .set_item(Some(row_item(rows, site, &w, false, now)?))
                         .condition_expression("attribute_not_exists(pk)")
                         .send()
                         .await;

@@ -12,7 +12,7 @@ use adtrail_domain::capi::{Conversion, ConversionStatus, doomed};
 use aws_sdk_dynamodb::types::{TransactWriteItem, Update};
 
 use crate::attr::{FromItem, Item, get_n, get_s, n, s};
-use crate::items::MATCH_ATTRIBUTES;
+use crate::items::{MATCH_ATTRIBUTES, uncounted_as};
 use crate::keys::{
     COUNT_SHARDS, PK, SK, WORK_AT, WORK_INDEX, WORK_SHARD, conv_pk, parse_conv_pk,
     parse_send_batch_pk, send_batch_member, send_batch_pk, send_shard_n, shard_of,
@@ -146,11 +146,10 @@ impl Conversions<'_> {
             .key(PK, s(conv_pk(site)))
             .key(SK, s(sk))
             // Counted queued here or not as the flag read says.
-            .condition_expression(if c.uncounted {
-                "#status = :pending AND workAt = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now) AND attribute_exists(uncounted)"
-            } else {
-                "#status = :pending AND workAt = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now) AND attribute_not_exists(uncounted)"
-            })
+            .condition_expression(format!(
+                "#status = :pending AND workAt = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now) AND {}",
+                uncounted_as(c.uncounted)
+            ))
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()))
             .expression_attribute_values(":seen", n(seen))

@@ -18,7 +18,7 @@ use aws_sdk_dynamodb::types::ReturnValue;
 use futures::StreamExt;
 
 use crate::attr::{FromItem, n, s};
-use crate::items::MATCH_ATTRIBUTES;
+use crate::items::{MATCH_ATTRIBUTES, uncounted_as};
 use crate::keys::conv_pk;
 use crate::receipts::{ROWS_PER_RECEIPT, counted};
 use crate::write::applied;
@@ -259,11 +259,8 @@ impl Conversions<'_> {
         // Its end counts it queued or not as the flag read says: a flag
         // another claim's settling took off since makes this claim fail,
         // and the row is claimed again as it is.
-        condition.push_str(if c.uncounted {
-            " AND attribute_exists(uncounted)"
-        } else {
-            " AND attribute_not_exists(uncounted)"
-        });
+        condition.push_str(" AND ");
+        condition.push_str(uncounted_as(c.uncounted));
         self.update_item(conv_pk(site), sk)
             .update_expression(
                 "SET attempts = :next, leaseId = :id, leaseUntil = :until, unsure = :unsure",

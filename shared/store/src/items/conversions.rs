@@ -143,6 +143,17 @@ impl TryFrom<LeadItem> for Lead {
 /// its delivery ends.
 pub(crate) const MATCH_ATTRIBUTES: &str = "ph, externalId, em, fnHash, lnHash, signals";
 
+/// The condition that a row's `uncounted` flag is as it was read: a write
+/// that counts the row (or takes it off the counters) as counted or not
+/// holds only while nobody counted it since.
+pub(crate) fn uncounted_as(uncounted: bool) -> &'static str {
+    if uncounted {
+        "attribute_exists(uncounted)"
+    } else {
+        "attribute_not_exists(uncounted)"
+    }
+}
+
 /// `conv#<siteId>` / `<createdAt>#<eventId>`. Its writes are updates of
 /// a few attributes, save the outbox's, which puts it whole.
 #[derive(Serialize, Deserialize, Default)]

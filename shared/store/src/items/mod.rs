@@ -98,7 +98,7 @@ mod spend;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use conversions::{ConversionItem, LeadItem, MATCH_ATTRIBUTES};
+pub(crate) use conversions::{ConversionItem, LeadItem, MATCH_ATTRIBUTES, uncounted_as};
 pub(crate) use destinations::DestinationItem;
 pub(crate) use forms::{FormItem, FormLeadItem, FormLeadRefItem, RulesItem};
 pub(crate) use pages::{PageItem, PageLinkItem};

@@ -25,16 +25,14 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
 use futures::StreamExt;
 
 use crate::attr::{get_s, n, s};
-use crate::items::{ConversionItem, encode};
 use crate::keys::{
-    COUNT_SHARDS, PK, SK, conv_pk, send_batch_member, send_batch_pk, send_batch_sk, send_shard,
-    shard_of,
+    COUNT_SHARDS, PK, SK, send_batch_member, send_batch_pk, send_batch_sk, send_shard, shard_of,
 };
 use crate::tally::Tally;
 use crate::write::{applied, transaction_failed_at};
 use crate::{Conversions, StoreError};
 
-use super::{PUTS_AT_ONCE, Posted, RowWrite};
+use super::{PUTS_AT_ONCE, Posted, RowWrite, row_item};
 
 /// The send batch's list of the rows its writer counted.
 pub(crate) const ROWS: &str = "rows";
@@ -43,21 +41,6 @@ pub(crate) const ROWS: &str = "rows";
 fn member(rows: &[EventRow], w: &RowWrite) -> String {
     let r = &rows[w.index];
     send_batch_member(&w.sk, &r.slug, r.event_name.as_str())
-}
-
-/// The item of `w`'s row, watched through its send batch.
-fn row_item(
-    rows: &[EventRow],
-    site: &str,
-    w: &RowWrite,
-    now: i64,
-) -> Result<crate::attr::Item, StoreError> {
-    let row = EventRow {
-        sk: w.sk.clone(),
-        ..rows[w.index].clone()
-    };
-    let keys = (conv_pk(site), w.created_at, None);
-    encode(&ConversionItem::posted(&row, site, keys, now), "conversion")
 }
 
 impl Conversions<'_> {
@@ -111,7 +94,7 @@ impl Conversions<'_> {
                 .map(|k| async move {
                     let w = &writes[k];
                     let put = async {
-                        let item = row_item(rows, site, w, now)?;
+                        let item = row_item(rows, site, w, true, now)?;
                         let out = self
                             .ddb
                             .put_item()
@@ -201,7 +184,7 @@ impl Conversions<'_> {
             .map_err(StoreError::ddb)?;
         let put = Put::builder()
             .table_name(t)
-            .set_item(Some(row_item(rows, site, w, now)?))
+            .set_item(Some(row_item(rows, site, w, true, now)?))
             .condition_expression("attribute_not_exists(pk)")
             .build()
             .map_err(StoreError::ddb)?;
