@@ -1,17 +1,21 @@
 //! The sums of an account's two newest days, held on its link against
 //! moto: a live write changes the link (its lease check) and the chunk,
 //! and no sum item; a newer day moves the oldest held one to its sum item;
-//! an unlink moves what the link holds; the sums equal the rows throughout.
+//! an unlink moves what the link holds; a run's ending goes in its last
+//! write; the sums equal the rows throughout.
 
+use adtrail_domain::links::SiteAdAccount;
+use adtrail_domain::outcome::LinkUpdate;
 use adtrail_domain::plan::SyncInterval;
 use adtrail_domain::spend::{RowChange, SpendFigures};
 use adtrail_store::attr::s;
 use adtrail_store::keys::{link_sk, site_pk, sum_pk};
-use adtrail_store::lease::{Found, LeaseCondition};
-use adtrail_store::spend::SpendWrite;
+use adtrail_store::lease::{Found, LeaseCondition, Seen};
+use adtrail_store::spend::{EndWith, SpendWrite};
 use adtrail_tests::*;
 
 use crate::store::{account, linked, row};
+use crate::store_leases::live_ending;
 
 const DAY: i64 = 20_100;
 
@@ -351,4 +355,95 @@ fn requests_of(store: &adtrail_store::Store, label: &str) -> u64 {
         .units_by()
         .get(label)
         .map_or(0, |(_, _, r)| *r)
+}
+
+/// A live ending to `next`, decided from the link as read: `blind` to a
+/// sync asked for.
+fn ending_to(
+    next: i64,
+    blind: bool,
+) -> impl Fn(&SiteAdAccount) -> Option<(LinkUpdate, Seen)> + Send + Sync {
+    move |link| {
+        let seen = Seen {
+            next_sync_at: link.next_sync_at,
+            sync_requested: link.sync_requested && !blind,
+            slot: None,
+        };
+        Some((live_ending(next), seen))
+    }
+}
+
+/// A write of `changes` that ends the run as `end` decides.
+async fn ending_write(
+    h: &Harness,
+    cond: &LeaseCondition,
+    changes: &[RowChange],
+    end: EndWith<'_>,
+) -> SpendWrite {
+    let spend = h.store().spend();
+    spend
+        .write_spend_ending(cond, changes, Some(end))
+        .await
+        .unwrap()
+}
+
+/// A run that went well ends in its last spend transaction: the rows, the
+/// day's sum held on the link and the ending land together. An ending that
+/// did not see a sync asked for since the write read the link is refused,
+/// with the write (nothing lands, and the request stays); one that saw it
+/// ends the run and clears it. A run whose lease is gone writes nothing.
+#[tokio::test]
+async fn a_run_ends_in_its_last_spend_write_unless_a_sync_was_asked_for_since() {
+    let h = Harness::start().await;
+    h.runner().stack.cloud.faults.set_share(0.0);
+    let cond = lease(&h).await;
+    let store = h.store();
+    let next = T0 + 3_600_000;
+    let (blind, seeing) = (ending_to(next, true), ending_to(next, false));
+    store
+        .links()
+        .request_sync("s1", "act_1", T0 + 1)
+        .await
+        .unwrap();
+    let today = [put(DAY, "1", 100, None)];
+    assert_eq!(
+        ending_write(&h, &cond, &today, &blind).await,
+        SpendWrite::Stale
+    );
+    assert_eq!(held_spend(&h).await, vec![], "nothing written");
+    let asked = store
+        .links()
+        .get_link("s1", "act_1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(asked.run_id.is_some() && asked.sync_requested, "{asked:?}");
+
+    assert_eq!(
+        ending_write(&h, &cond, &today, &seeing).await,
+        SpendWrite::Ended
+    );
+    assert_eq!(
+        held_spend(&h).await,
+        [(format!("s@{}", day_ms(DAY)), "100".to_owned())]
+    );
+    h.assert_sums_match_rows("s1", "act_1").await;
+    let ended = store
+        .links()
+        .get_link("s1", "act_1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ended.run_id, None, "the lease is released");
+    assert!(!ended.sync_requested, "the request is cleared");
+    assert_eq!(ended.last_sync_at, Some(T0));
+    assert_eq!(ended.next_sync_at, Some(next));
+
+    // Another execution of the ended run: its lease is gone.
+    let again = [put(DAY, "1", 200, Some(100))];
+    assert_eq!(
+        ending_write(&h, &cond, &again, &seeing).await,
+        SpendWrite::LostLease
+    );
+    h.assert_sums_match_rows("s1", "act_1").await;
 }

@@ -15,7 +15,7 @@ use adtrail_domain::spend::{RowChange, SpendFigures, spend_changes};
 use adtrail_meta::{Insights, too_much_data};
 use adtrail_store::StoreError;
 use adtrail_store::lease::LeaseCondition;
-use adtrail_store::spend::SpendWrite;
+use adtrail_store::spend::{EndWith, SpendWrite};
 
 use crate::Worker;
 use crate::catalog::entry_of_row;
@@ -51,14 +51,18 @@ pub(crate) struct Saving<'a> {
     pub(crate) read: Vec<PartRead>,
     /// The latest day Meta listed any ad's figures for.
     pub(crate) latest: Option<LocalDate>,
+    /// The last part read, not written yet: the run's ending writes it
+    /// (with the ending itself, when it can: see `run/finish.rs`), so a
+    /// part stays unwritten only until the next one comes or the run ends.
+    pub(crate) unwritten: Option<Part>,
 }
 
 impl Worker {
     /// A range's spend, split in halves while Meta has more rows than one
     /// call reads, down to single days. A day still over the cap keeps what
     /// came (`complete: false`): nothing is inferred from what it lacks.
-    /// Each part is saved as it comes, so what was read stays saved
-    /// whatever stops the reading.
+    /// Each part is saved as the next one comes, and the last by the run's
+    /// ending, so what was read stays saved whatever stops the reading.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn read_range(
         &self,
@@ -103,12 +107,15 @@ impl Worker {
                         rows,
                         complete,
                     };
-                    self.save_part(saving.cond, &part, saving.report).await?;
+                    if let Some(before) = saving.unwritten.take() {
+                        self.save_part(saving.cond, &before, saving.report).await?;
+                    }
                     for row in &part.rows {
                         learn(&mut saving.catalog, entry_of_row(row));
                         saving.latest = saving.latest.max(Some(row.date));
                     }
                     saving.read.push(PartRead { range, complete });
+                    saving.unwritten = Some(part);
                 }
             }
         }
@@ -129,8 +136,11 @@ impl Worker {
         report: &mut RunReport,
     ) -> Result<(), Stop> {
         for attempt in 0..SAVE_TRIES {
-            match self.save_part_once(cond, part, report, attempt > 0).await? {
-                SpendWrite::Written => return Ok(()),
+            match self
+                .save_part_once(cond, part, report, attempt > 0, None)
+                .await?
+            {
+                SpendWrite::Written | SpendWrite::Ended => return Ok(()),
                 SpendWrite::LostLease => return Err(Stop::LostLease),
                 SpendWrite::Stale => continue,
             }
@@ -140,12 +150,30 @@ impl Worker {
         )))
     }
 
+    /// [`Worker::save_part`]'s first try, ending the run in its last
+    /// transaction as `end` decides (see [`Spend::write_spend_ending`]).
+    /// Anything but [`SpendWrite::Ended`] leaves the ending to the caller,
+    /// and a part not written to [`Worker::save_part`].
+    ///
+    /// [`Spend::write_spend_ending`]: adtrail_store::Spend::write_spend_ending
+    pub(crate) async fn save_part_ending(
+        &self,
+        cond: &LeaseCondition,
+        part: &Part,
+        report: &mut RunReport,
+        end: EndWith<'_>,
+    ) -> Result<SpendWrite, Stop> {
+        self.save_part_once(cond, part, report, false, Some(end))
+            .await
+    }
+
     async fn save_part_once(
         &self,
         cond: &LeaseCondition,
         part: &Part,
         report: &mut RunReport,
         consistent: bool,
+        end: Option<EndWith<'_>>,
     ) -> Result<SpendWrite, Stop> {
         let stored = self
             .store
@@ -167,12 +195,20 @@ impl Worker {
             (day_start(row.date), row.ad_id.clone(), figures)
         });
         let changes = spend_changes(stored, fresh, part.complete, self.clock.now_ms());
-        for change in &changes {
-            match change {
-                RowChange::Put { .. } => report.rows_written += 1,
-                RowChange::Delete { .. } => report.rows_dropped += 1,
+        let written = self
+            .store
+            .spend()
+            .write_spend_ending(cond, &changes, end)
+            .await?;
+        // Counted once written: a refused try's changes are computed again.
+        if matches!(written, SpendWrite::Written | SpendWrite::Ended) {
+            for change in &changes {
+                match change {
+                    RowChange::Put { .. } => report.rows_written += 1,
+                    RowChange::Delete { .. } => report.rows_dropped += 1,
+                }
             }
         }
-        Ok(self.store.spend().write_spend(cond, &changes).await?)
+        Ok(written)
     }
 }

@@ -17,7 +17,7 @@ use adtrail_store::queue::SyncMessage;
 use serde_json::json;
 
 use crate::catalog::entry_of_ad;
-use crate::read::{PartRead, Saving};
+use crate::read::{Part, PartRead, Saving};
 use crate::stopped::{failed, read_through, stopped};
 use crate::{Worker, WorkerError};
 
@@ -119,6 +119,7 @@ impl Worker {
             .as_ref()
             .map(|c| c.token_version.clone())
             .unwrap_or_default();
+        let mut last = None;
         let outcome = match self
             .sync(
                 msg,
@@ -129,23 +130,23 @@ impl Worker {
                     stop_reads_at,
                     tokens,
                 },
-                &mut report,
+                (&mut report, &mut last),
             )
             .await
         {
             Ok(outcome) => outcome,
-            Err(Stop::LostLease) => {
-                report.lost_lease = true;
-                RunOutcome::Failed {
-                    kind: FailureKind::Unavailable,
-                    reason: "link lost".into(),
-                    regain_ms: None,
-                }
-            }
+            Err(Stop::LostLease) => lost_lease(&mut report),
             Err(Stop::Store(e)) => return Err(e.into()),
             Err(stop) => stopped(stop),
         };
-        self.finish(msg, &link, &token_version, &outcome, started_at)
+        let outcome = self
+            .finish_with(
+                msg,
+                (&link, &token_version),
+                (last, outcome),
+                started_at,
+                &mut report,
+            )
             .await?;
         report.outcome = outcome.class();
         if let RunOutcome::Ok { usage_pct, .. } = outcome {
@@ -177,14 +178,15 @@ impl Worker {
 
     /// One run: open the token, plan, read and save spend, learn the
     /// catalog, name the ads that brought leads. A reason the run cannot go
-    /// on is its outcome, not an error.
+    /// on is its outcome, not an error. The last part of spend read is left
+    /// in `last`, for the run's ending to write.
     async fn sync(
         &self,
         msg: &SyncMessage,
         link: &SiteAdAccount,
         connection: Option<&Connection>,
         times: RunTimes<'_>,
-        report: &mut RunReport,
+        (report, last): (&mut RunReport, &mut Option<Part>),
     ) -> Result<RunOutcome, Stop> {
         let RunTimes {
             started_at,
@@ -218,6 +220,7 @@ impl Worker {
             catalog: BTreeMap::new(),
             read: vec![],
             latest: None,
+            unwritten: None,
         };
         let read = self
             .read_range(
@@ -234,8 +237,10 @@ impl Worker {
             mut catalog,
             read: parts,
             latest,
+            unwritten,
             ..
         } = saving;
+        *last = unwritten;
         if let Err(stop) = read {
             return self
                 .stopped_reading(&run, &plan, &parts, catalog, stop, report)
@@ -368,6 +373,16 @@ impl Worker {
             report,
         )
         .await
+    }
+}
+
+/// The outcome of a run whose lease was taken from it.
+fn lost_lease(report: &mut RunReport) -> RunOutcome {
+    report.lost_lease = true;
+    RunOutcome::Failed {
+        kind: FailureKind::Unavailable,
+        reason: "link lost".into(),
+        regain_ms: None,
     }
 }
 

@@ -7,7 +7,7 @@
 //! walk of the cycle ([`adtrail_domain::slots`]).
 
 use adtrail_domain::links::{SiteAdAccount, SlotPlace};
-use adtrail_domain::outcome::{Change, LinkUpdate, SyncState};
+use adtrail_domain::outcome::{LinkUpdate, SyncState};
 use adtrail_domain::plan::SyncInterval;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, ReturnValue, TransactWriteItem};
 
@@ -16,6 +16,10 @@ use crate::keys::*;
 use crate::links::key;
 use crate::write::applied;
 use crate::{Links, StoreError};
+
+mod ending;
+
+pub(crate) use ending::{Ending, ending};
 
 /// Where the dispatcher found a due link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,15 +198,8 @@ impl Links<'_> {
         Ok(true)
     }
 
-    /// Records how a run ended, if it still holds the link. Answers whether
-    /// it did. The schedule is written only where it changed from what the
-    /// run read (`seen`): a link that keeps its slot, or whose next sync is
-    /// what its lease set, stays where it is in its index, which saves the
-    /// index's writes; one that takes a slot leaves `due` for `slot`, and
-    /// one that leaves its slot (a back-off, a backfill, a sync asked for)
-    /// goes back to `due`. Unless the run saw a sync requested, the ending
-    /// also needs none to have been asked for since: the ending clears the
-    /// request, and one asked for after the run's read would be lost.
+    /// Records how a run ended, if it still holds the link, as [`ending`]
+    /// makes it of what the run read (`seen`). Answers whether it did.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -214,97 +211,29 @@ impl Links<'_> {
         u: &LinkUpdate,
         seen: &Seen,
     ) -> Result<bool, StoreError> {
-        let mut set = vec!["syncState = :state", "failures = :failures"];
-        let mut remove = vec!["runId", "syncRequested", "runStartedAt"];
-        let mut condition = vec!["runId = :run"];
-        if !seen.sync_requested {
-            condition.push("attribute_not_exists(syncRequested)");
-        }
-        let mut req = self
+        let Ending {
+            set,
+            remove,
+            condition,
+            mut values,
+        } = ending(site, account, u, seen);
+        values.insert(":run".to_owned(), s(run_id));
+        let condition: Vec<&str> = std::iter::once("runId = :run").chain(condition).collect();
+        let res = self
             .ddb
             .update_item()
             .table_name(&self.names.table)
             .set_key(Some(key(site, account).into_iter().collect()))
-            .expression_attribute_values(":run", s(run_id))
-            .expression_attribute_values(":state", s(u.sync_state.as_str()))
-            .expression_attribute_values(":failures", n(u.failures));
-        let same_time = seen.next_sync_at == Some(u.next_sync_at);
-        match (seen.slot, u.slot) {
-            // The same slot (an operator's new interval places it anew).
-            (Some(held), Some(place)) if held == place && same_time => {}
-            (held, Some(place)) => {
-                set.extend(["slotShard = :slotShard", "slot = :slot", "slotAt = :next"]);
-                if held.is_none() {
-                    remove.extend(["dueShard", "nextSyncAt"]);
-                    // True while the run holds the link; it also says the
-                    // slot entry is a new one, not a move.
-                    condition.push("attribute_not_exists(slotShard)");
-                }
-                req = req
-                    .expression_attribute_values(":slotShard", s(slot_shard(place.cadence)))
-                    .expression_attribute_values(":slot", n(place.slot))
-                    .expression_attribute_values(":next", n(u.next_sync_at));
-            }
-            (Some(_), None) => {
-                set.extend(["dueShard = :dueShard", "nextSyncAt = :next"]);
-                remove.extend(["slotShard", "slot", "slotAt"]);
-                condition.push("attribute_not_exists(dueShard)");
-                req = req
-                    .expression_attribute_values(":dueShard", s(due_shard(site, account)))
-                    .expression_attribute_values(":next", n(u.next_sync_at));
-            }
-            (None, None) if same_time => {}
-            (None, None) => {
-                set.push("nextSyncAt = :next");
-                req = req.expression_attribute_values(":next", n(u.next_sync_at));
-            }
-        }
-        req = req.condition_expression(condition.join(" AND "));
-        match u.quiet_lease_ms {
-            Some(ms) => {
-                set.push("leaseMs = :lease");
-                req = req.expression_attribute_values(":lease", n(ms));
-            }
-            None => remove.push("leaseMs"),
-        }
-        match &u.last_error {
-            Some(e) => {
-                set.push("lastError = :err");
-                req = req.expression_attribute_values(":err", s(e));
-            }
-            None => remove.push("lastError"),
-        }
-        match &u.catalog_digest {
-            Some(d) => {
-                set.push("catalogDigest = :catalog");
-                req = req.expression_attribute_values(":catalog", s(d));
-            }
-            None => remove.push("catalogDigest"),
-        }
-        match u.backfill_from {
-            Change::Set(d) => {
-                set.push("backfillFrom = :from");
-                req = req.expression_attribute_values(":from", s(d.to_string()));
-            }
-            Change::Clear => remove.push("backfillFrom"),
-            Change::Keep => {}
-        }
-        for (field, value, placeholder) in [
-            ("lastSyncAt", u.last_sync_at, ":last"),
-            ("lastDailyResyncAt", u.last_daily_resync_at, ":daily"),
-            ("lastFullResyncAt", u.last_full_resync_at, ":full"),
-        ] {
-            if let Some(v) = value {
-                set.push(match field {
-                    "lastSyncAt" => "lastSyncAt = :last",
-                    "lastDailyResyncAt" => "lastDailyResyncAt = :daily",
-                    _ => "lastFullResyncAt = :full",
-                });
-                req = req.expression_attribute_values(placeholder, n(v));
-            }
-        }
-        let expr = format!("SET {} REMOVE {}", set.join(", "), remove.join(", "));
-        Ok(applied(req.update_expression(expr).send().await)?.is_some())
+            .condition_expression(condition.join(" AND "))
+            .update_expression(format!(
+                "SET {} REMOVE {}",
+                set.join(", "),
+                remove.join(", ")
+            ))
+            .set_expression_attribute_values(Some(values))
+            .send()
+            .await;
+        Ok(applied(res)?.is_some())
     }
 
     /// Stops a link until its connection gets a usable token again: out of

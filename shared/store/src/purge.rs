@@ -69,7 +69,7 @@ impl Spend<'_> {
                 }
                 // A row changed since it was read (a sweeper beside this
                 // one): the next step reads again.
-                SpendWrite::Written => PurgeStep::More { rows: count },
+                SpendWrite::Written | SpendWrite::Ended => PurgeStep::More { rows: count },
                 SpendWrite::Stale => PurgeStep::More { rows: 0 },
             });
         }

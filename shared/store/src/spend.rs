@@ -9,12 +9,14 @@
 
 use std::collections::BTreeMap;
 
+use adtrail_domain::links::SiteAdAccount;
+use adtrail_domain::outcome::LinkUpdate;
 use adtrail_domain::spend::{RowChange, SpendFigures, SpendRow};
 
-use crate::attr::{Item, get_s, s};
+use crate::attr::{FromItem, Item, get_s, s};
 use crate::items::{FiguresItem, decode};
 use crate::keys::*;
-use crate::lease::LeaseCondition;
+use crate::lease::{self, Ending, LeaseCondition, Seen};
 use crate::{Spend, StoreError};
 
 pub(crate) mod held;
@@ -134,6 +136,26 @@ impl Spend<'_> {
         cond: &LeaseCondition,
         changes: &[RowChange],
     ) -> Result<SpendWrite, StoreError> {
+        self.write_spend_ending(cond, changes, None).await
+    }
+
+    /// [`Spend::write_spend`], ending the run in its last transaction when
+    /// `end` decides an ending from the link as the write reads it
+    /// (strongly, with the lease): the link's update that checks the lease
+    /// then also records the ending, and the run writes its link once.
+    /// Answers [`SpendWrite::Ended`] when it did. A transaction that fails
+    /// a condition answers as [`Spend::write_spend`] does, whether the
+    /// lease's, a row's or the ending's (a sync asked for since the read):
+    /// the caller writes again without the ending, and ends the run alone.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn write_spend_ending(
+        &self,
+        cond: &LeaseCondition,
+        changes: &[RowChange],
+        end: Option<EndWith<'_>>,
+    ) -> Result<SpendWrite, StoreError> {
         let (Some(first), Some(last)) = (
             changes.iter().map(RowChange::day).min(),
             changes.iter().map(RowChange::day).max(),
@@ -143,7 +165,7 @@ impl Spend<'_> {
         let (site, account) = (cond.site_id(), cond.ad_account_id());
         // Where each day's sum goes: a run's newest days are held on its
         // link ([`held`]), read strongly here with the lease.
-        let (held_from, mut moves) = match cond {
+        let (held_from, mut moves, ending) = match cond {
             LeaseCondition::Run { run_id, .. } => {
                 let Some(link) = self
                     .read_item_as(site_pk(site), &link_sk(account), true)
@@ -159,9 +181,14 @@ impl Spend<'_> {
                 let from = held::held_from(&held, &written);
                 let moves: BTreeMap<i64, SpendFigures> =
                     held.range(..from).map(|(d, f)| (*d, *f)).collect();
-                (Some(from), moves)
+                let ending = match end {
+                    Some(decide) => decide(&SiteAdAccount::from_item(&link)?)
+                        .map(|(update, seen)| lease::ending(site, account, &update, &seen)),
+                    None => None,
+                };
+                (Some(from), moves, ending)
             }
-            LeaseCondition::Unlinked { .. } => (None, BTreeMap::new()),
+            LeaseCondition::Unlinked { .. } => (None, BTreeMap::new(), None),
         };
         let mut days = BTreeMap::new();
         let query = self.spend_query(site, account, first, last);
@@ -188,7 +215,7 @@ impl Spend<'_> {
                 && size(&batch, moves.len()) + unit.len() + new_day > MAX_TRANSACTION_ITEMS
             {
                 let taken = (std::mem::take(&mut batch), std::mem::take(&mut moves));
-                let written = self.write_units(cond, taken, held_from).await?;
+                let written = self.write_units(cond, taken, held_from, None).await?;
                 if written != SpendWrite::Written {
                     return Ok(written);
                 }
@@ -198,19 +225,27 @@ impl Spend<'_> {
         if batch.is_empty() {
             return Ok(SpendWrite::Written);
         }
-        self.write_units(cond, (batch, moves), held_from).await
+        let written = self
+            .write_units(cond, (batch, moves), held_from, ending.as_ref())
+            .await?;
+        Ok(match written {
+            SpendWrite::Written if ending.is_some() => SpendWrite::Ended,
+            other => other,
+        })
     }
 
     /// One transaction: the lease check, the units' writes, and each day's
     /// sum moved by its units' deltas: on the link for the days from
     /// `held_from` on (the link's update is then the lease's check), in
     /// the day's sum item for the others. Held days older than that are
-    /// `moves`d to their sum items.
+    /// `moves`d to their sum items. With `end`, the link's update also
+    /// ends the run.
     async fn write_units(
         &self,
         cond: &LeaseCondition,
         (units, moves): (Vec<layout::Unit>, BTreeMap<i64, SpendFigures>),
         held_from: Option<i64>,
+        end: Option<&Ending>,
     ) -> Result<SpendWrite, StoreError> {
         let t = &self.names.table;
         let (site, account) = (cond.site_id(), cond.ad_account_id());
@@ -242,8 +277,8 @@ impl Spend<'_> {
             }
         }
         let mut items = vec![match cond {
-            LeaseCondition::Run { run_id, .. } if !change.is_empty() => {
-                change.update(t, (site, account), run_id)?
+            LeaseCondition::Run { run_id, .. } if !change.is_empty() || end.is_some() => {
+                change.update(t, (site, account), run_id, end)?
             }
             _ => cond.check(t)?,
         }];
@@ -279,10 +314,16 @@ impl Spend<'_> {
     }
 }
 
+/// How a run's ending is decided from its link as a spend write reads it:
+/// the update and the schedule the run saw, or `None` to write without it.
+pub type EndWith<'a> = &'a (dyn Fn(&SiteAdAccount) -> Option<(LinkUpdate, Seen)> + Send + Sync);
+
 /// How a spend write ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpendWrite {
     Written,
+    /// Written, and the run ended with its last transaction.
+    Ended,
     /// The run's lease is gone: nothing more was written.
     LostLease,
     /// A row no longer holds what the change was computed from (another

@@ -335,20 +335,21 @@ async fn an_account_that_delivers_nothing_is_synced_at_the_quiet_interval() {
 
 /// DynamoDB's eventual reads may miss the last second's writes (moto's
 /// never do; the local cloud's `stale_gets` makes them): runs whose reads
-/// of their link, at their start and at their end, miss it read it again
-/// strongly, and every run goes as it would.
+/// of their link miss it read it again strongly, and every run goes as it
+/// would. A run that writes today's spend ends in that write, which reads
+/// the link strongly; one that fails ends alone, after an eventual read.
 #[tokio::test]
 async fn runs_whose_eventual_reads_of_their_link_are_stale_go_as_usual() {
     let h = Harness::start().await;
     h.link_agency().await;
     let next = h.at_first_live_sync().await;
     h.fake().clear_requests();
-    h.runner().stack.cloud.stale_gets("link#", 8);
+    h.runner().stack.cloud.stale_gets("link#", 4);
     assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, 4);
     assert_eq!(
         h.runner().stack.cloud.stale_gets_left(),
         0,
-        "each read missed"
+        "each start's read missed"
     );
     for (site, account) in [
         ("loja-x", LOJA_PRINCIPAL),
@@ -362,6 +363,22 @@ async fn runs_whose_eventual_reads_of_their_link_are_stale_go_as_usual() {
         assert!(link.last_sync_at >= Some(next), "{account}");
         assert!(link.last_error.is_none(), "{:?}", link.last_error);
         assert!(link.next_sync_at > Some(h.now()), "{account}");
+    }
+    // The next runs are refused by Meta: their starts' and their endings'
+    // reads miss, and each failure is recorded all the same.
+    h.runner().advance(45 * MINUTE_MS).await.unwrap();
+    h.fake().tune(|k| k.deny_permission = true);
+    h.runner().stack.cloud.stale_gets("link#", 8);
+    assert_eq!(h.runner().tick().await.unwrap().dispatched.leased, 4);
+    assert_eq!(
+        h.runner().stack.cloud.stale_gets_left(),
+        0,
+        "each read missed"
+    );
+    for (site, account) in [("loja-x", LOJA_PRINCIPAL), ("pet-mania", PET_WEST)] {
+        let link = h.link(site, account).await;
+        assert!(link.run_id.is_none(), "{account}'s run ended");
+        assert!(link.last_error.is_some(), "{account}: {link:?}");
     }
 }
 

@@ -36,8 +36,10 @@ async fn a_run_that_keeps_its_cadence_moves_no_index_entry_and_is_found_once_a_c
     );
     assert_eq!(placed.next_sync_at, Some(next));
     // Three cycles, a tick a minute: each account leased once a cycle, at
-    // its time, and its runs write the link twice (the lease, the ending),
-    // a unit each: no index entry moves.
+    // its time, and its runs write the link twice, and no index entry
+    // moves: the lease (a unit), and the ending, in the transaction that
+    // writes today's spend (its update of the link checks the lease, and
+    // holds today's sum: 2 units, as any item of a transaction).
     // Counted without the suite's injected faults: a retried write is a
     // request (and its units) more.
     h.runner().stack.cloud.faults.set_share(0.0);
@@ -49,8 +51,14 @@ async fn a_run_that_keeps_its_cadence_moves_no_index_entry_and_is_found_once_a_c
     }
     assert_eq!(leased, 3 * ACCOUNTS);
     let (units, requests) = link_writes(&h);
-    assert_eq!(requests, 2 * leased as u64, "a lease and an ending a run");
+    assert_eq!(
+        requests, leased as u64,
+        "a lease a run, and no ending alone"
+    );
     assert_eq!(units, requests as f64, "one unit a write: no index entry");
+    let by = h.store().counter.units_by();
+    let (ended, _, _) = by["TxUpdate site"];
+    assert_eq!(ended, 2.0 * leased as f64, "{by:?}");
     let after = h.link("loja-x", LOJA_PRINCIPAL).await;
     assert_eq!(after.slot, placed.slot, "the same slot, three cycles on");
     assert_eq!(after.next_sync_at, Some(first + 4 * 45 * MINUTE_MS));
@@ -58,7 +66,6 @@ async fn a_run_that_keeps_its_cadence_moves_no_index_entry_and_is_found_once_a_c
     // The walk: a query a cadence a tick (one more as it passes a cycle's
     // end: three times for 45 minutes, once at most for 180), whatever the
     // links, and the cursor moved on, one write a tick.
-    let by = h.store().counter.units_by();
     let queries = by["Query index slot"].2;
     assert!(
         (2 * 3 * 45 + 3..=2 * 3 * 45 + 4).contains(&queries),

@@ -4,6 +4,7 @@
 
 use super::*;
 use adtrail_store::lease::Seen;
+use adtrail_store::spend::SpendWrite;
 
 /// What a run's ending is made from, besides the account as read.
 #[derive(Clone, Copy)]
@@ -17,6 +18,90 @@ struct Ending<'a> {
 }
 
 impl Worker {
+    /// Writes the run's last part of spend (`last`, if any) and ends the
+    /// run; answers the outcome, which a lease lost on that write changes.
+    ///
+    /// A run that went well ends in the part's last transaction: its update
+    /// of the link, which checks the lease anyway, records the ending too
+    /// (decided from the link as that write reads it, strongly), so the
+    /// link is written once, not twice, and not read again. When that
+    /// cannot be (the run stopped early, or the write was refused: a sync
+    /// asked for since its read, rows another execution wrote), the part is
+    /// written on its own and the run ended by [`Worker::finish`].
+    pub(crate) async fn finish_with(
+        &self,
+        msg: &SyncMessage,
+        (link, token_version): (&SiteAdAccount, &str),
+        (last, outcome): (Option<Part>, RunOutcome),
+        started_at: i64,
+        report: &mut RunReport,
+    ) -> Result<RunOutcome, WorkerError> {
+        let mut outcome = outcome;
+        if let Some(part) = last.filter(|_| !report.lost_lease) {
+            let cond = LeaseCondition::Run {
+                site_id: msg.site_id.clone(),
+                ad_account_id: msg.ad_account_id.clone(),
+                run_id: msg.run_id.clone(),
+            };
+            let mut written = false;
+            if matches!(outcome, RunOutcome::Ok { .. }) {
+                let now = self.clock.now_ms();
+                let decide = |current: &SiteAdAccount| {
+                    let ours = current.run_id.as_deref() == Some(msg.run_id.as_str());
+                    let (progress, seen) = self.progress_of(current, true);
+                    match (ours, finish(progress, &outcome, started_at, now)) {
+                        (true, Finish::Update(update)) => Some((update, seen)),
+                        _ => None,
+                    }
+                };
+                match self.save_part_ending(&cond, &part, report, &decide).await {
+                    Ok(SpendWrite::Ended) => return Ok(outcome),
+                    Ok(SpendWrite::Written) => written = true,
+                    Ok(SpendWrite::Stale | SpendWrite::LostLease) => {}
+                    Err(Stop::Store(e)) => return Err(e.into()),
+                    Err(stop) => outcome = stopped(stop),
+                }
+            }
+            if !written {
+                match self.save_part(&cond, &part, report).await {
+                    Ok(()) => {}
+                    Err(Stop::LostLease) => outcome = lost_lease(report),
+                    Err(Stop::Store(e)) => return Err(e.into()),
+                    Err(stop) => outcome = stopped(stop),
+                }
+            }
+        }
+        self.finish(msg, link, token_version, &outcome, started_at)
+            .await?;
+        Ok(outcome)
+    }
+
+    /// Where the account's schedule stands, as `current` (the account as
+    /// read) has it, for the domain's `finish`, and as the ending's
+    /// conditions must find it.
+    fn progress_of(
+        &self,
+        current: &SiteAdAccount,
+        token_still_stored: bool,
+    ) -> (LinkProgress, Seen) {
+        let progress = LinkProgress {
+            sync_state: current.sync_state,
+            failures: current.failures,
+            sync_requested: current.sync_requested,
+            token_still_stored,
+            leased_next: current.next_sync_at,
+            lease_ms: current.lease_ms,
+            interval: self.interval,
+            quiet_interval: self.quiet_interval,
+        };
+        let seen = Seen {
+            next_sync_at: current.next_sync_at,
+            sync_requested: current.sync_requested,
+            slot: current.slot,
+        };
+        (progress, seen)
+    }
+
     /// Records the outcome on the account (if the run still holds it), and
     /// what others must know on the bus.
     ///
@@ -102,21 +187,7 @@ impl Worker {
         } else {
             true
         };
-        let progress = LinkProgress {
-            sync_state: current.sync_state,
-            failures: current.failures,
-            sync_requested: current.sync_requested,
-            token_still_stored,
-            leased_next: current.next_sync_at,
-            lease_ms: current.lease_ms,
-            interval: self.interval,
-            quiet_interval: self.quiet_interval,
-        };
-        let seen = Seen {
-            next_sync_at: current.next_sync_at,
-            sync_requested: current.sync_requested,
-            slot: current.slot,
-        };
+        let (progress, seen) = self.progress_of(&current, token_still_stored);
         match finish(progress, outcome, started_at, now) {
             Finish::Update(update) => self.record_update(msg, outcome, &update, seen).await,
             Finish::PauseConnection { last_error } => {

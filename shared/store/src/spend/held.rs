@@ -32,6 +32,7 @@ use adtrail_domain::time::DAY_MS;
 use crate::StoreError;
 use crate::attr::{Item, n, s};
 use crate::keys::{PK, SK, day_sk, link_sk, site_pk, sum_pk};
+use crate::lease::Ending;
 
 /// The held figures' attribute names of a day: spend, impressions, clicks.
 fn names(day: i64) -> [String; 3] {
@@ -89,7 +90,8 @@ impl LinkChange {
     }
 
     /// The link's update, conditioned on the run's lease (`runId`) and on
-    /// each moved day's figures as read. The moved figures' `ADD` to their
+    /// each moved day's figures as read, with the run's `end` when this
+    /// transaction also ends the run. The moved figures' `ADD` to their
     /// sum items is the caller's, in the same transaction (one action an
     /// item: a moved day may also change in it).
     pub(crate) fn update(
@@ -97,6 +99,7 @@ impl LinkChange {
         table: &str,
         (site, account): (&str, &str),
         run_id: &str,
+        end: Option<&Ending>,
     ) -> Result<TransactWriteItem, StoreError> {
         let mut e = Exprs::default();
         e.values.insert(":run".to_owned(), s(run_id));
@@ -107,8 +110,17 @@ impl LinkChange {
                 add.push(format!("{name} {value}"));
             }
         }
-        let (condition, remove) = e.pin(&self.moves);
+        let (mut condition, mut remove) = e.pin(&self.moves);
         let mut expression = vec![];
+        if let Some(end) = end {
+            // The ending's placeholders are named words (`:state`, …), the
+            // held days' numbered (`:h1`, …): the two never meet.
+            expression.push(format!("SET {}", end.set.join(", ")));
+            remove.extend(end.remove.iter().map(|r| (*r).to_owned()));
+            condition.extend(end.condition.iter().map(|c| (*c).to_owned()));
+            e.values
+                .extend(end.values.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
         if !add.is_empty() {
             expression.push(format!("ADD {}", add.join(", ")));
         }
@@ -126,7 +138,8 @@ impl LinkChange {
                     .collect::<Vec<_>>()
                     .join(" AND "),
             )
-            .set_expression_attribute_names(Some(e.names))
+            // DynamoDB refuses an empty map: an ending alone names nothing.
+            .set_expression_attribute_names((!e.names.is_empty()).then_some(e.names))
             .set_expression_attribute_values(Some(e.values))
             .build()
             .map_err(StoreError::ddb)?;
