@@ -1,6 +1,6 @@
 //! Reading a range of spend from Meta, split in halves while Meta has more
 //! rows than one call reads, and saving each part's rows under the run's
-//! lease as it comes.
+//! lease as the next comes (the last one with the run's ending).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -34,8 +34,8 @@ pub(crate) struct Part {
 
 /// What a run keeps of a part once it is saved: the days it covers and
 /// whether Meta gave them whole. Its rows are dropped then, so a run holds
-/// one part's rows at a time (at most one call's, 20,000), however many
-/// parts its block takes.
+/// two parts' rows at most (the one not written yet and the one just read,
+/// at most one call's each, 20,000), however many parts its block takes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PartRead {
     pub(crate) range: DateRange,

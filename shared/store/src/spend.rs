@@ -1,10 +1,11 @@
 //! Spend per ad and account-local day, and the site-day sums kept in step
 //! with it.
 //!
-//! Every change to spend rows goes through [`Spend::write_spend`]: one
-//! transaction holds the lease check, the item puts and deletes, and an
-//! `ADD` of the difference to each day's sum, so the sums always equal the
-//! rows they sum, whatever fails in between. How rows are packed into
+//! Every change to spend rows goes through [`Spend::write_spend`] (or
+//! [`Spend::write_spend_ending`], which also ends a run): one transaction
+//! holds the lease check, the item puts and deletes, and an `ADD` of the
+//! difference to each day's sum, so the sums always equal the rows they
+//! sum, whatever fails in between. How rows are packed into
 //! items is [`layout`]'s.
 
 use std::collections::BTreeMap;
