@@ -3,7 +3,9 @@
 //! the slots the tick's walk reads; what one dispatcher tick and
 //! one sweeper tick cost, in DynamoDB requests and wall time, per tick and
 //! per due account: a tick's cost must follow the accounts due, not the
-//! accounts linked. And the time from a lead change to Meta's receipt of
+//! accounts linked (beside each, what moto alone takes for one request at
+//! that size: its wall time grows with the table, DynamoDB's does not).
+//! And the time from a lead change to Meta's receipt of
 //! its event, through the send queue's batching window on a real clock.
 
 use std::sync::Arc;
@@ -15,8 +17,8 @@ use adtrail_domain::time::{Clock, DAY_MS, SystemClock, VirtualClock};
 use adtrail_local::OffsetClock;
 use adtrail_local::app::start;
 use adtrail_store::keys::{
-    CURSOR_SK, DISPATCH_PK, GSI1_PK, GSI1_SK, PK, SK, due_shard, link_sk, owner_link_sk, owner_pk,
-    site_pk, slot_shard,
+    CURSOR_SK, DISPATCH_PK, DUE_INDEX, DUE_SHARD, GSI1_PK, GSI1_SK, NEXT_SYNC_AT, PK, SK,
+    due_shard, link_sk, owner_link_sk, owner_pk, site_pk, slot_shard,
 };
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use serde_json::json;
@@ -144,12 +146,49 @@ async fn at_size(n: usize) -> Result<(), Error> {
     let sweep_ms = started.elapsed().as_secs_f64() * 1_000.0;
     let sweep_ddb = store.counter.get("dynamodb");
     let leased = dispatched.leased.max(1) as f64;
+    let (query_ms, get_ms) = emulator_alone(store).await?;
     println!(
-        "scale {n:>6} linked, {} due | dispatcher tick: dynamodb requests {dispatch_ddb:>3} ({:.1} per due account), {dispatch_ms:>6.0} ms | sweeper tick: dynamodb requests {sweep_ddb:>3}, {sweep_ms:>6.0} ms",
+        "scale {n:>6} linked, {} due | dispatcher tick: dynamodb requests {dispatch_ddb:>3} ({:.1} per due account), {dispatch_ms:>6.0} ms | sweeper tick: dynamodb requests {sweep_ddb:>3}, {sweep_ms:>6.0} ms | moto alone: an index query that finds nothing {query_ms:>4.0} ms, a get {get_ms:>3.0} ms",
         dispatched.leased,
         dispatch_ddb as f64 / leased,
     );
     Ok(())
+}
+
+/// What the emulator alone takes for one request at the table's size: an
+/// index query of a partition nothing is in, and a get of a key nothing
+/// has (medians of 5). moto reads every item of the table to answer an
+/// index query, so a tick's wall time grows with the accounts linked on
+/// moto while its requests do not; DynamoDB reads only the partition.
+async fn emulator_alone(store: &adtrail_store::Store) -> Result<(f64, f64), Error> {
+    let (mut queries, mut gets) = (vec![], vec![]);
+    for _ in 0..5 {
+        let started = Instant::now();
+        store
+            .ddb
+            .query()
+            .table_name(&store.names.table)
+            .index_name(DUE_INDEX)
+            .key_condition_expression("#s = :s AND #t <= :t")
+            .expression_attribute_names("#s", DUE_SHARD)
+            .expression_attribute_names("#t", NEXT_SYNC_AT)
+            .expression_attribute_values(":s", AttributeValue::S("due#none".into()))
+            .expression_attribute_values(":t", AttributeValue::N(i64::MAX.to_string()))
+            .send()
+            .await?;
+        queries.push(started.elapsed().as_secs_f64() * 1_000.0);
+        let started = Instant::now();
+        store
+            .ddb
+            .get_item()
+            .table_name(&store.names.table)
+            .key(PK, AttributeValue::S("none".into()))
+            .key(SK, AttributeValue::S("none".into()))
+            .send()
+            .await?;
+        gets.push(started.elapsed().as_secs_f64() * 1_000.0);
+    }
+    Ok((crate::median(queries), crate::median(gets)))
 }
 
 /// The send queue's batching window, as the template sets it.
