@@ -2,7 +2,9 @@
 //! the column entry it counts for, the cohort counters it moves and the
 //! conversions it queues are one `TransactWriteItems`, so a conversion
 //! exists exactly when the change that caused it does (the message to the
-//! send queue follows). The lead's `version` makes each write conditional
+//! send queue follows). New conversions are put `uncounted`, as a posted
+//! event's row on its own is: the site's conversion counters count them
+//! from the end of their first attempt (`crate::receipts`), seconds later. The lead's `version` makes each write conditional
 //! on what the change was decided from. Removing a lead is one transaction
 //! too.
 
@@ -155,10 +157,11 @@ fn conversion_puts(t: &str, w: &LeadWrite) -> Result<Vec<TransactWriteItem>, Sto
             created_at,
             Some(send_shard(&c.event_id)),
         );
-        let item = encode(
-            &ConversionItem::pending(c, &w.lead, keys, w.now),
-            "conversion",
-        )?;
+        let mut item = ConversionItem::pending(c, &w.lead, keys, w.now);
+        // A failed row opened again was counted: the change moves it from
+        // failed to pending. A new one is counted by its first end.
+        item.uncounted = c.reopens.is_none();
+        let item = encode(&item, "conversion")?;
         let mut put = Put::builder().table_name(t).set_item(Some(item));
         put = match c.reopens {
             None => put.condition_expression("attribute_not_exists(pk)"),
@@ -175,10 +178,9 @@ fn conversion_puts(t: &str, w: &LeadWrite) -> Result<Vec<TransactWriteItem>, Sto
     }
     for r in &w.routed {
         let keys = (conv_pk(&w.lead.site_id), w.now, Some(send_shard(&r.sk)));
-        let item = encode(
-            &ConversionItem::posted(r, &w.lead.site_id, keys, w.now),
-            "conversion",
-        )?;
+        let mut item = ConversionItem::posted(r, &w.lead.site_id, keys, w.now);
+        item.uncounted = true;
+        let item = encode(&item, "conversion")?;
         items.push(tx_put(t, item, Some("attribute_not_exists(pk)"))?);
     }
     Ok(items)
@@ -244,14 +246,15 @@ impl Leads<'_> {
         }
         items.extend(conversion_puts(t, w)?);
         items.extend(rollup_updates(t, &w.lead, &w.rollup)?);
-        // A lead's conversions go to the site's pixel, its routed rows to
-        // their destinations.
+        // New rows are put uncounted: the end of each one's first attempt
+        // counts it queued, in the counter transaction its sender writes
+        // once a batch (`crate::receipts`), so a change that only queues
+        // moves no counter item (two in this transaction: four write
+        // units). A failed row opened again (the pixel's) was counted: it
+        // moves from failed to pending here.
         let mut tally = Tally::default();
-        for c in &w.conversions {
-            tally.queued(PIXEL_SLUG, c.event_name, w.now, c.reopens.is_some());
-        }
-        for r in &w.routed {
-            tally.queued(&r.slug, r.event_name, w.now, false);
+        for c in w.conversions.iter().filter(|c| c.reopens.is_some()) {
+            tally.queued(PIXEL_SLUG, c.event_name, w.now, true);
         }
         items.extend(tally.updates(t, site, shard_of(&w.change_id, COUNT_SHARDS))?);
         Ok(match self.transact(items).await? {

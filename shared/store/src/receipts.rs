@@ -17,7 +17,8 @@
 //! receipt is written. DynamoDB deletes a receipt a day after, through the
 //! table's TTL, long after its lease ran out.
 //!
-//! A row posted on its own was written `uncounted` ([`crate::posted`]): the
+//! A row posted on its own, and a lead's new row, was written `uncounted`
+//! ([`crate::posted`], [`crate::outbox`]): the
 //! end of its first attempt, whatever it is, counts it queued too, and its
 //! receipt says so (a retried or released row's end is recorded as
 //! `queued`). Settling such an end takes the flag off the row, so the

@@ -2,7 +2,8 @@
 //! attempt counts them queued, in the counter transaction a sender writes
 //! once a batch, with its receipt. Each is counted once whatever stops on
 //! the way: a sender that dies after counting a send or a retry, a claim
-//! that takes a row over, the sweeper failing a row nobody sent.
+//! that takes a row over, the sweeper failing a row nobody sent. A lead's
+//! new rows are written `uncounted` too.
 
 use adtrail_domain::capi::{ConversionStatus, EventName, SEND_LEASE_MS};
 use adtrail_domain::time::{DAY_MS, MINUTE_MS, utc_day};
@@ -15,6 +16,11 @@ use super::drain;
 /// Loja X's pending, sent and failed counters, and the pixel's purchases
 /// counted queued on the day of `at`.
 async fn counted(h: &Harness, at: i64) -> ((i64, i64, i64), i64) {
+    counted_as(h, at, EventName::Purchase).await
+}
+
+/// [`counted`], for the pixel's `event`.
+async fn counted_as(h: &Harness, at: i64, event: EventName) -> ((i64, i64, i64), i64) {
     let conversions = h.store().conversions();
     let c = conversions.conversion_counts("loja-x", None).await.unwrap();
     let day = utc_day(at);
@@ -24,7 +30,7 @@ async fn counted(h: &Harness, at: i64) -> ((i64, i64, i64), i64) {
         .unwrap();
     let queued = metrics
         .get(&day)
-        .and_then(|events| events.get(&EventName::Purchase))
+        .and_then(|events| events.get(&event))
         .map_or(0, |f| f.queued);
     ((c.pending, c.sent, c.failed), queued)
 }
@@ -159,4 +165,35 @@ async fn a_lost_posted_row_the_sweeper_fails_is_counted_queued_and_failed() {
     assert_eq!(state(&h).await, (ConversionStatus::Failed, false));
     assert_eq!(counted(&h, now).await, ((0, 0, 1), 1));
     assert!(h.fake().accepted_events().is_empty());
+}
+
+/// A lead's new row is put uncounted too (its change's transaction moves
+/// no counter item): the end of its first attempt counts it queued and
+/// sent, on the day it was queued. A lead removed before its row was sent
+/// takes nothing back from counters that never had it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_row_is_counted_by_its_first_end_and_a_removed_one_never_was() {
+    let (h, now) = started().await;
+    let schedule = || counted_as(&h, now, EventName::Schedule);
+    let (s, _) = schedule_ana(&h).await;
+    assert_eq!(s, 201);
+    assert_eq!(state(&h).await, (ConversionStatus::Pending, true));
+    assert_eq!(schedule().await, ((0, 0, 0), 0), "not counted yet");
+    drain(&h).await;
+    assert_eq!(state(&h).await, (ConversionStatus::Sent, false));
+    assert_eq!(schedule().await, ((0, 1, 0), 1));
+
+    let (s, _) = record(
+        &h,
+        "bia",
+        "c-bia",
+        serde_json::json!({"column": "agendado", "meta": meta_for("bia")}),
+    )
+    .await;
+    assert_eq!(s, 201);
+    let (s, _) = h.call("DELETE", "/v1/sites/loja-x/leads/bia", None).await;
+    assert_eq!(s, 200);
+    drain(&h).await;
+    assert_eq!(rows(&h, "loja-x").await.len(), 1, "Bia's row went with her");
+    assert_eq!(schedule().await, ((0, 1, 0), 1), "nothing taken back");
 }

@@ -322,13 +322,14 @@ pub(crate) async fn cost_bench(latency_ms: u64) -> Result<(), Error> {
     let (whole, _, by) = conversions(20, 100, posted_hundred).await?;
     line("  posted a hundred a request", &whole, &p, Some(3.0));
     print(by);
-    let (whole, _, _) = conversions(300, 1, new_lead).await?;
+    let (whole, _, by) = conversions(300, 1, new_lead).await?;
     line(
         "per million new leads, one event each",
         &whole,
         &p,
         Some(3.0),
     );
+    print(by);
     accounts_bench(latency_ms).await?;
     let (ticks, kept) = idle(&p).await?;
     let tick_cost: f64 = ticks.cost(&p).iter().map(|(_, c)| c).sum();
