@@ -4,9 +4,9 @@
 //! exists exactly when the change that caused it does (the message to the
 //! send queue follows). New conversions are put `uncounted`, as a posted
 //! event's row on its own is: the site's conversion counters count them
-//! from the end of their first attempt (`crate::receipts`), seconds later. The lead's `version` makes each write conditional
-//! on what the change was decided from. Removing a lead is one transaction
-//! too.
+//! from the end of their first attempt (`crate::receipts`), seconds later.
+//! The lead's `version` makes each write conditional on what the change
+//! was decided from. Removing a lead is one transaction too.
 
 use adtrail_domain::capi::{Conversion, ConversionStatus, parse_conversion_ref};
 use adtrail_domain::leads::{ENTRY_KEPT_MS, Lead, LeadWrite};
