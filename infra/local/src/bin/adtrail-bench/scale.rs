@@ -17,8 +17,8 @@ use adtrail_domain::time::{Clock, DAY_MS, SystemClock, VirtualClock};
 use adtrail_local::OffsetClock;
 use adtrail_local::app::start;
 use adtrail_store::keys::{
-    CURSOR_SK, DISPATCH_PK, DUE_INDEX, DUE_SHARD, GSI1_PK, GSI1_SK, NEXT_SYNC_AT, PK, SK,
-    due_shard, link_sk, owner_link_sk, owner_pk, site_pk, slot_shard,
+    CURSOR_SK, DISPATCH_PK, DUE_INDEX, DUE_SHARD, DUE_SHARDS, GSI1_PK, GSI1_SK, NEXT_SYNC_AT, PK,
+    SK, due_shard, due_shard_n, link_sk, owner_link_sk, owner_pk, site_pk, slot_shard,
 };
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use serde_json::json;
@@ -172,7 +172,8 @@ async fn emulator_alone(store: &adtrail_store::Store) -> Result<(f64, f64), Erro
             .key_condition_expression("#s = :s AND #t <= :t")
             .expression_attribute_names("#s", DUE_SHARD)
             .expression_attribute_names("#t", NEXT_SYNC_AT)
-            .expression_attribute_values(":s", AttributeValue::S("due#none".into()))
+            // One past the last shard: nothing is ever in it.
+            .expression_attribute_values(":s", AttributeValue::S(due_shard_n(DUE_SHARDS)))
             .expression_attribute_values(":t", AttributeValue::N(i64::MAX.to_string()))
             .send()
             .await?;
