@@ -16,11 +16,22 @@ every message many times, so one receive from a queue of 500 messages took
 half a second. The SQS models here read the same wall clock with
 time.time(); nothing else about the queues changes.
 
+Three more changes, each for speed alone, found by profiling a test run
+with py-spy (together a third of the server's time):
+- a receive checked each message's retention by asking for the queue's
+  attributes, which counts every message of the queue each time: the check
+  here reads the retention period itself;
+- each request listed moto's package folder from disk to find its backend:
+  the list is read once;
+- werkzeug logged a line a request ("POST / 200") to the server's log: only
+  warnings and errors are logged now.
+
 Usage: python infra/moto/server.py -H 127.0.0.1 -p PORT (moto_server's flags).
 """
 
 import copy
 import functools
+import logging
 import os
 import sys
 import threading
@@ -132,6 +143,25 @@ import moto.sqs.models as sqs_models  # noqa: E402
 
 sqs_models.unix_time = time.time
 sqs_models.unix_time_millis = lambda: time.time() * 1000.0
+
+
+def is_message_valid_based_on_retention_period(self, queue_name, message):
+    """moto's check, reading the one attribute it needs rather than all of
+    them (which counts the queue's messages)."""
+    retention = self.get_queue(queue_name).message_retention_period
+    return retention + message.sent_timestamp / 1000 > time.time()
+
+
+sqs_models.SQSBackend.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period
+
+# moto's package folders, listed from disk once rather than at each request.
+import moto.backends as moto_backends  # noqa: E402
+
+_MODULES = tuple(moto_backends.list_of_moto_modules())
+moto_backends.list_of_moto_modules = lambda: _MODULES
+
+# A request's access line costs more than many requests do.
+logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
 
 def exit_with_parent():
