@@ -161,7 +161,7 @@ import moto.backends as moto_backends  # noqa: E402
 _MODULES = tuple(moto_backends.list_of_moto_modules())
 moto_backends.list_of_moto_modules = lambda: _MODULES
 
-# A request's access line costs more than many requests do.
+# werkzeug's access line a request: a write under the log's lock, read by nobody.
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
 
