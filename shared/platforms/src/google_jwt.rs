@@ -5,11 +5,11 @@
 //! endpoint for an access token. The key never leaves this module but as a
 //! signature.
 
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::rsa::KeyPair;
+use aws_lc_rs::signature::RSA_PKCS1_SHA256;
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use ring::rand::SystemRandom;
-use ring::rsa::KeyPair;
-use ring::signature::RSA_PKCS1_SHA256;
 use serde_json::json;
 
 /// The grant a signed assertion is traded under.
@@ -69,7 +69,7 @@ pub fn assertion(
         "exp": now_s + LIFETIME_S,
     });
     let input = format!("{header}.{}", URL_SAFE_NO_PAD.encode(claims.to_string()));
-    let mut signature = vec![0; pair.public().modulus_len()];
+    let mut signature = vec![0; pair.public_modulus_len()];
     pair.sign(
         &RSA_PKCS1_SHA256,
         &SystemRandom::new(),
@@ -82,14 +82,13 @@ pub fn assertion(
 
 #[cfg(test)]
 mod tests {
-    // aws-lc makes the test's key (ring cannot); ring signs with it.
     use aws_lc_rs::encoding::AsDer;
-    use aws_lc_rs::rsa::{KeyPair as LcKeyPair, KeySize};
+    use aws_lc_rs::rsa::KeySize;
     use aws_lc_rs::signature::{KeyPair as _, RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
 
     use super::*;
 
-    fn pem(pair: &LcKeyPair) -> String {
+    fn pem(pair: &KeyPair) -> String {
         let der = AsDer::<aws_lc_rs::encoding::Pkcs8V1Der>::as_der(pair).unwrap();
         let body = STANDARD.encode(der.as_ref());
         let lines: Vec<&str> = body
@@ -105,7 +104,7 @@ mod tests {
 
     #[test]
     fn an_assertion_is_signed_by_the_key_and_names_the_account() {
-        let pair = LcKeyPair::generate(KeySize::Rsa2048).unwrap();
+        let pair = KeyPair::generate(KeySize::Rsa2048).unwrap();
         let jwt = assertion(
             "adtrail@loja.iam.gserviceaccount.com",
             &pem(&pair),

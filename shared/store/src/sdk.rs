@@ -12,7 +12,7 @@
 //! stalled-stream protection, a lazy identity cache.
 //!
 //! The HTTP client is `adtrail_http::sdk`'s, one for every SDK client of
-//! the process: reqwest on rustls with ring, the stack the calls to the ad
+//! the process: reqwest on rustls with aws-lc, the stack the calls to the ad
 //! platforms use too, so a binary links one of each.
 
 use aws_config::environment::EnvironmentVariableCredentialsProvider;

@@ -13,8 +13,8 @@ use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::leadads::leadgen_changes;
 use adtrail_store::meta_app::{MetaApp, MetaAppError};
 use adtrail_store::queue::LeadgenMessage;
+use aws_lc_rs::hmac;
 use lambda_http::{Body, Request, Response};
-use ring::hmac;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
