@@ -104,6 +104,61 @@ pub fn silent_server() -> std::net::SocketAddr {
 mod tests {
     use super::*;
 
+    /// The environment variable that makes the test below its own child.
+    const CHILD: &str = "ADTRAIL_FIRST_RANDOM_CHILD";
+
+    /// This process's CPU time so far, in clock ticks (Linux's
+    /// `/proc/self/stat`: user and system time, fields 14 and 15).
+    fn cpu_ticks() -> Option<u64> {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let (_, fields) = stat.rsplit_once(')')?;
+        let fields: Vec<&str> = fields.split_whitespace().collect();
+        Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+    }
+
+    /// aws-lc's first random bytes in a process (a cold start's first TLS
+    /// handshake asks for them) cost the kernel's getrandom, microseconds,
+    /// and not CPU-jitter entropy, tens of milliseconds of CPU:
+    /// `.cargo/config.toml` turns jitter off. Measured in CPU time, which a
+    /// busy machine does not stretch, in a child process of its own, where
+    /// nothing asked for random bytes before. A tick is 10 ms; jitter costs
+    /// four to six.
+    #[test]
+    fn the_first_random_bytes_come_from_the_kernel() {
+        let provider = rustls::crypto::aws_lc_rs::default_provider();
+        if std::env::var_os(CHILD).is_some() {
+            let before = cpu_ticks().expect("/proc/self/stat");
+            let mut bytes = [0u8; 32];
+            provider.secure_random.fill(&mut bytes).unwrap();
+            let after = cpu_ticks().expect("/proc/self/stat");
+            println!("first-random-ticks={}", after - before);
+            return;
+        }
+        if cpu_ticks().is_none() {
+            return; // no /proc (a Mac): nothing to measure with
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "tests::the_first_random_bytes_come_from_the_kernel",
+            ])
+            .args(["--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let ticks: u64 = text
+            .split("first-random-ticks=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("the child's answer: {text}"));
+        assert!(
+            ticks <= 1,
+            "the first random bytes took {ticks} ticks of CPU: is AWS_LC_SYS_NO_JITTER_ENTROPY set?"
+        );
+    }
+
     #[test]
     fn every_client_shares_one_configuration_on_aws_lc_with_the_mozilla_roots() {
         assert!(std::ptr::eq(tls(), tls()));
