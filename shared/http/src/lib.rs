@@ -121,8 +121,8 @@ mod tests {
     /// and not CPU-jitter entropy, tens of milliseconds of CPU:
     /// `.cargo/config.toml` turns jitter off. Measured in CPU time, which a
     /// busy machine does not stretch, in a child process of its own, where
-    /// nothing asked for random bytes before. A tick is 10 ms; jitter costs
-    /// four to six.
+    /// nothing asked for random bytes before. A tick is 10 ms; jitter cost
+    /// four to seven here.
     #[test]
     fn the_first_random_bytes_come_from_the_kernel() {
         let provider = rustls::crypto::aws_lc_rs::default_provider();
