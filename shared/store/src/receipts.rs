@@ -25,7 +25,7 @@
 //! next end does not count it queued again. A claim is conditional on the
 //! flag as it read it ([`crate::sending`]).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 
 use adtrail_domain::capi::{Conversion, SendEnd};
 use adtrail_domain::destinations::slug_or_pixel;
@@ -35,7 +35,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use crate::attr::{Item, get_n, n, s};
 use crate::keys::{COUNT_SHARDS, PK, SK, conv_pk, receipt_pk, receipt_sk, shard_of};
 use crate::outbox::TTL;
-use crate::sending::{Claim, Finish};
+use crate::sending::Finish;
 use crate::tally::Tally;
 use crate::write::applied;
 use crate::{Conversions, StoreError};
@@ -161,53 +161,6 @@ impl Conversions<'_> {
         self.transact(items).await.map(|_| ())
     }
 
-    /// Of the `due` rows, those whose last attempt's sender counted their
-    /// end and stopped before writing it: each is ended as its receipt says
-    /// (counted already) and answered `Gone`. Answers the others, still to
-    /// claim.
-    ///
-    /// # Errors
-    /// [`StoreError::Service`] when DynamoDB fails.
-    pub(crate) async fn settle_receipted(
-        &self,
-        keys: &[(String, String)],
-        rows: &mut BTreeMap<(String, String), Conversion>,
-        leases: &BTreeMap<(String, String), String>,
-        due: Vec<usize>,
-        claims: &mut [Claim],
-    ) -> Result<Vec<usize>, StoreError> {
-        // The rows whose lease never ended, by (site, lease).
-        let mut by_lease: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
-        for &i in &due {
-            let key = &keys[i];
-            if rows[key].lease_until.is_none() {
-                continue;
-            }
-            if let Some(lease) = leases.get(key) {
-                by_lease.entry((&key.0, lease)).or_default().push(i);
-            }
-        }
-        let mut settled = HashSet::new();
-        for ((site, lease), indexes) in by_lease {
-            let ends = self.receipted(site, lease).await?;
-            for i in indexes {
-                let Some(c) = rows.get_mut(&keys[i]) else {
-                    continue;
-                };
-                let Some(end) = ends.get(&receipt_key(&c.sk)) else {
-                    continue;
-                };
-                // Another claim may have settled it first: then its own
-                // claim below finds it ended (or its flag gone).
-                if self.settle(c, end, lease).await? {
-                    claims[i] = Claim::Gone;
-                    settled.insert(i);
-                }
-            }
-        }
-        Ok(due.into_iter().filter(|i| !settled.contains(i)).collect())
-    }
-
     /// Ends `c`, a pending row whose lease `lease_id` ran out, as that
     /// lease's receipt says, if it names the row. Answers whether it did
     /// (a row counted queued only stays pending, its flag taken off).
@@ -235,6 +188,20 @@ impl Conversions<'_> {
         lease_id: &str,
     ) -> Result<bool, StoreError> {
         let ends = self.receipted(&c.site_id, before).await?;
+        self.settle_from(c, &ends, lease_id).await
+    }
+
+    /// [`Self::settle_taken`] with the receipts of the attempt before
+    /// already read (`ends`, [`Self::receipted`]'s).
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn settle_from(
+        &self,
+        c: &mut Conversion,
+        ends: &HashMap<String, Receipted>,
+        lease_id: &str,
+    ) -> Result<bool, StoreError> {
         let Some(end) = ends.get(&receipt_key(&c.sk)) else {
             return Ok(false);
         };

@@ -1,9 +1,10 @@
 //! A send attempt's life in DynamoDB: the `capi-sender` claims each row
-//! (leases its attempt for 15 minutes and counts it, conditional on the row
-//! as it was read), then ends it (sent, retried or failed): the counters
-//! move first, with a receipt of the ends they counted, then each row by a
-//! plain update that erases its hashes ([`crate::receipts`] says why, and
-//! how a sender that stops in between is made good).
+//! (leases its attempt for 15 minutes and counts it, by one conditional
+//! update that answers the row: nothing is read first), then ends it (sent,
+//! retried or failed): the counters move first, with a receipt of the ends
+//! they counted, then each row by a plain update that erases its hashes
+//! ([`crate::receipts`] says why, and how a sender that stops in between is
+//! made good).
 //!
 //! A claim leaves the row where it is in the `work` index (at the time its
 //! attempt came due): moving it to the lease's end would cost two index
@@ -11,19 +12,19 @@
 //! the way, passes over a row whose lease still runs, and finds one whose
 //! sender died as soon as its lease ends.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use adtrail_domain::capi::{Conversion, ConversionStatus, EventName, SendEnd, wait_before_claim};
-use aws_sdk_dynamodb::types::ReturnValue;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use futures::StreamExt;
 
 use crate::attr::{FromItem, n, s};
-use crate::items::{MATCH_ATTRIBUTES, uncounted_as};
+use crate::items::MATCH_ATTRIBUTES;
 use crate::keys::conv_pk;
-use crate::receipts::{ROWS_PER_RECEIPT, counted};
+use crate::receipts::{ROWS_PER_RECEIPT, Receipted, counted};
 use crate::write::applied;
 use crate::{Conversions, StoreError};
-use aws_sdk_dynamodb::types::AttributeValue;
 
 /// What a claim found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +36,15 @@ pub enum Claim {
     Wait(i64),
     /// Sent, failed or removed: nothing to do.
     Gone,
+}
+
+/// What one claim's update did.
+enum Tried {
+    /// Took the row: the row as claimed, and the lease of the attempt
+    /// before if it never ended.
+    Taken(Box<Conversion>, Option<String>),
+    /// Did not: what to answer.
+    Refused(Claim),
 }
 
 /// An attempt's end, for [`Conversions::finish_sends`].
@@ -78,7 +88,7 @@ const CLAIMS_AT_ONCE: usize = 16;
 
 impl Conversions<'_> {
     /// Takes the attempt of a due, pending conversion for `lease_ms`,
-    /// counting it.
+    /// counting it: [`Self::claim_sends`] for one row.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -90,67 +100,18 @@ impl Conversions<'_> {
         lease_ms: i64,
         now: i64,
     ) -> Result<Claim, StoreError> {
-        let until = now + lease_ms;
-        let res = self.update_item(conv_pk(site), sk)
-            .update_expression("SET attempts = attempts + :one, leaseId = :id, leaseUntil = :until")
-            .condition_expression(
-                "#status = :pending AND nextAttemptAt <= :now AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
-            )
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()))
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":id", s(lease_id))
-            .expression_attribute_values(":until", n(until))
-            .expression_attribute_values(":now", n(now))
-            .return_values(ReturnValue::AllOld)
-            .send()
-            .await;
-        if let Some(out) = applied(res)? {
-            let old = out.attributes.unwrap_or_default();
-            let mut c = Conversion::from_item(&old)?;
-            let taken_over = c.lease_until.is_some();
-            c.attempts += 1;
-            c.lease_until = Some(until);
-            // The attempt before may have counted its end and stopped
-            // before writing it: ended (or its flag taken off) as its
-            // receipt says, under this lease.
-            if let Some(before) = crate::attr::get_s(&old, "leaseId").filter(|_| taken_over)
-                && self.settle_taken(&mut c, before, lease_id).await?
-            {
-                return Ok(Claim::Gone);
-            }
-            if taken_over && !c.unsure {
-                // The attempt before was claimed and never ended: it may
-                // have reached Meta.
-                self.update_item(conv_pk(site), sk)
-                    .update_expression("SET unsure = :yes")
-                    .condition_expression("leaseId = :id")
-                    .expression_attribute_values(":yes", AttributeValue::Bool(true))
-                    .expression_attribute_values(":id", s(lease_id))
-                    .send()
-                    .await
-                    .map_err(StoreError::ddb)?;
-                c.unsure = true;
-            }
-            return Ok(Claim::Claimed(Box::new(c)));
-        }
-        let Some(item) = self.read_item(conv_pk(site), sk).await? else {
-            return Ok(Claim::Gone);
-        };
-        let c = Conversion::from_item(&item)?;
-        if c.status != ConversionStatus::Pending {
-            return Ok(Claim::Gone);
-        }
-        // Lost to another claim between our read and our write.
-        Ok(Claim::Wait(wait_before_claim(&c, now).unwrap_or(1_000)))
+        let keys = [(site.to_owned(), sk.to_owned())];
+        let mut claims = self.claim_sends(&keys, lease_id, lease_ms, now).await?;
+        Ok(claims.pop().unwrap_or(Claim::Gone))
     }
 
-    /// Claims many rows at once: one strongly-consistent read of every row
-    /// (100 a request), then each due one leased and counted by its own
-    /// update, conditional on the row as it was read ([`CLAIMS_AT_ONCE`] at
-    /// a time: a claim needs no other row's, and a transaction would bill
-    /// each row's write twice). A row another writer got to first is
-    /// claimed again as it is now. Answers a claim per key, in order.
+    /// Claims many rows at once, each by its own conditional update
+    /// ([`CLAIMS_AT_ONCE`] at a time: a claim needs no other row's, and a
+    /// transaction would bill each row's write twice) that answers the row
+    /// as it was, whether it took it or not: a claim reads nothing first.
+    /// A row taken over from an attempt that never ended is settled as
+    /// that attempt's receipt says, each lease's receipts read once.
+    /// Answers a claim per key, in order.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -161,119 +122,130 @@ impl Conversions<'_> {
         lease_ms: i64,
         now: i64,
     ) -> Result<Vec<Claim>, StoreError> {
-        let read = self.read_to_claim(keys).await?;
-        let mut rows: BTreeMap<(String, String), Conversion> = BTreeMap::new();
-        // The lease each row's last attempt left on it, if it never ended.
-        let mut leases: BTreeMap<(String, String), String> = BTreeMap::new();
-        for item in &read {
-            let c = Conversion::from_item(item)?;
-            let key = (c.site_id.clone(), c.sk.clone());
-            if let Some(lease) = crate::attr::get_s(item, "leaseId") {
-                leases.insert(key.clone(), lease.to_owned());
-            }
-            rows.insert(key, c);
-        }
         let until = now + lease_ms;
-        let (mut claims, due) = sort_claims(keys, &rows, now);
-        let due = self
-            .settle_receipted(keys, &mut rows, &leases, due, &mut claims)
-            .await?;
-        let rows = &rows;
-        let taken: Vec<(usize, Result<bool, StoreError>)> = futures::stream::iter(due)
-            .map(|i| async move {
-                let (site, sk) = &keys[i];
-                let update = self.claim_update(site, sk, &rows[&keys[i]], lease_id, until, now);
-                (i, applied(update.send().await).map(|out| out.is_some()))
-            })
-            .buffer_unordered(CLAIMS_AT_ONCE)
-            .collect()
-            .await;
-        for (i, taken) in taken {
-            if taken? {
-                let mut c = rows[&keys[i]].clone();
-                c.unsure = c.unsure || c.lease_until.is_some();
-                c.attempts += 1;
-                c.lease_until = Some(until);
-                claims[i] = Claim::Claimed(Box::new(c));
-            } else {
-                // Another writer got in the way: claim it as it is now.
-                let (site, sk) = &keys[i];
-                claims[i] = self.claim_send(site, sk, lease_id, lease_ms, now).await?;
-            }
+        let tried: Vec<(usize, Result<Tried, StoreError>)> =
+            futures::stream::iter((0..keys.len()).collect::<Vec<_>>())
+                .map(|i| async move {
+                    let (site, sk) = &keys[i];
+                    (i, self.try_claim(site, sk, lease_id, until, now).await)
+                })
+                .buffer_unordered(CLAIMS_AT_ONCE)
+                .collect()
+                .await;
+        let mut claims = vec![Claim::Gone; keys.len()];
+        // The receipts of the leases rows were taken over from, by (site,
+        // lease): a sender that died leaves many rows under one lease.
+        let mut receipts = HashMap::new();
+        for (i, tried) in tried {
+            claims[i] = match tried? {
+                Tried::Refused(claim) => claim,
+                Tried::Taken(c, None) => Claim::Claimed(c),
+                Tried::Taken(c, Some(before)) => {
+                    self.take_over(*c, before, lease_id, &mut receipts).await?
+                }
+            };
         }
         Ok(claims)
     }
 
-    /// The rows of `keys`, read eventually consistently (half the read
-    /// units): every claim is conditional on the row as it was read, so a
-    /// stale row only fails its claim, which is then made on the row as it
-    /// is. A row missing or no longer pending may be a read of the last
-    /// second's past (a row just written, a failed row just opened again):
-    /// those are read again strongly before they are let go.
-    async fn read_to_claim(
-        &self,
-        keys: &[(String, String)],
-    ) -> Result<Vec<crate::attr::Item>, StoreError> {
-        let key = |(site, sk): &(String, String)| (conv_pk(site), sk.clone());
-        let mut read = self
-            .batch_read_as(keys.iter().map(key).collect(), false)
-            .await?;
-        let pending = ConversionStatus::Pending.as_str();
-        read.retain(|item| crate::attr::get_s(item, "status") == Some(pending));
-        let kept: std::collections::HashSet<(String, String)> = read
-            .iter()
-            .filter_map(|item| {
-                let pk = crate::attr::get_s(item, crate::keys::PK)?;
-                let sk = crate::attr::get_s(item, crate::keys::SK)?;
-                Some((pk.to_owned(), sk.to_owned()))
-            })
-            .collect();
-        let again: Vec<(String, String)> =
-            keys.iter().map(key).filter(|k| !kept.contains(k)).collect();
-        if !again.is_empty() {
-            read.extend(self.batch_read(again).await?);
-        }
-        Ok(read)
-    }
-
-    /// The update that claims one row as it was read: its attempt counted
-    /// and leased until `until`, conditional on nobody having moved it.
-    fn claim_update(
+    /// One row's claim: leased until `until` and its attempt counted if it
+    /// is pending, due and free, in one update that answers the row as it
+    /// was (its `uncounted` flag and its lease read with the claim itself,
+    /// not before it). DynamoDB bills no read for the row it answers.
+    async fn try_claim(
         &self,
         site: &str,
         sk: &str,
-        c: &Conversion,
         lease_id: &str,
         until: i64,
         now: i64,
-    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
-        // A lease still on the row is an attempt that never ended: it may
-        // have reached Meta.
-        let unsure = c.unsure || c.lease_until.is_some();
-        let mut condition = String::from(
-            "#status = :pending AND attempts = :seen AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
-        );
-        if c.next_attempt_at.is_some() {
-            condition.push_str(" AND nextAttemptAt <= :now");
-        }
-        // Its end counts it queued or not as the flag read says: a flag
-        // another claim's settling took off since makes this claim fail,
-        // and the row is claimed again as it is.
-        condition.push_str(" AND ");
-        condition.push_str(uncounted_as(c.uncounted));
-        self.update_item(conv_pk(site), sk)
-            .update_expression(
-                "SET attempts = :next, leaseId = :id, leaseUntil = :until, unsure = :unsure",
+    ) -> Result<Tried, StoreError> {
+        let res = self
+            .update_item(conv_pk(site), sk)
+            .update_expression("SET attempts = attempts + :one, leaseId = :id, leaseUntil = :until")
+            .condition_expression(
+                "#status = :pending AND (attribute_not_exists(nextAttemptAt) OR nextAttemptAt <= :now) AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
             )
-            .expression_attribute_values(":unsure", AttributeValue::Bool(unsure))
-            .condition_expression(condition)
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":pending", s(ConversionStatus::Pending.as_str()))
-            .expression_attribute_values(":seen", n(c.attempts))
-            .expression_attribute_values(":next", n(c.attempts + 1))
+            .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":id", s(lease_id))
             .expression_attribute_values(":until", n(until))
             .expression_attribute_values(":now", n(now))
+            .return_values(ReturnValue::AllOld)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let refused = match res {
+            Ok(out) => {
+                let old = out.attributes.unwrap_or_default();
+                let mut c = Conversion::from_item(&old)?;
+                // A lease still on the row is an attempt that never ended.
+                let before = c
+                    .lease_until
+                    .and(crate::attr::get_s(&old, "leaseId"))
+                    .map(str::to_owned);
+                c.attempts += 1;
+                c.lease_until = Some(until);
+                return Ok(Tried::Taken(Box::new(c), before));
+            }
+            Err(e) => match e.as_service_error() {
+                Some(UpdateItemError::ConditionalCheckFailedException(refused)) => {
+                    refused.item().cloned()
+                }
+                _ => return Err(StoreError::ddb(e)),
+            },
+        };
+        // DynamoDB answers no row when there is none; read it when the
+        // refusal came without one all the same.
+        let row = match refused {
+            Some(row) => Some(row),
+            None => self.read_item(conv_pk(site), sk).await?,
+        };
+        let Some(row) = row else {
+            return Ok(Tried::Refused(Claim::Gone));
+        };
+        let c = Conversion::from_item(&row)?;
+        if c.status != ConversionStatus::Pending {
+            return Ok(Tried::Refused(Claim::Gone));
+        }
+        // Another attempt holds it, or its time has not come.
+        Ok(Tried::Refused(Claim::Wait(
+            wait_before_claim(&c, now).unwrap_or(1_000),
+        )))
+    }
+
+    /// `c`, just claimed from the attempt under `before` that never ended:
+    /// ended as that attempt's receipt says if its sender counted the end
+    /// and stopped before writing it (`Gone`: nothing to send); else held,
+    /// and marked unsure (that attempt may have reached Meta).
+    async fn take_over(
+        &self,
+        mut c: Conversion,
+        before: String,
+        lease_id: &str,
+        receipts: &mut HashMap<(String, String), HashMap<String, Receipted>>,
+    ) -> Result<Claim, StoreError> {
+        let key = (c.site_id.clone(), before);
+        if !receipts.contains_key(&key) {
+            let ends = self.receipted(&key.0, &key.1).await?;
+            receipts.insert(key.clone(), ends);
+        }
+        if self.settle_from(&mut c, &receipts[&key], lease_id).await? {
+            return Ok(Claim::Gone);
+        }
+        if !c.unsure {
+            self.update_item(conv_pk(&c.site_id), &c.sk)
+                .update_expression("SET unsure = :yes")
+                .condition_expression("leaseId = :id")
+                .expression_attribute_values(":yes", AttributeValue::Bool(true))
+                .expression_attribute_values(":id", s(lease_id))
+                .send()
+                .await
+                .map_err(StoreError::ddb)?;
+            c.unsure = true;
+        }
+        Ok(Claim::Claimed(Box::new(c)))
     }
 
     /// Ends attempts held under `lease_id`: the counters move first, with
@@ -406,30 +378,4 @@ impl Conversions<'_> {
         };
         Ok(applied(update.send().await)?.is_some())
     }
-}
-
-/// Each key's claim as its row was read (`Gone` or `Wait`), and the
-/// indexes of the rows due now, to be claimed.
-fn sort_claims(
-    keys: &[(String, String)],
-    rows: &BTreeMap<(String, String), Conversion>,
-    now: i64,
-) -> (Vec<Claim>, Vec<usize>) {
-    let mut claims: Vec<Claim> = Vec::with_capacity(keys.len());
-    let mut due: Vec<usize> = vec![];
-    for (i, key) in keys.iter().enumerate() {
-        let claim = match rows.get(key) {
-            None => Claim::Gone,
-            Some(c) if c.status != ConversionStatus::Pending => Claim::Gone,
-            Some(c) => match wait_before_claim(c, now) {
-                Some(ms) => Claim::Wait(ms),
-                None => {
-                    due.push(i);
-                    Claim::Gone
-                }
-            },
-        };
-        claims.push(claim);
-    }
-    (claims, due)
 }

@@ -1,8 +1,9 @@
 //! Meta's answers as they really come: accepted and never answered (the
 //! row goes again with its `event_id`), and a throttle with a regain time.
 
-use adtrail_domain::capi::ConversionStatus;
+use adtrail_domain::capi::{ConversionStatus, SEND_LEASE_MS};
 use adtrail_domain::time::MINUTE_MS;
+use adtrail_store::sending::Claim;
 use adtrail_tests::capi::*;
 use adtrail_tests::*;
 
@@ -116,4 +117,53 @@ async fn a_sender_that_dies_after_counting_is_finished_by_the_next_claim() {
     assert!(row.hashes.is_none(), "its hashes erased");
     assert_eq!(h.fake().accepted_events().len(), 1, "not sent again");
     assert_eq!(pending_sent(&h).await, (0, 1), "counted once");
+}
+
+/// A sender that dies after counting a whole batch leaves every row
+/// pending under its lease. A claim of them all once it ran out (the
+/// sweeper's messages, or the queue's own redelivery) ends each as the
+/// receipt says: the lease's receipts read once, nothing sent or counted
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_whose_sender_died_after_counting_is_ended_by_one_claim() {
+    let h = Harness::start().await;
+    loja_with_pixel(&h).await;
+    let now = h.now();
+    let ids = ["d-1", "d-2", "d-3", "d-4", "d-5"];
+    let events = ids.iter().map(|id| purchase(id, now)).collect();
+    assert_eq!(post_events(&h, events).await["queued"], 5);
+    h.runner().stack.cloud.kill_recordings(1);
+    drain(&h).await;
+    assert_eq!(h.runner().stack.cloud.killed_recordings(), 1);
+    assert_eq!(pending_sent(&h).await, (0, 5), "counted with its receipt");
+    assert_eq!(h.fake().accepted_events().len(), 5);
+
+    h.runner().advance(16 * MINUTE_MS).await.unwrap();
+    let keys: Vec<(String, String)> = rows(&h, "loja-x")
+        .await
+        .into_iter()
+        .map(|r| ("loja-x".to_owned(), r.sk))
+        .collect();
+    // The sender's own clients: its role judges each call, and the
+    // stack's counter counts them.
+    let sender = h.runner().stack.store_for("CapiSenderFunction");
+    sender.counter.reset();
+    let claims = sender
+        .conversions()
+        .claim_sends(&keys, "another-sender", SEND_LEASE_MS, h.now())
+        .await
+        .unwrap();
+    assert!(claims.iter().all(|c| *c == Claim::Gone), "{claims:?}");
+    let units = sender.counter.units_by();
+    assert_eq!(
+        units.get("Query receipt").map(|(_, _, requests)| *requests),
+        Some(1),
+        "the lease's receipts read once: {units:?}"
+    );
+    for row in rows(&h, "loja-x").await {
+        assert_eq!(row.status, ConversionStatus::Sent, "{row:?}");
+        assert!(row.hashes.is_none(), "its hashes erased");
+    }
+    assert_eq!(h.fake().accepted_events().len(), 5, "not sent again");
+    assert_eq!(pending_sent(&h).await, (0, 5), "counted once");
 }

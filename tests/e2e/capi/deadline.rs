@@ -100,8 +100,8 @@ async fn a_sender_near_its_deadline_starts_no_request_and_hands_the_rows_back() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_too_large_for_the_time_left_is_claimed_in_part_and_the_rest_handed_back() {
     let h = Harness::start().await;
-    // Counts read units: a request the injected faults fail is retried
-    // whole and would read its keys again.
+    // Counts updates: a request the injected faults fail is retried and
+    // would be counted again.
     h.runner().stack.cloud.faults.set_share(0.0);
     loja_with_pixel(&h).await;
     let now = h.now();
@@ -125,11 +125,17 @@ async fn a_batch_too_large_for_the_time_left_is_claimed_in_part_and_the_rest_han
     h.store().counter.reset();
     let answer = invoke(&h, event, reserve.as_millis() as u64 + 400).await;
     let units = h.store().counter.units_by();
-    let read = units.get("BatchGet conv").map_or(0.0, |(_, read, _)| *read);
+    let updates = units
+        .get("Update conv")
+        .map_or(0, |(_, _, requests)| *requests);
     assert_eq!(
-        read,
-        CLAIM_SLICE as f64 / 2.0,
-        "one slice read to claim (half a unit a row, eventually), not the whole batch: {units:?}"
+        updates,
+        2 * CLAIM_SLICE as u64,
+        "one slice claimed (an update a row) and each of its rows ended (another), not the whole batch: {units:?}"
+    );
+    assert!(
+        !units.contains_key("BatchGet conv"),
+        "a claim reads nothing first: {units:?}"
     );
     // Whether the first slice went or was handed back with its attempt,
     // nothing is left leased and what went is what Meta holds.

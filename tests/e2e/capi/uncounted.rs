@@ -127,8 +127,8 @@ async fn a_retried_posted_row_whose_sender_died_is_counted_queued_once() {
 }
 
 /// A claim that takes over a row whose last sender counted its send and
-/// died (a claim made on the row as it is, after a stale read lost its
-/// race) ends the row as that sender's receipt says: nothing to send.
+/// died (before the sweeper settles it) ends the row as that sender's
+/// receipt says: nothing to send.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_that_takes_a_counted_row_over_ends_it_as_its_receipt_says() {
     let (h, now) = started().await;
