@@ -107,9 +107,20 @@ async fn an_erased_site_leaves_nothing_and_its_neighbour_everything() {
         (&json!("loja-x"), &json!(true)),
         "{erasing}"
     );
-    // Gone at once for every route.
-    let (s, e) = h.call("GET", "/v1/sites/loja-x", None).await;
-    assert_eq!((s, code(&e)), (404, "NOT_FOUND"));
+    // Gone at once for every route: the site and each of its lists.
+    for path in [
+        "",
+        "/destinations",
+        "/event-map",
+        "/conversions",
+        "/spend?from=0&to=0",
+        "/form-leads",
+    ] {
+        let (s, e) = h
+            .call("GET", &format!("/v1/sites/loja-x{path}"), None)
+            .await;
+        assert_eq!((s, code(&e)), (404, "NOT_FOUND"), "GET …{path}: {e}");
+    }
     let (s, _) = record(h, "late", "c-late", json!({"meta": meta_for("late")})).await;
     assert_eq!(s, 404, "no lead is recorded on an erased site");
     let listed = h.expect(200, "GET", "/v1/sites", None).await;

@@ -58,15 +58,18 @@ pub(crate) async fn list(
         }
         None => from,
     };
-    let mut forms: Vec<String> = api
-        .store
-        .forms()
-        .site_forms(site.as_str())
-        .await?
-        .forms
-        .into_iter()
-        .map(|f| f.form_id)
-        .collect();
+    // A site that does not exist (or was erased) has no list, as every
+    // other list of a site answers: read with its forms, at once.
+    let sites = api.store.sites();
+    let forms = api.store.forms();
+    let (site_row, site_forms) = futures::try_join!(
+        sites.get_site(site.as_str()),
+        forms.site_forms(site.as_str())
+    )?;
+    if site_row.is_none() {
+        return Err(ApiError::no_site());
+    }
+    let mut forms: Vec<String> = site_forms.forms.into_iter().map(|f| f.form_id).collect();
     forms.push("unknown".into());
     let leads = api
         .store
