@@ -18,12 +18,14 @@
 //! table's TTL, long after its lease ran out.
 //!
 //! A row posted on its own, and a lead's new row, was written `uncounted`
-//! ([`crate::posted`], [`crate::outbox`]): the
-//! end of its first attempt, whatever it is, counts it queued too, and its
-//! receipt says so (a retried or released row's end is recorded as
-//! `queued`). Settling such an end takes the flag off the row, so the
-//! next end does not count it queued again. A claim is conditional on the
-//! flag as it read it ([`crate::sending`]).
+//! ([`crate::posted`], [`crate::outbox`]): the end of its first attempt,
+//! whatever it is, counts it queued too, and its receipt says so (a retried
+//! or released row's end is recorded as `queued`). Settling such an end
+//! takes the flag off the row, so the next end does not count it queued
+//! again. A claim reads the flag with the update that takes the row
+//! ([`crate::sending`]), and nothing but the claim's holder takes it off
+//! while the lease runs (the sweeper passes over a leased row): the end
+//! counts the flag as it was.
 
 use std::collections::HashMap;
 
