@@ -209,7 +209,10 @@ impl Conversions<'_> {
         if c.status != ConversionStatus::Pending {
             return Ok(Tried::Refused(Claim::Gone));
         }
-        // Another attempt holds it, or its time has not come.
+        // Another attempt holds it, or its time has not come. A row held
+        // under this very lease is this claim's own, applied and its answer
+        // lost (the SDK retried it): what it took over is no longer known,
+        // so it waits too, and is taken over once its lease ends.
         Ok(Tried::Refused(Claim::Wait(
             wait_before_claim(&c, now).unwrap_or(1_000),
         )))
