@@ -127,6 +127,9 @@ async fn a_sender_that_dies_after_counting_is_finished_by_the_next_claim() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_whose_sender_died_after_counting_is_ended_by_one_claim() {
     let h = Harness::start().await;
+    // Counts requests: one the injected faults fail is retried and would
+    // be counted again.
+    h.runner().stack.cloud.faults.set_share(0.0);
     loja_with_pixel(&h).await;
     let now = h.now();
     let ids = ["d-1", "d-2", "d-3", "d-4", "d-5"];
@@ -166,4 +169,52 @@ async fn a_batch_whose_sender_died_after_counting_is_ended_by_one_claim() {
     }
     assert_eq!(h.fake().accepted_events().len(), 5, "not sent again");
     assert_eq!(pending_sent(&h).await, (0, 5), "counted once");
+}
+
+/// A refused claim answers the row as it was, with the refusal itself
+/// (`ReturnValuesOnConditionCheckFailure`): a sent row is `Gone`, a row
+/// another sender holds waits for its lease, and only a row that does
+/// not exist (DynamoDB's refusal carries none) is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_claim_answers_the_row_without_reading_it() {
+    let h = Harness::start().await;
+    // Counts requests, as above.
+    h.runner().stack.cloud.faults.set_share(0.0);
+    loja_with_pixel(&h).await;
+    let now = h.now();
+    post_events(&h, vec![purchase("w-1", now)]).await;
+    drain(&h).await;
+    post_events(&h, vec![purchase("w-2", now)]).await;
+    let key = |id: &str, rows: &[adtrail_domain::capi::Conversion]| {
+        let row = rows.iter().find(|r| r.event_id == id).expect("its row");
+        ("loja-x".to_owned(), row.sk.clone())
+    };
+    let rows = rows(&h, "loja-x").await;
+    let (sent, held) = (key("w-1", &rows), key("w-2", &rows));
+    let missing = ("loja-x".to_owned(), format!("{now:013}#{}", "0".repeat(32)));
+
+    let sender = h.runner().stack.store_for("CapiSenderFunction");
+    let first = sender
+        .conversions()
+        .claim_sends(std::slice::from_ref(&held), "sender-a", SEND_LEASE_MS, now)
+        .await
+        .unwrap();
+    assert!(matches!(first[0], Claim::Claimed(_)), "{first:?}");
+    sender.counter.reset();
+    let claims = sender
+        .conversions()
+        .claim_sends(&[sent, held, missing], "sender-b", SEND_LEASE_MS, now)
+        .await
+        .unwrap();
+    assert_eq!(claims[0], Claim::Gone, "sent: {claims:?}");
+    assert_eq!(claims[1], Claim::Wait(SEND_LEASE_MS), "held: {claims:?}");
+    assert_eq!(claims[2], Claim::Gone, "missing: {claims:?}");
+    let units = sender.counter.units_by();
+    let requests = |label: &str| units.get(label).map_or(0, |(_, _, n)| *n);
+    assert_eq!(requests("Update conv"), 3, "{units:?}");
+    assert_eq!(
+        requests("Get conv"),
+        1,
+        "only the missing row read: {units:?}"
+    );
 }
