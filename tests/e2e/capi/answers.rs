@@ -3,6 +3,7 @@
 
 use adtrail_domain::capi::{ConversionStatus, SEND_LEASE_MS};
 use adtrail_domain::time::MINUTE_MS;
+use adtrail_store::keys::conv_sk;
 use adtrail_store::sending::Claim;
 use adtrail_tests::capi::*;
 use adtrail_tests::*;
@@ -191,7 +192,7 @@ async fn a_refused_claim_answers_the_row_without_reading_it() {
     };
     let rows = rows(&h, "loja-x").await;
     let (sent, held) = (key("w-1", &rows), key("w-2", &rows));
-    let missing = ("loja-x".to_owned(), format!("{now:013}#{}", "0".repeat(32)));
+    let missing = ("loja-x".to_owned(), conv_sk(now, "never-posted"));
 
     let sender = h.runner().stack.store_for("CapiSenderFunction");
     let first = sender
