@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Instructions each function runs from exec to its first call to the Lambda
-# runtime API, as a ratio to the hello world's: the same count run after
-# run, whatever else the machine is doing, so it backs `make bench`'s
-# init-time medians on a noisy machine. A stand-in runtime API accepts the
+# runtime API, as a ratio to the hello world's: nearly the same count run
+# after run, whatever else the machine is doing (within about 1%, as the
+# runtime's threads start and park a little differently each time), so it
+# backs `make bench`'s init-time medians on a noisy machine. A stand-in runtime API accepts the
 # call and hangs up; the few instructions of the exit that follows are
 # counted too, alike for every binary. Two passes, each where its tool is
 # installed:
 #
-# - x86_64: the release binaries of this machine (`cargo build --release
-#   -p <function>`), counted by valgrind's callgrind;
+# - the machine's own (`uname -m`): the release binaries built for it
+#   (`cargo build --release -p <function>`), counted by valgrind's callgrind;
 # - arm64: the binaries Lambda runs (`make build-lambdas`:
 #   `$CARGO_TARGET_DIR/lambda/<function>/bootstrap`), run by qemu-user
 #   (`qemu-aarch64`, with an arm64 C library under `ADTRAIL_ARM64_SYSROOT`,
@@ -23,6 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 target="${CARGO_TARGET_DIR:-target}"
 sysroot="${ADTRAIL_ARM64_SYSROOT:-/usr/aarch64-linux-gnu}"
+host=$(uname -m)
 bins="adtrail-hello adtrail-api adtrail-dispatcher adtrail-sync-worker adtrail-sweeper
   adtrail-capi-sender adtrail-leadgen-worker"
 have_valgrind=$(command -v valgrind || true)
@@ -72,20 +74,20 @@ if [ -n "$have_valgrind" ]; then
   for bin in $bins; do
     file="$target/release/$bin"
     if [ ! -x "$file" ]; then
-      echo "init instructions x86_64: $bin not built (cargo build --release -p $bin)"
+      echo "init instructions $host: $bin not built (cargo build --release -p $bin)"
       continue
     fi
     as_lambda "$bin" valgrind --tool=callgrind --callgrind-out-file="$out/$bin.cg" "$file" \
       >/dev/null 2>"$out/$bin.log" || true
     n=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out/$bin.log")
     if [ -z "$n" ]; then
-      echo "init instructions x86_64: $bin not counted (valgrind: $(tail -1 "$out/$bin.log"))"
+      echo "init instructions $host: $bin not counted (valgrind: $(tail -1 "$out/$bin.log"))"
       continue
     fi
-    report x86_64 "$bin" "$n"
+    report "$host" "$bin" "$n"
   done
 else
-  echo "init instructions x86_64: valgrind is not installed, not counted"
+  echo "init instructions $host: valgrind is not installed, not counted"
 fi
 
 if [ -n "$have_qemu" ]; then
