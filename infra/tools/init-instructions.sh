@@ -14,7 +14,7 @@
 #   `$CARGO_TARGET_DIR/lambda/<function>/bootstrap`), run by qemu-user
 #   (`qemu-aarch64`, with an arm64 C library under `ADTRAIL_ARM64_SYSROOT`,
 #   by default Debian's `libc6-arm64-cross` at /usr/aarch64-linux-gnu) one
-#   instruction a translated block (`-singlestep`), each block's execution
+#   instruction a translated block (`-one-insn-per-tb`), each block's execution
 #   logged (`-d nochain,exec`) and the lines counted. An emulator counts the
 #   instructions, not the time: it says how much work init does on arm64,
 #   not how long Lambda's hardware takes to do it.
@@ -92,6 +92,10 @@ fi
 
 if [ -n "$have_qemu" ]; then
   hello=""
+  # One instruction a translated block: `-one-insn-per-tb` since QEMU 8.1,
+  # `-singlestep` before it (removed in 9.0).
+  one_insn=-singlestep
+  case "$(qemu-aarch64 -h 2>&1 || true)" in *one-insn-per-tb*) one_insn=-one-insn-per-tb ;; esac
   for bin in $bins; do
     file="$target/lambda/$bin/bootstrap"
     if [ ! -x "$file" ]; then
@@ -103,8 +107,12 @@ if [ -n "$have_qemu" ]; then
     mkfifo "$out/exec"
     grep -c '^Trace ' <"$out/exec" >"$out/$bin.count" &
     counter=$!
-    as_lambda "$bin" qemu-aarch64 -L "$sysroot" -singlestep -d nochain,exec -D "$out/exec" "$file" \
+    # A writer of the script's own, so the count ends when qemu does even
+    # if qemu stops before it opens the log.
+    exec 4>"$out/exec"
+    as_lambda "$bin" qemu-aarch64 -L "$sysroot" "$one_insn" -d nochain,exec -D "$out/exec" "$file" \
       >/dev/null 2>"$out/$bin.log" || true
+    exec 4>&-
     wait "$counter" || true
     n=$(cat "$out/$bin.count")
     if [ -z "$n" ] || [ "$n" = 0 ]; then
