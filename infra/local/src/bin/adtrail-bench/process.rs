@@ -25,7 +25,9 @@ pub(crate) const HELLO: &str = "adtrail-hello";
 /// so a burst of the machine's noise falls on both sides of a ratio. A start
 /// takes a few milliseconds: at least 41 rounds cost about a second and hold
 /// the median still on a shared machine, where 5 did not.
-/// x86_64 binaries of this machine: a proxy for Lambda's arm64 init.
+/// The binaries built for this machine (x86_64 on ours): a proxy for
+/// Lambda's arm64 init, whose instructions `infra/tools/init-instructions.sh`
+/// counts under qemu.
 pub(crate) async fn init_times(runs: usize) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -65,8 +67,9 @@ pub(crate) async fn init_times(runs: usize) {
             format!("{:.2}x the hello world", median(r))
         };
         println!(
-            "init time {bin:<22} {ms:>6.1} ms to the first runtime API call, {ratio} (medians of {} rounds, x86_64 release)",
-            s.len()
+            "init time {bin:<22} {ms:>6.1} ms to the first runtime API call, {ratio} (medians of {} rounds, {} release)",
+            s.len(),
+            std::env::consts::ARCH
         );
     }
 }
