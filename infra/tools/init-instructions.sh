@@ -60,7 +60,7 @@ as_lambda() {
 }
 
 # Prints one binary's count and its ratio to the pass's hello world (the
-# first binary of each pass), or why it has none.
+# first binary of each pass; no ratio when the hello world was not counted).
 hello=""
 report() {
   local arch=$1 bin=$2 n=$3
