@@ -79,7 +79,7 @@ fault-run: venv-demo
 ## resolves that crate's features alone and each binary links only its own
 ## clients (`--bin` from the root would unify every member's features).
 build-lambdas: venv-demo
-	$(VENV)/bin/pip install --quiet cargo-lambda
+	$(VENV)/bin/pip install --quiet -r infra/requirements-build.txt
 	-rustup target add aarch64-unknown-linux-gnu
 	for b in $(FUNCTIONS) adtrail-hello; do \
 		PATH=$(abspath $(VENV))/bin:$$PATH cargo lambda build --release --arm64 -p $$b || exit 1; \
