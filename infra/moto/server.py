@@ -16,6 +16,16 @@ every message many times, so one receive from a queue of 500 messages took
 half a second. The SQS models here read the same wall clock with
 time.time(); nothing else about the queues changes.
 
+A third, for SQS's safety: moto's queues take no lock, and the server
+answers each request on its own thread. Two receives from one queue at once
+(two pollers, as Lambda scales a mapping out) iterate its set of in-flight
+messages while the other adds to it, and one of them crashes with a 500
+("Set changed size during iteration"); the SDK's retries hide most of these,
+but the 10,000-conversion fault run (`make fault-run`) failed on one. SQS
+itself never fails so, nor hands one message to two receives at once. Each
+SQS call here holds one lock over the backend, given up while a long poll
+waits, so a send can still come in and wake it.
+
 Three more changes, each for speed alone, found by profiling a test run
 with py-spy (a third of its samples, many of them threads waiting on the
 log's lock; the whole e2e suite went from about 920 s to 890 s):
@@ -154,6 +164,73 @@ def is_message_valid_based_on_retention_period(self, queue_name, message):
 
 
 sqs_models.SQSBackend.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period
+
+# One SQS call at a time (the docstring's third change). Not reentrant, so
+# that a long poll can give the lock up whole while it waits; a call made
+# from within another (a batch's delete calling delete_message) runs under
+# the lock its caller holds.
+SQS_LOCK = threading.Lock()
+_sqs_held = threading.local()
+
+
+def sqs_locked(method):
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        if getattr(_sqs_held, "held", False):
+            return method(*args, **kwargs)
+        with SQS_LOCK:
+            _sqs_held.held = True
+            try:
+                return method(*args, **kwargs)
+            finally:
+                _sqs_held.held = False
+
+    return wrapper
+
+
+for name in (
+    "create_queue",
+    "get_queue_url",
+    "list_queues",
+    "get_queue",
+    "delete_queue",
+    "get_queue_attributes",
+    "set_queue_attributes",
+    "send_message",
+    "send_message_batch",
+    "receive_message",
+    "delete_message",
+    "delete_message_batch",
+    "change_message_visibility",
+    "change_message_visibility_batch",
+    "purge_queue",
+    "list_dead_letter_source_queues",
+    "tag_queue",
+    "untag_queue",
+    "list_queue_tags",
+):
+    setattr(sqs_models.SQSBackend, name, sqs_locked(getattr(sqs_models.SQSBackend, name)))
+
+_wait_for_messages = sqs_models.Queue.wait_for_messages
+
+
+def wait_for_messages(self, timeout):
+    """moto's long-poll wait, without the backend's lock: a send (which
+    takes the lock, then wakes this queue's waiters) must be able to come
+    in meanwhile. The lock is taken again before the receive looks at the
+    queue."""
+    if not getattr(_sqs_held, "held", False):
+        return _wait_for_messages(self, timeout)
+    _sqs_held.held = False
+    SQS_LOCK.release()
+    try:
+        return _wait_for_messages(self, timeout)
+    finally:
+        SQS_LOCK.acquire()
+        _sqs_held.held = True
+
+
+sqs_models.Queue.wait_for_messages = wait_for_messages
 
 # moto's package folders, listed from disk once rather than at each request.
 import moto.backends as moto_backends  # noqa: E402
