@@ -18,10 +18,18 @@ trap 'kill "${motos[@]}" 2>/dev/null || true' EXIT
 for _ in $(seq 1 "$servers"); do
   port=$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   ADTRAIL_MOTO_PARENT=$$ "$PYTHON" infra/moto/server.py -H 127.0.0.1 -p "$port" >"${TMPDIR:-/tmp}/adtrail-moto-$port.log" 2>&1 &
-  motos+=($!)
+  pid=$!
+  motos+=("$pid")
   urls+=("http://127.0.0.1:$port")
   for _ in $(seq 1 100); do
     (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    # A server that ended (e.g. the launcher refusing an unchecked moto
+    # version) says why, and the run stops here rather than in every test.
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "moto did not start on port $port:" >&2
+      tail -n 5 "${TMPDIR:-/tmp}/adtrail-moto-$port.log" >&2
+      exit 1
+    fi
     sleep 0.2
   done
 done

@@ -1,6 +1,7 @@
 """moto in server mode, for the local stack and the tests.
 
-One change to moto 5.2.5, made here rather than in the virtualenv: its
+One change to moto 5.2.6 (the pin in infra/requirements-demo.txt), made
+here rather than in the virtualenv: its
 DynamoDB `TransactWriteItems` deep-copies every table it touches before each
 transaction (for rollback) without a lock. That costs O(table size) per call,
 so a 90-day backfill of a few thousand spend rows took minutes, and two
@@ -37,6 +38,11 @@ log's lock; the whole e2e suite went from about 920 s to 890 s):
 - werkzeug logged a line a request ("POST / 200") to the server's log: only
   warnings and errors are logged now.
 
+Each change replaces or wraps one of moto's internals, which a new moto may
+rename or rework without a word: the server refuses to start on any other
+version than the one the changes were checked against (PATCHED_FOR), so a
+bumped pin fails loudly until someone has read them again.
+
 Usage: python infra/moto/server.py -H 127.0.0.1 -p PORT (moto_server's flags).
 """
 
@@ -48,15 +54,25 @@ import sys
 import threading
 import time
 
-from moto.dynamodb.comparisons import get_filter_expression
-from moto.dynamodb.exceptions import (
+import moto
+
+PATCHED_FOR = "5.2.6"
+if moto.__version__ != PATCHED_FOR:
+    sys.exit(
+        f"infra/moto/server.py patches moto {PATCHED_FOR}'s internals, and this "
+        f"is moto {moto.__version__}: check each change against it, then set "
+        "PATCHED_FOR to the version infra/requirements-demo.txt pins"
+    )
+
+from moto.dynamodb.comparisons import get_filter_expression  # noqa: E402
+from moto.dynamodb.exceptions import (  # noqa: E402
     MultipleTransactionsException,
     TooManyTransactionsException,
     TransactionCanceledException,
     TransactWriteSingleOpException,
 )
-from moto.dynamodb.models import DynamoDBBackend
-from moto.server import main
+from moto.dynamodb.models import DynamoDBBackend  # noqa: E402
+from moto.server import main  # noqa: E402
 
 LOCK = threading.RLock()
 

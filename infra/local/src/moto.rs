@@ -47,6 +47,13 @@ pub enum MotoError {
     },
     #[error("moto_server did not answer on {0}")]
     NoAnswer(String),
+    /// The server ended before it answered (its own message, such as the
+    /// launcher's refusal of an unchecked moto version, is in `said`).
+    #[error("moto_server ended ({status}) before it answered: {said}")]
+    Exited {
+        status: std::process::ExitStatus,
+        said: String,
+    },
 }
 
 impl Moto {
@@ -77,39 +84,66 @@ impl Moto {
 
     /// Starts `moto_server` on a free loopback port and waits for it.
     ///
+    /// Its output goes to `adtrail-moto-<port>.log` in the temporary
+    /// folder, as with `make test`'s servers.
+    ///
     /// # Errors
-    /// [`MotoError`] when it cannot start or does not answer in 30 s.
+    /// [`MotoError`] when it cannot start, ends, or does not answer in 30 s.
     pub fn start() -> Result<Self, MotoError> {
+        let (path, script) = moto_command();
+        Self::launch(&path, &script)
+    }
+
+    fn launch(path: &Path, script: &Path) -> Result<Self, MotoError> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .unwrap_or(5000);
-        let (path, script) = moto_command();
-        let child = Command::new(&path)
-            .arg(&script)
+        let log_path = std::env::temp_dir().join(format!("adtrail-moto-{port}.log"));
+        let spawn_error = |source| MotoError::Spawn {
+            path: path.display().to_string(),
+            source,
+        };
+        let log = std::fs::File::create(&log_path).map_err(spawn_error)?;
+        let mut child = Command::new(path)
+            .arg(script)
             .args(["-H", &bind_host(), "-p", &port.to_string()])
             .env("ADTRAIL_MOTO_PARENT", std::process::id().to_string())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
-            .map_err(|source| MotoError::Spawn {
-                path: path.display().to_string(),
-                source,
-            })?;
+            .map_err(spawn_error)?;
         let url = format!("http://127.0.0.1:{port}");
-        let moto = Self {
-            url: url.clone(),
-            child: Some(child),
-        };
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(30) {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Ok(moto);
+                return Ok(Self {
+                    url,
+                    child: Some(child),
+                });
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+                return Err(MotoError::Exited {
+                    status,
+                    said: last_lines(&said, 5),
+                });
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+        // Dropping a `Moto` stops its server; one that never answered too.
+        drop(Self {
+            url: url.clone(),
+            child: Some(child),
+        });
         Err(MotoError::NoAnswer(url))
     }
+}
+
+/// The last `n` lines of a server's log, for an error that quotes it.
+fn last_lines(log: &str, n: usize) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join(" / ")
 }
 
 /// The address the local stack's servers listen on: loopback, unless
@@ -131,4 +165,42 @@ pub async fn sdk_config(url: &str) -> SdkConfig {
         ))
         .load()
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that refuses to start (the launcher's check of moto's
+    /// version, say) is reported at once with its own words, not after 30 s
+    /// as a server that never answered.
+    #[test]
+    fn a_server_that_ends_is_reported_with_what_it_said() {
+        let dir = std::env::temp_dir().join(format!("adtrail-moto-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("refuse.py");
+        std::fs::write(&script, "import sys\nsys.exit('refused: moto 9.9.9')\n").unwrap();
+        let started = Instant::now();
+        let err = Moto::launch(Path::new("python3"), &script).unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        match err {
+            MotoError::Exited { status, said } => {
+                assert_eq!(status.code(), Some(1));
+                assert_eq!(said, "refused: moto 9.9.9");
+            }
+            other => panic!("expected Exited, got {other}"),
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn last_lines_keeps_the_end() {
+        assert_eq!(last_lines("a\nb\nc\n", 2), "b / c");
+        assert_eq!(last_lines("only", 5), "only");
+        assert_eq!(last_lines("", 5), "");
+    }
 }
