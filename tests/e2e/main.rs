@@ -20,6 +20,7 @@ mod store;
 mod store_chunks;
 mod store_held;
 mod store_leases;
+mod store_pages;
 mod sync;
 mod telemetry;
 mod template;

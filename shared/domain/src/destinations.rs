@@ -32,6 +32,12 @@ pub fn slug_or_pixel(destination: Option<&str>) -> &str {
 /// events, a row each per destination: the store checks it fits).
 pub const MAX_LIVE_DESTINATIONS: usize = 20;
 
+/// Destinations a site keeps, live and archived (an archived slug stays,
+/// with its history, and is never registered again): each lead change and
+/// posted event reads them all to find the live ones, so their number is
+/// bounded, not only the live ones'.
+pub const MAX_DESTINATIONS: usize = 200;
+
 /// The platforms adtrail sends to now: a destination on another is
 /// registered and listed, but no event fans out to it until its adapter
 /// lands.

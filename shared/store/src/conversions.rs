@@ -86,8 +86,8 @@ impl Conversions<'_> {
             .collect()
     }
 
-    /// The site's conversions newest first: `limit` rows strictly before
-    /// the cursor (`before` and, for rows created in the same millisecond,
+    /// The site's conversions newest first: one page, at most `limit` rows
+    /// (fewer when they reach 1 MB first), strictly before the cursor (`before` and, for rows created in the same millisecond,
     /// `before_event_id`).
     ///
     /// # Errors
@@ -101,8 +101,10 @@ impl Conversions<'_> {
         // "#" sorts before every hex digit: `before` alone excludes the
         // whole millisecond.
         let cursor = before.map(|(at, e)| format!("{at:013}#{}", e.unwrap_or("")));
-        self.list_conversions_before(site, limit, cursor.as_deref())
-            .await
+        Ok(self
+            .list_conversions_before(site, limit, cursor.as_deref())
+            .await?
+            .0)
     }
 
     /// Like [`Conversions::list_conversions`], keeping only the rows of
@@ -124,10 +126,13 @@ impl Conversions<'_> {
         let mut cursor = before.map(|(at, e)| format!("{at:013}#{}", e.unwrap_or("")));
         let mut read = 0;
         loop {
-            let page = self
+            // DynamoDB says whether more rows follow: a page of fewer than
+            // 100 rows is not the end when it reached 1 MB first.
+            let (page, more) = self
                 .list_conversions_before(site, 100, cursor.as_deref())
                 .await?;
-            let full = page.len() == 100;
+            // (A page is empty only at the end: no filter is set here.)
+            let end = !more || page.is_empty();
             read += page.len();
             for c in page {
                 cursor = Some(c.sk.clone());
@@ -143,7 +148,7 @@ impl Conversions<'_> {
                     }
                 }
             }
-            if !full {
+            if end {
                 return Ok((found, None));
             }
             if read >= FILTER_BUDGET {
@@ -152,12 +157,14 @@ impl Conversions<'_> {
         }
     }
 
+    /// One page of the site's rows newest first, before `before_sk`, and
+    /// whether DynamoDB has more to give after it.
     async fn list_conversions_before(
         &self,
         site: &str,
         limit: i32,
         before_sk: Option<&str>,
-    ) -> Result<Vec<Conversion>, StoreError> {
+    ) -> Result<(Vec<Conversion>, bool), StoreError> {
         let mut q = self
             .ddb
             .query()
@@ -172,11 +179,16 @@ impl Conversions<'_> {
                 .expression_attribute_values(":before", s(sk)),
         };
         let out = q.send().await.map_err(StoreError::ddb)?;
-        out.items().iter().map(Conversion::from_item).collect()
+        let rows = out
+            .items()
+            .iter()
+            .map(Conversion::from_item)
+            .collect::<Result<_, _>>()?;
+        Ok((rows, out.last_evaluated_key.is_some()))
     }
 
     /// The site's counters: totals, and with `from_day` the events Meta
-    /// accepted by day from then on (8 queries, one a shard, never a scan:
+    /// accepted by day from then on (a query a shard, paged, never a scan:
     /// `day#…` sorts before `total`, so one range reads both).
     ///
     /// # Errors
@@ -188,19 +200,21 @@ impl Conversions<'_> {
     ) -> Result<Counts, StoreError> {
         let from = from_day.map_or_else(|| COUNT_TOTAL_SK.to_owned(), count_day_sk);
         let queries = (0..COUNT_SHARDS).map(|shard| {
-            self.ddb
+            let query = self
+                .ddb
                 .query()
                 .table_name(&self.names.table)
                 .key_condition_expression("pk = :pk AND sk >= :from")
                 .expression_attribute_values(":pk", s(count_pk(site, shard)))
                 .expression_attribute_values(":from", s(&from))
-                .consistent_read(true)
-                .send()
+                .consistent_read(true);
+            // Every page: the total sorts after the days, and a long
+            // range of days passes 1 MB.
+            self.query_all(query)
         });
         let mut counts = Counts::default();
-        for out in futures::future::join_all(queries).await {
-            let out = out.map_err(StoreError::ddb)?;
-            for item in out.items() {
+        for items in futures::future::try_join_all(queries).await? {
+            for item in &items {
                 match get_s(item, SK) {
                     Some(COUNT_TOTAL_SK) => {
                         counts.pending += get_n(item, "pending").unwrap_or(0);
@@ -237,8 +251,8 @@ impl Conversions<'_> {
     }
 
     /// One destination's rows queued, sent and failed by UTC day and event
-    /// over `[from_day, to_day]`: the site's day counters (8 queries, one a
-    /// shard), never a scan.
+    /// over `[from_day, to_day]`: the site's day counters (a query a shard,
+    /// paged), never a scan.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -250,21 +264,21 @@ impl Conversions<'_> {
         to_day: i64,
     ) -> Result<DayMetrics, StoreError> {
         let queries = (0..COUNT_SHARDS).map(|shard| {
-            self.ddb
+            let query = self
+                .ddb
                 .query()
                 .table_name(&self.names.table)
                 .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
                 .expression_attribute_values(":pk", s(count_pk(site, shard)))
                 .expression_attribute_values(":from", s(count_day_sk(from_day)))
                 .expression_attribute_values(":to", s(count_day_sk(to_day)))
-                .consistent_read(true)
-                .send()
+                .consistent_read(true);
+            self.query_all(query)
         });
         let prefix = format!("{slug}|");
         let mut metrics = DayMetrics::new();
-        for out in futures::future::join_all(queries).await {
-            let out = out.map_err(StoreError::ddb)?;
-            for item in out.items() {
+        for items in futures::future::try_join_all(queries).await? {
+            for item in &items {
                 let Some(day) = get_s(item, SK).and_then(parse_count_day_sk) else {
                     continue;
                 };

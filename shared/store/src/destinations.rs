@@ -4,7 +4,7 @@
 //! history), and stopped when the platform refuses the credentials still
 //! stored.
 
-use adtrail_domain::destinations::Destination;
+use adtrail_domain::destinations::{Destination, MAX_DESTINATIONS};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::attr::{FromItem, Item, n, s};
@@ -13,8 +13,10 @@ use crate::keys::dest_pk;
 use crate::write::applied;
 use crate::{Destinations, StoreError};
 
-/// Destinations a site's listing reads at most (live and archived).
-const MAX_LISTED: i32 = 200;
+/// Destinations a site's listing reads at most (live and archived): well
+/// above the [`MAX_DESTINATIONS`] a site keeps, which two registrations
+/// at once may pass by one each.
+const MAX_LISTED: usize = 5 * MAX_DESTINATIONS;
 
 impl FromItem for Destination {
     fn from_item(item: &Item) -> Result<Self, StoreError> {
@@ -62,7 +64,9 @@ impl Destinations<'_> {
         item.as_ref().map(Destination::from_item).transpose()
     }
 
-    /// The site's destinations by slug, archived ones too.
+    /// The site's destinations by slug, archived ones too: all of them,
+    /// since a live one sorted after many archived ones must still take
+    /// its events (pages end at 1 MB, so however many that takes).
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -73,14 +77,13 @@ impl Destinations<'_> {
             .table_name(&self.names.table)
             .key_condition_expression("pk = :pk")
             .expression_attribute_values(":pk", s(dest_pk(site)))
-            .consistent_read(true)
-            .limit(MAX_LISTED);
+            .consistent_read(true);
         let mut found = vec![];
-        self.query_pages(query, 4, |items| {
+        self.query_pages(query, usize::MAX, |items| {
             for item in items {
                 found.push(Destination::from_item(item)?);
             }
-            Ok(true)
+            Ok(found.len() < MAX_LISTED)
         })
         .await?;
         Ok(found)

@@ -275,8 +275,11 @@ impl Forms<'_> {
                 .expression_attribute_values(":pk", s(form_leads_pk(site, form)))
                 .expression_attribute_values(":after", s(after))
                 .limit(i32::try_from(limit).unwrap_or(500));
+            // Each form's `limit` next leads, over as many pages as DynamoDB
+            // cuts them into: a form read short would let the merge below
+            // pass over its leads, and the cursor past them for good.
             let mut n_read = 0;
-            self.query_pages(query, 1, |items| {
+            self.query_pages(query, usize::MAX, |items| {
                 for item in items {
                     n_read += 1;
                     found.push(decode::<FormLeadItem>(item, "form lead")?.into());
@@ -316,7 +319,9 @@ impl Forms<'_> {
             .limit(i32::try_from(cap.min(1_000) + 1).unwrap_or(1_000));
         let mut found = vec![];
         let mut partial = false;
-        self.query_pages(query, cap / 1_000 + 2, |items| {
+        // Until `cap` and one more, however many pages that takes: pages
+        // of long forms' leads end at 1 MB before 1,001 leads.
+        self.query_pages(query, usize::MAX, |items| {
             for item in items {
                 if found.len() == cap {
                     partial = true;

@@ -34,13 +34,15 @@ impl Pages<'_> {
             .consistent_read(true)
             .limit(MAX_LISTED);
         let mut found = vec![];
-        self.query_pages(query, 1, |items| {
+        // Pages of up to 1 MB: the listing's 1,000 may take more than one.
+        self.query_pages(query, usize::MAX, |items| {
             for item in items {
                 found.push(decode::<PageItem>(item, "page")?.into());
             }
-            Ok(true)
+            Ok(found.len() < MAX_LISTED as usize)
         })
         .await?;
+        found.truncate(MAX_LISTED as usize);
         Ok(found)
     }
 

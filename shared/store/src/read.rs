@@ -1,5 +1,6 @@
 //! The two ways the store reads many items, each written once: a query
-//! paged to its end or to a cap ([`Store::query_pages`]), and items by key in
+//! paged to its end or to a cap ([`Store::query_pages`], pages of at most
+//! 1 MB; [`Store::query_all`] for every item), and items by key in
 //! batches ([`Store::batch_read`]), whose unprocessed keys are asked again
 //! with jittered back-off and, if DynamoDB still leaves some, fail the read
 //! loudly ([`StoreError::Incomplete`]) rather than drop them.
@@ -19,6 +20,12 @@ impl Store {
     /// Runs `query` page by page, at most `max_pages`, handing each page's
     /// items to `visit`, which answers whether to go on (a visitor that
     /// stops at a cap records that itself) or fails the read.
+    ///
+    /// A page holds at most the query's `Limit` items and at most 1 MB:
+    /// DynamoDB ends a page early at 1 MB read, whatever the `Limit`. So
+    /// `max_pages` bounds the data a read may cost; a read of a number of
+    /// items passes `usize::MAX` and stops in its visitor, never assuming
+    /// that a page of `Limit` items is full.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -40,6 +47,25 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// Every item `query` matches, page after page: for reads bounded by
+    /// what they ask for (a range of days of a site's counters), which a
+    /// single page would cut at 1 MB.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub(crate) async fn query_all(
+        &self,
+        query: QueryFluentBuilder,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut all = vec![];
+        self.query_pages(query, usize::MAX, |items| {
+            all.extend_from_slice(items);
+            Ok(true)
+        })
+        .await?;
+        Ok(all)
     }
 
     /// Items by their keys, strongly read: BatchGet, 100 keys a request.

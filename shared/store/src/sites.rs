@@ -71,7 +71,8 @@ impl Sites<'_> {
     }
 
     /// Site ids after `after` (all from the start without it), in order,
-    /// at most `limit`.
+    /// at most `limit`: fewer only at the end of the list (the API's
+    /// listing offers a next page when this answers `limit`).
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -92,12 +93,15 @@ impl Sites<'_> {
                 .expression_attribute_values(":after", s(after)),
             None => query.key_condition_expression("pk = :pk"),
         };
-        let out = query.send().await.map_err(StoreError::ddb)?;
-        Ok(out
-            .items()
-            .iter()
-            .filter_map(|i| get_s(i, SK).map(str::to_owned))
-            .collect())
+        let want = usize::try_from(limit).unwrap_or(0);
+        let mut ids = vec![];
+        self.query_pages(query, usize::MAX, |items| {
+            ids.extend(items.iter().filter_map(|i| get_s(i, SK).map(str::to_owned)));
+            Ok(ids.len() < want)
+        })
+        .await?;
+        ids.truncate(want);
+        Ok(ids)
     }
 
     /// Sites by id, those registered, read in batches.

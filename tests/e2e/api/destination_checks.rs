@@ -1,12 +1,13 @@
 //! What a destination's registration checks against the platform and the
 //! caller: a Meta token against its pixel, Google's refresh token traded
-//! first, a dashboard's ownership, the live-destination cap.
+//! first, a dashboard's ownership, the live-destination cap, and the cap
+//! on all a site keeps, archived ones included.
 
 use adtrail_tests::*;
 use serde_json::json;
 
-use super::code;
 use super::destinations::{google, stored, tiktok};
+use super::{code, message};
 
 #[tokio::test]
 async fn a_meta_destination_is_checked_against_its_pixel_before_it_is_stored() {
@@ -104,6 +105,59 @@ async fn a_site_has_at_most_twenty_live_destinations() {
         201,
         "PUT",
         "/v1/sites/loja-x/destinations/d20",
+        Some(tiktok()),
+    )
+    .await;
+}
+
+/// Archived destinations stay (their slugs and history), and every lead
+/// change reads them all to find the live ones: a site keeps at most 200.
+#[tokio::test]
+async fn a_site_keeps_at_most_two_hundred_destinations_archived_ones_included() {
+    use adtrail_domain::destinations::MAX_DESTINATIONS;
+    let h = Harness::start().await;
+    h.put_site("loja-x", "BRL").await;
+    h.expect(
+        201,
+        "PUT",
+        "/v1/sites/loja-x/destinations/live",
+        Some(tiktok()),
+    )
+    .await;
+    // The rest archived, as the API leaves an archived destination.
+    let live = stored(&h, "live").await.unwrap();
+    for i in 1..MAX_DESTINATIONS {
+        let mut old = live.clone();
+        old.slug = format!("old-{i:03}");
+        old.sealed_credentials = vec![];
+        old.archived_at = Some(h.now());
+        let destinations = h.store().destinations();
+        let put = destinations.put_destination(&old, None).await;
+        assert!(put.unwrap(), "old-{i:03} written");
+    }
+    let (s, b) = h
+        .call(
+            "PUT",
+            "/v1/sites/loja-x/destinations/one-more",
+            Some(tiktok()),
+        )
+        .await;
+    assert_eq!((s, code(&b)), (409, "LIMIT_EXCEEDED"), "{b}");
+    assert!(message(&b).starts_with("slug: "), "{b}");
+    assert!(message(&b).contains("archived ones included"), "{b}");
+    assert!(stored(&h, "one-more").await.is_none());
+    // All of them listed; the live one is still replaced in place.
+    let list = h
+        .expect(200, "GET", "/v1/sites/loja-x/destinations", None)
+        .await;
+    assert_eq!(
+        list["destinations"].as_array().unwrap().len(),
+        MAX_DESTINATIONS
+    );
+    h.expect(
+        200,
+        "PUT",
+        "/v1/sites/loja-x/destinations/live",
         Some(tiktok()),
     )
     .await;

@@ -12,8 +12,8 @@ pub(crate) use metrics::destination_metrics;
 
 use adtrail_domain::SiteId;
 use adtrail_domain::destinations::{
-    Account, Credentials, Destination, MAX_LIVE_DESTINATIONS, PIXEL_SLUG, Slug, Unreplaceable,
-    may_replace,
+    Account, Credentials, Destination, MAX_DESTINATIONS, MAX_LIVE_DESTINATIONS, PIXEL_SLUG, Slug,
+    Unreplaceable, may_replace,
 };
 use adtrail_domain::error_codes::ErrorCode;
 use adtrail_domain::identifiers::Platform;
@@ -57,20 +57,23 @@ fn unreplaceable(why: Unreplaceable) -> ApiError {
     ApiError::new(ErrorCode::Conflict, message)
 }
 
-/// A new destination must leave the site within its live destinations.
+/// A new destination must leave the site within its live destinations,
+/// and within the destinations it keeps, archived ones included.
 async fn room_for_one_more(api: &Api, site: &str) -> Result<(), ApiError> {
-    let live = api
-        .store
-        .destinations()
-        .list_destinations(site)
-        .await?
-        .iter()
-        .filter(|d| d.archived_at.is_none())
-        .count();
+    let kept = api.store.destinations().list_destinations(site).await?;
+    let live = kept.iter().filter(|d| d.archived_at.is_none()).count();
     if live >= MAX_LIVE_DESTINATIONS {
         return Err(ApiError::new(
             ErrorCode::LimitExceeded,
             format!("slug: a site has at most {MAX_LIVE_DESTINATIONS} live destinations"),
+        ));
+    }
+    if kept.len() >= MAX_DESTINATIONS {
+        return Err(ApiError::new(
+            ErrorCode::LimitExceeded,
+            format!(
+                "slug: a site keeps at most {MAX_DESTINATIONS} destinations, archived ones included"
+            ),
         ));
     }
     Ok(())
