@@ -1,8 +1,9 @@
 //! Reads that meet DynamoDB's 1 MB page, against moto, which ends a
 //! query's page at 1 MB as DynamoDB does, whatever its `Limit`. A listing
-//! asked for 500 of a long form's leads, and a range of days of a site's
-//! counters, each hold more than a page: every item is read, and a list
-//! offers its next page only when there is one.
+//! asked for 500 of a long form's leads, the forms report's read of them,
+//! and a range of days of a site's counters, each hold more than a page:
+//! every item is read, and a list offers its next page (a read its
+//! "partial" flag) only when there is one.
 
 use std::collections::BTreeMap;
 
@@ -16,13 +17,13 @@ use futures::{StreamExt, TryStreamExt};
 const DAY_MS: i64 = 86_400_000;
 
 /// A lead of a long form (no form named: `unknown`): twenty questions
-/// chosen, about 2.7 KB stored.
+/// chosen, each a long option, about 10 KB stored (a page holds 100).
 fn long_form_lead(i: i64, at: i64) -> FormLeadRecord {
     let choices = (0..20)
         .map(|q| {
             (
                 format!("question_{q:02}"),
-                vec![format!("{q:02}-{}", "o".repeat(117))],
+                vec![format!("{q:02}-{}", "o".repeat(497))],
             )
         })
         .collect();
@@ -46,8 +47,10 @@ fn long_form_lead(i: i64, at: i64) -> FormLeadRecord {
     }
 }
 
-/// 600 leads of 2.7 KB (1.6 MB): the first list of 500 takes two pages of
+/// 600 leads of 10 KB (6 MB): the first list of 500 takes six pages of
 /// DynamoDB's, and still holds 500 and a cursor; the next, the last 100.
+/// The report's read of at most 500 of them gets 500 and says there are
+/// more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_of_long_form_leads_is_whole_past_a_page() {
     let h = Harness::start().await;
@@ -83,6 +86,13 @@ async fn a_list_of_long_form_leads_is_whole_past_a_page() {
     assert_eq!(listed.len(), 100);
     assert_eq!(listed[0]["leadgenId"], format!("9{:014}", 500));
     assert!(rest["next"].is_null(), "{}", rest["next"]);
+
+    let (read, partial) = store
+        .forms()
+        .form_leads("loja-x", "unknown", at, at + 600_000, 500)
+        .await
+        .unwrap();
+    assert_eq!((read.len(), partial), (500, true));
 }
 
 /// 500 days of one shard's counters, 2.6 KB each (1.3 MB), and its total
