@@ -4,6 +4,7 @@
 //! host's server would, with a bearer token verified like API Gateway does.
 
 pub mod bus;
+pub mod queues;
 pub mod runtime;
 pub mod table;
 
@@ -382,11 +383,13 @@ impl Drop for Harness {
             }
         }
         if std::thread::panicking() && !report.faults.is_empty() {
+            let faults = &self.runner().stack.cloud.faults;
             eprintln!(
-                "DynamoDB faults injected in this test: {:?} (share {}, seed {}: ADTRAIL_DDB_FAULTS and ADTRAIL_FAULT_SEED replay them)",
+                "DynamoDB and SQS faults injected in this test: {:?} (shares {} and {}, seed {}: ADTRAIL_DDB_FAULTS, ADTRAIL_SQS_FAULTS and ADTRAIL_FAULT_SEED replay them)",
                 report.faults,
-                self.runner().stack.cloud.faults.share(),
-                self.runner().stack.cloud.faults.seed(),
+                faults.share(),
+                faults.sqs_share(),
+                faults.seed(),
             );
         }
         if !report.refused.is_empty() && !std::thread::panicking() {

@@ -1,10 +1,11 @@
-//! Delivery as SQS gives it (duplicates, lost messages), the ads live runs
-//! name, test codes and the history's cursor.
+//! Delivery as SQS gives it (duplicates, lost messages, sends it refuses),
+//! the ads live runs name, test codes and the history's cursor.
 
 use adtrail_domain::capi::ConversionStatus;
 use adtrail_domain::time::MINUTE_MS;
 use adtrail_fake_meta::LOJA_PIXEL;
 use adtrail_tests::capi::*;
+use adtrail_tests::queues::take_all;
 use adtrail_tests::*;
 use serde_json::{Value, json};
 
@@ -69,6 +70,55 @@ async fn duplicate_deliveries_send_once_and_lost_sends_are_recovered() {
         .find(|r| r.lead_key == "bia")
         .unwrap();
     assert_eq!((bia.status, bia.attempts), (ConversionStatus::Sent, 2));
+
+    // SQS failing every entry of the send, each time the store sends it
+    // again: the change is taken all the same (its row is pending), and
+    // the sweeper sends it once it is late.
+    let faults = &h.runner().stack.cloud.faults;
+    let share = faults.sqs_share();
+    faults.set_sqs_share(1.0);
+    let (s, b) = record(
+        &h,
+        "caio",
+        "c3",
+        json!({"column": "agendado", "meta": meta_for("caio")}),
+    )
+    .await;
+    faults.set_sqs_share(share);
+    assert_eq!((s, &b["queued"]), (201, &json!(["Schedule"])), "{b}");
+    drain(&h).await;
+    assert_eq!(h.fake().accepted_events().len(), 2, "nothing was queued");
+    h.runner().advance(15 * MINUTE_MS + 1_000).await.unwrap();
+    assert_eq!(h.runner().sweep().await.unwrap().sends_requeued, 1);
+    drain(&h).await;
+    assert_eq!(h.fake().accepted_events().len(), 3);
+}
+
+/// SQS failing every entry of a batch on its side, three requests
+/// running (the SDK retries none of them: the request succeeded): the
+/// store sends the entries again, and each message arrives once.
+#[tokio::test]
+async fn entries_sqs_fails_on_its_side_are_sent_again() {
+    let h = Harness::start().await;
+    let faults = &h.runner().stack.cloud.faults;
+    faults.set_sqs_share(0.0);
+    faults.refuse_next_sqs_batches(3);
+    let api = h.runner().stack.store_for("ApiFunction");
+    let url = h.store().names.send_queue_url.clone();
+    let bodies: Vec<String> = (0..10)
+        .map(|i| json!({"siteId": "loja-x", "key": format!("k{i}")}).to_string())
+        .collect();
+    let refused = api.queues().send_batch(&url, &bodies).await.unwrap();
+    assert_eq!(refused, 0);
+    assert_eq!(
+        faults.injected().get("SendMessageBatch entries failed"),
+        Some(&3)
+    );
+    let mut arrived = take_all(h.store(), &url).await;
+    arrived.sort();
+    let mut sent = bodies.clone();
+    sent.sort();
+    assert_eq!(arrived, sent, "each once");
 }
 
 /// A sender that claimed a row late and died: the claim leaves the row at

@@ -1,10 +1,12 @@
 //! Meta's webhook through the local API Gateway, outside the authorizer:
 //! the verification handshake, deliveries signed with the app secret over
 //! their exact bytes (anything else is 401 and queues nothing), one
-//! message per form lead on the leadgen queue, and Lead Ads off.
+//! message per form lead on the leadgen queue (a delivery the queue
+//! refuses is 503, for Meta to deliver again), and Lead Ads off.
 use adtrail_fake_meta::{FAKE_APP_SECRET, FAKE_WEBHOOK_VERIFY_TOKEN};
 use adtrail_local::http::api_gateway_event;
 use adtrail_store::queue::LeadgenMessage;
+use adtrail_tests::queues::take_all;
 use adtrail_tests::runtime::Function;
 use adtrail_tests::*;
 use aws_lc_rs::hmac;
@@ -21,39 +23,12 @@ fn sign(secret: &str, body: &[u8]) -> String {
 
 /// Every message on the leadgen queue, taken off it.
 async fn drain_leadgen(h: &Harness) -> Vec<LeadgenMessage> {
-    let url = h
-        .store()
-        .names
-        .leadgen_queue_url
-        .clone()
-        .expect("the leadgen queue");
-    let mut all = vec![];
-    loop {
-        let out = h
-            .store()
-            .sqs
-            .receive_message()
-            .queue_url(&url)
-            .max_number_of_messages(10)
-            .send()
-            .await
-            .expect("receive");
-        let messages = out.messages.unwrap_or_default();
-        if messages.is_empty() {
-            return all;
-        }
-        for m in messages {
-            all.push(serde_json::from_str(m.body().unwrap_or("")).expect("a leadgen message"));
-            h.store()
-                .sqs
-                .delete_message()
-                .queue_url(&url)
-                .receipt_handle(m.receipt_handle().unwrap_or(""))
-                .send()
-                .await
-                .expect("delete");
-        }
-    }
+    let url = h.store().names.leadgen_queue_url.clone();
+    let bodies = take_all(h.store(), &url.expect("the leadgen queue")).await;
+    bodies
+        .iter()
+        .map(|b| serde_json::from_str(b).expect("a leadgen message"))
+        .collect()
 }
 
 fn delivery() -> Value {
@@ -111,6 +86,7 @@ async fn a_signed_delivery_puts_each_form_lead_on_the_queue() {
     let bytes = serde_json::to_vec_pretty(&delivery()).unwrap();
     let good = sign(FAKE_APP_SECRET, &bytes);
     unsigned_or_missigned_deliveries_queue_nothing(h, &bytes, &good).await;
+    a_delivery_the_queue_refuses_is_delivered_again(h, &bytes, &good).await;
     metas_signed_delivery_queues_each_lead(h, bytes, &good).await;
     an_empty_signed_delivery_queues_nothing(h).await;
 }
@@ -144,6 +120,27 @@ async fn unsigned_or_missigned_deliveries_queue_nothing(h: &Harness, bytes: &[u8
         assert_eq!(s, 401, "{why}: {body}");
         assert!(body.contains("UNAUTHENTICATED"), "{body}");
     }
+    assert!(drain_leadgen(h).await.is_empty(), "nothing queued");
+}
+
+/// SQS failing every entry of every batch, each time the store sends
+/// them again: the delivery is answered `503`, so Meta delivers it again
+/// (the next step), and nothing of it is queued.
+async fn a_delivery_the_queue_refuses_is_delivered_again(h: &Harness, bytes: &[u8], good: &str) {
+    let faults = &h.runner().stack.cloud.faults;
+    let share = faults.sqs_share();
+    faults.set_sqs_share(1.0);
+    let (s, _, body) = h
+        .call_raw(
+            "POST",
+            "/v1/webhooks/meta",
+            &[("x-hub-signature-256", good)],
+            bytes.to_vec(),
+        )
+        .await;
+    faults.set_sqs_share(share);
+    assert_eq!(s, 503, "{body}");
+    assert!(body.contains("STORE_UNAVAILABLE"), "{body}");
     assert!(drain_leadgen(h).await.is_empty(), "nothing queued");
 }
 

@@ -1,12 +1,15 @@
-//! DynamoDB as it fails in the cloud and never in moto: a set share of the
-//! functions' DynamoDB requests is answered, before it reaches moto, with
-//! one of the errors the real service returns under load (a transaction
-//! cancelled for `TransactionConflict`, a single write in conflict with a
-//! transaction, `ProvisionedThroughputExceededException`,
+//! DynamoDB and SQS as they fail in the cloud and never in moto: a set
+//! share of the functions' DynamoDB requests is answered, before it reaches
+//! moto, with one of the errors the real service returns under load (a
+//! transaction cancelled for `TransactionConflict`, a single write in
+//! conflict with a transaction, `ProvisionedThroughputExceededException`,
 //! `ThrottlingException`, `InternalServerError`), or, for a batch, with
-//! every key handed back unprocessed. The answers are byte for byte what
-//! DynamoDB sends, so the SDK parses them into its own error types and the
-//! store's retry policy is what gets tested.
+//! every key handed back unprocessed. And a share of SQS's
+//! `SendMessageBatch` requests is answered `200` with every entry failed
+//! (`InternalError`, not the sender's fault), which the SDK does not retry.
+//! The answers are byte for byte what the services send, so the SDK parses
+//! them into its own types and the store's retry policy is what gets
+//! tested.
 //!
 //! Faults come before the write, never after: DynamoDB's idempotency
 //! tokens make a lost answer of a transaction safe to retry, and moto does
@@ -32,6 +35,8 @@ pub enum Fault {
     Throttling,
     InternalError,
     Unprocessed,
+    /// SQS: a batch whose every entry failed.
+    EntriesFailed,
 }
 
 impl Fault {
@@ -43,6 +48,7 @@ impl Fault {
             Self::Throttling => "ThrottlingException",
             Self::InternalError => "InternalServerError",
             Self::Unprocessed => "Unprocessed",
+            Self::EntriesFailed => "SendMessageBatch entries failed",
         }
     }
 
@@ -83,6 +89,12 @@ impl Fault {
 #[derive(Debug)]
 pub struct Faults {
     per_mille: AtomicU32,
+    /// SQS's share, apart: a test that turns DynamoDB off still has its
+    /// queues, as in the cloud.
+    sqs_per_mille: AtomicU32,
+    /// SQS batch sends still to refuse whatever the share (a test's
+    /// deterministic outage).
+    sqs_refuse_next: AtomicU32,
     seed: u64,
     rng: Mutex<fastrand::Rng>,
     injected: Mutex<BTreeMap<Fault, u64>>,
@@ -99,27 +111,37 @@ impl Faults {
     pub fn new(share: f64, seed: u64) -> Self {
         Self {
             per_mille: AtomicU32::new(per_mille(share)),
+            sqs_per_mille: AtomicU32::new(0),
+            sqs_refuse_next: AtomicU32::new(0),
             seed,
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
             injected: Mutex::new(BTreeMap::new()),
         }
     }
 
-    /// The share and seed from `ADTRAIL_DDB_FAULTS` and
-    /// `ADTRAIL_FAULT_SEED` (none when unset).
+    /// The shares and seed from `ADTRAIL_DDB_FAULTS`, `ADTRAIL_SQS_FAULTS`
+    /// and `ADTRAIL_FAULT_SEED` (none when unset).
     pub fn from_env() -> Self {
-        let share = std::env::var("ADTRAIL_DDB_FAULTS")
-            .ok()
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0);
+        let share_of = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        let (share, sqs_share) = (
+            share_of("ADTRAIL_DDB_FAULTS"),
+            share_of("ADTRAIL_SQS_FAULTS"),
+        );
         let seed = std::env::var("ADTRAIL_FAULT_SEED")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| fastrand::u64(..));
-        if share > 0.0 {
-            tracing::info!(share, seed, "DynamoDB faults injected");
+        if share > 0.0 || sqs_share > 0.0 {
+            tracing::info!(share, sqs_share, seed, "DynamoDB and SQS faults injected");
         }
-        Self::new(share, seed)
+        let faults = Self::new(share, seed);
+        faults.set_sqs_share(sqs_share);
+        faults
     }
 
     pub fn seed(&self) -> u64 {
@@ -136,6 +158,21 @@ impl Faults {
         self.per_mille.store(per_mille(share), Ordering::Relaxed);
     }
 
+    /// Refuses `share` of SQS's batch sends from now on.
+    pub fn set_sqs_share(&self, share: f64) {
+        self.sqs_per_mille
+            .store(per_mille(share), Ordering::Relaxed);
+    }
+
+    /// Refuses the next `n` SQS batch sends, whatever the share.
+    pub fn refuse_next_sqs_batches(&self, n: u32) {
+        self.sqs_refuse_next.store(n, Ordering::Relaxed);
+    }
+
+    pub fn sqs_share(&self) -> f64 {
+        f64::from(self.sqs_per_mille.load(Ordering::Relaxed)) / 1_000.0
+    }
+
     /// Faults injected so far, by kind.
     pub fn injected(&self) -> BTreeMap<&'static str, u64> {
         self.injected
@@ -146,8 +183,21 @@ impl Faults {
 
     /// The answer that replaces this request, when it is to fail.
     pub fn inject(&self, call: &Call, body: &[u8]) -> Option<HttpResponse> {
-        let per_mille = self.per_mille.load(Ordering::Relaxed);
-        if call.service != "dynamodb" || per_mille == 0 {
+        let per_mille = match (call.service, call.operation.as_str()) {
+            ("dynamodb", _) => self.per_mille.load(Ordering::Relaxed),
+            ("sqs", "SendMessageBatch") => {
+                let refuse =
+                    self.sqs_refuse_next
+                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+                if refuse.is_ok() {
+                    1_000
+                } else {
+                    self.sqs_per_mille.load(Ordering::Relaxed)
+                }
+            }
+            _ => return None,
+        };
+        if per_mille == 0 {
             return None;
         }
         let fault = {
@@ -155,8 +205,12 @@ impl Faults {
             if rng.u32(0..1_000) >= per_mille {
                 return None;
             }
-            let possible = Fault::possible(&call.operation);
-            possible[rng.usize(..possible.len())]
+            if call.service == "sqs" {
+                Fault::EntriesFailed
+            } else {
+                let possible = Fault::possible(&call.operation);
+                possible[rng.usize(..possible.len())]
+            }
         };
         if let Ok(mut m) = self.injected.lock() {
             *m.entry(fault).or_default() += 1;
@@ -239,11 +293,25 @@ fn answer(fault: Fault, call: &Call, body: &[u8]) -> HttpResponse {
             json!({"Responses": {}, "UnprocessedKeys": request["RequestItems"]}),
         ),
         Fault::Unprocessed => (200, json!({"UnprocessedItems": request["RequestItems"]})),
+        Fault::EntriesFailed => {
+            let failed: Vec<Value> = request["Entries"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .map(|e| {
+                    json!({"Id": e["Id"], "SenderFault": false, "Code": "InternalError",
+                           "Message": "We encountered an internal error. Please try again."})
+                })
+                .collect();
+            (200, json!({"Successful": [], "Failed": failed}))
+        }
     };
     dynamodb_response(status, &body)
 }
 
-/// An answer as DynamoDB sends it.
+/// An answer as DynamoDB sends it (and SQS, whose JSON protocol is the
+/// same).
 pub fn dynamodb_response(status: u16, body: &Value) -> HttpResponse {
     let mut response = HttpResponse::new(
         StatusCode::try_from(status).unwrap_or_else(|_| StatusCode::try_from(500).expect("500")),

@@ -1,5 +1,6 @@
-//! The queues through SQS: sending messages ten a request, and the
-//! visibility change a consumer uses as its retry timer.
+//! The queues through SQS: sending messages ten a request (the entries
+//! SQS fails on its side sent again), and the visibility change a consumer
+//! uses as its retry timer.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -7,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 
 use super::{LeadgenMessage, SendMessage, SyncMessage};
+use crate::retry::Backoff;
 use crate::{Queues, StoreError};
 
 /// The longest visibility timeout SQS takes (12 hours).
@@ -119,8 +121,12 @@ impl Queues<'_> {
         Ok(())
     }
 
-    /// Sends `bodies` to `queue_url`, ten per request. Returns how many
-    /// SQS refused (each is retried once in the next request).
+    /// Sends `bodies` to `queue_url`, ten per request. Entries SQS fails
+    /// on its side (`SenderFault: false`, such as `InternalError`) go again
+    /// after a jittered back-off, [`crate::retry::MAX_ATTEMPTS`] requests
+    /// at most a batch: the SDK retries a request that failed, never the
+    /// failed entries of one that succeeded. Returns how many SQS still
+    /// refused; each caller says what becomes of them.
     ///
     /// # Errors
     /// [`StoreError::Service`] when SQS cannot be reached.
@@ -131,26 +137,43 @@ impl Queues<'_> {
     ) -> Result<usize, StoreError> {
         let mut refused = 0;
         for chunk in bodies.chunks(10) {
-            let entries = chunk
+            let mut pending: Vec<(String, &String)> = chunk
                 .iter()
                 .enumerate()
-                .map(|(i, body)| {
-                    SendMessageBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .message_body(body)
-                        .build()
-                        .map_err(|e| StoreError::service("sqs", e))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let out = self
-                .sqs
-                .send_message_batch()
-                .queue_url(queue_url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .map_err(|e| StoreError::service("sqs", e))?;
-            refused += out.failed.len();
+                .map(|(i, body)| (i.to_string(), body))
+                .collect();
+            let mut backoff = Backoff::default();
+            loop {
+                let entries = pending
+                    .iter()
+                    .map(|(id, body)| {
+                        SendMessageBatchRequestEntry::builder()
+                            .id(id)
+                            .message_body(*body)
+                            .build()
+                            .map_err(|e| StoreError::service("sqs", e))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let out = self
+                    .sqs
+                    .send_message_batch()
+                    .queue_url(queue_url)
+                    .set_entries(Some(entries))
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::service("sqs", e))?;
+                let (theirs, ours): (Vec<_>, Vec<_>) =
+                    out.failed.iter().partition(|f| !f.sender_fault());
+                refused += ours.len();
+                pending.retain(|(id, _)| theirs.iter().any(|f| f.id() == id));
+                if pending.is_empty() {
+                    break;
+                }
+                if !backoff.wait().await {
+                    refused += pending.len();
+                    break;
+                }
+            }
         }
         Ok(refused)
     }
