@@ -1,5 +1,6 @@
-//! Leases: a run that lost its lease writes nothing, duplicates change
-//! nothing, unlinks and relinks during runs and purges.
+//! Leases: a run that lost its lease writes nothing, a run whose message
+//! SQS refused goes when its lease ends, duplicates change nothing,
+//! unlinks and relinks during runs and purges.
 
 use adtrail_domain::time::{DAY_MS, HOUR_MS, MINUTE_MS};
 use adtrail_fake_meta::Knobs;
@@ -51,6 +52,28 @@ async fn a_run_that_lost_its_lease_writes_nothing() {
         "one run read Meta"
     );
     h.assert_sums_match_rows("loja-x", LOJA_PRINCIPAL).await;
+}
+
+/// SQS refusing the dispatcher's messages through every retry: the runs
+/// stay leased, end as `RUN_TIMEOUT` when their lease does, and go then.
+#[tokio::test]
+async fn runs_whose_messages_sqs_refused_go_when_their_lease_ends() {
+    let h = Harness::start().await;
+    h.link_agency().await;
+    let faults = &h.runner().stack.cloud.faults;
+    faults.refuse_next_sqs_batches(adtrail_store::retry::MAX_ATTEMPTS);
+    let report = h.runner().dispatch().await.unwrap();
+    assert_eq!((report.leased, report.sent), (4, 0));
+    assert_eq!(h.runner().drain().await.unwrap().delivered, 0);
+    h.runner()
+        .advance(adtrail_domain::plan::SyncInterval::DEFAULT.lease_ms() + MINUTE_MS)
+        .await
+        .unwrap();
+    assert_eq!(h.runner().dispatch().await.unwrap().sent, 4);
+    let link = h.link("loja-x", LOJA_PRINCIPAL).await;
+    assert!(link.last_error.unwrap().starts_with("RUN_TIMEOUT: "));
+    assert_eq!(h.runner().drain().await.unwrap().delivered, 4);
+    assert_eq!(h.insights_ranges(LOJA_PRINCIPAL).len(), 1);
 }
 
 #[tokio::test]
