@@ -46,9 +46,10 @@ export ADTRAIL_FAULT_EVENTS="${ADTRAIL_FAULT_EVENTS:-600}"
 # test keeps its assertions through the store's retries. `make bench`
 # and `make demo` run without.
 export ADTRAIL_DDB_FAULTS="${ADTRAIL_DDB_FAULTS:-0.05}"
-# And SQS's batch sends are answered, at this share, with every entry
-# failed on SQS's side: the store sends them again.
-export ADTRAIL_SQS_FAULTS="${ADTRAIL_SQS_FAULTS:-0.05}"
+# And SQS's and EventBridge's batches (SendMessageBatch, PutEvents) are
+# answered, at this share, with every entry failed on the service's side:
+# the store puts them again.
+export ADTRAIL_BATCH_FAULTS="${ADTRAIL_BATCH_FAULTS:-0.05}"
 # Each test's stack logs its functions' AWS calls here for the IAM report.
 export ADTRAIL_IAM_LOG_DIR="${TMPDIR:-/tmp}/adtrail-iam-$port"
 rm -rf "$ADTRAIL_IAM_LOG_DIR"

@@ -385,10 +385,10 @@ impl Drop for Harness {
         if std::thread::panicking() && !report.faults.is_empty() {
             let faults = &self.runner().stack.cloud.faults;
             eprintln!(
-                "DynamoDB and SQS faults injected in this test: {:?} (shares {} and {}, seed {}: ADTRAIL_DDB_FAULTS, ADTRAIL_SQS_FAULTS and ADTRAIL_FAULT_SEED replay them)",
+                "DynamoDB and batch faults injected in this test: {:?} (shares {} and {}, seed {}: ADTRAIL_DDB_FAULTS, ADTRAIL_BATCH_FAULTS and ADTRAIL_FAULT_SEED replay them)",
                 report.faults,
                 faults.share(),
-                faults.sqs_share(),
+                faults.batch_share(),
                 faults.seed(),
             );
         }

@@ -1,7 +1,10 @@
-//! Events on the stack's EventBridge bus: what happened, never a secret.
+//! Events on the stack's EventBridge bus: what happened, never a secret;
+//! the entries EventBridge fails on its side put again.
 
+use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use serde_json::Value;
 
+use crate::retry::Backoff;
 use crate::{Bus, StoreError};
 
 /// The `source` of every event adtrail puts.
@@ -11,22 +14,14 @@ impl Bus<'_> {
     /// Puts one event of `detail_type` with `detail` on the bus.
     ///
     /// # Errors
-    /// [`StoreError::Service`] when EventBridge cannot be reached or refuses.
+    /// [`StoreError::Service`] when EventBridge cannot be reached, and
+    /// [`StoreError::Condition`] when it refuses the event.
     pub async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), StoreError> {
-        let entry = aws_sdk_eventbridge::types::PutEventsRequestEntry::builder()
-            .event_bus_name(&self.names.bus)
-            .source(SOURCE)
-            .detail_type(detail_type)
-            .detail(detail.to_string())
-            .build();
-        let out = self
-            .events
-            .put_events()
-            .entries(entry)
-            .send()
-            .await
-            .map_err(|e| StoreError::service("eventbridge", e))?;
-        if out.failed_entry_count > 0 {
+        if self
+            .put_events(detail_type, std::slice::from_ref(detail))
+            .await?
+            > 0
+        {
             return Err(StoreError::Condition("EventBridge refused the event"));
         }
         tracing::debug!(detail_type, "event put on the bus");
@@ -34,7 +29,11 @@ impl Bus<'_> {
     }
 
     /// Puts events of one `detail_type`, ten a request (EventBridge's
-    /// most). Answers how many EventBridge refused.
+    /// most). Entries EventBridge fails on its side (`InternalFailure`,
+    /// `ThrottlingException`) go again after a jittered back-off,
+    /// [`crate::retry::MAX_ATTEMPTS`] requests at most a batch: the SDK
+    /// retries a request that failed, never the failed entries of one that
+    /// succeeded. Answers how many EventBridge still refused.
     ///
     /// # Errors
     /// [`StoreError::Service`] when EventBridge cannot be reached.
@@ -45,25 +44,46 @@ impl Bus<'_> {
     ) -> Result<usize, StoreError> {
         let mut refused = 0;
         for chunk in details.chunks(10) {
-            let entries = chunk
-                .iter()
-                .map(|detail| {
-                    aws_sdk_eventbridge::types::PutEventsRequestEntry::builder()
-                        .event_bus_name(&self.names.bus)
-                        .source(SOURCE)
-                        .detail_type(detail_type)
-                        .detail(detail.to_string())
-                        .build()
-                })
-                .collect();
-            let out = self
-                .events
-                .put_events()
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .map_err(|e| StoreError::service("eventbridge", e))?;
-            refused += out.failed_entry_count as usize;
+            let mut pending: Vec<&Value> = chunk.iter().collect();
+            let mut backoff = Backoff::default();
+            loop {
+                let entries = pending
+                    .iter()
+                    .map(|detail| {
+                        PutEventsRequestEntry::builder()
+                            .event_bus_name(&self.names.bus)
+                            .source(SOURCE)
+                            .detail_type(detail_type)
+                            .detail(detail.to_string())
+                            .build()
+                    })
+                    .collect();
+                let out = self
+                    .events
+                    .put_events()
+                    .set_entries(Some(entries))
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::service("eventbridge", e))?;
+                // The answer's entries stand in the request's order.
+                let results = out.entries();
+                let mut again = vec![];
+                for (i, detail) in pending.iter().enumerate() {
+                    match results.get(i).and_then(|r| r.error_code()) {
+                        None => {}
+                        Some("InternalFailure" | "ThrottlingException") => again.push(*detail),
+                        Some(_) => refused += 1,
+                    }
+                }
+                pending = again;
+                if pending.is_empty() {
+                    break;
+                }
+                if !backoff.wait().await {
+                    refused += pending.len();
+                    break;
+                }
+            }
         }
         Ok(refused)
     }

@@ -75,8 +75,8 @@ async fn duplicate_deliveries_send_once_and_lost_sends_are_recovered() {
     // again: the change is taken all the same (its row is pending), and
     // the sweeper sends it once it is late.
     let faults = &h.runner().stack.cloud.faults;
-    let share = faults.sqs_share();
-    faults.set_sqs_share(1.0);
+    let share = faults.batch_share();
+    faults.set_batch_share(1.0);
     let (s, b) = record(
         &h,
         "caio",
@@ -84,7 +84,7 @@ async fn duplicate_deliveries_send_once_and_lost_sends_are_recovered() {
         json!({"column": "agendado", "meta": meta_for("caio")}),
     )
     .await;
-    faults.set_sqs_share(share);
+    faults.set_batch_share(share);
     assert_eq!((s, &b["queued"]), (201, &json!(["Schedule"])), "{b}");
     drain(&h).await;
     assert_eq!(h.fake().accepted_events().len(), 2, "nothing was queued");
@@ -101,8 +101,8 @@ async fn duplicate_deliveries_send_once_and_lost_sends_are_recovered() {
 async fn entries_sqs_fails_on_its_side_are_sent_again() {
     let h = Harness::start().await;
     let faults = &h.runner().stack.cloud.faults;
-    faults.set_sqs_share(0.0);
-    faults.refuse_next_sqs_batches(3);
+    faults.set_batch_share(0.0);
+    faults.refuse_next_batches(3);
     let api = h.runner().stack.store_for("ApiFunction");
     let url = h.store().names.send_queue_url.clone();
     let bodies: Vec<String> = (0..10)
@@ -110,10 +110,7 @@ async fn entries_sqs_fails_on_its_side_are_sent_again() {
         .collect();
     let refused = api.queues().send_batch(&url, &bodies).await.unwrap();
     assert_eq!(refused, 0);
-    assert_eq!(
-        faults.injected().get("SendMessageBatch entries failed"),
-        Some(&3)
-    );
+    assert_eq!(faults.injected().get("batch entries failed"), Some(&3));
     let mut arrived = take_all(h.store(), &url).await;
     arrived.sort();
     let mut sent = bodies.clone();

@@ -128,8 +128,8 @@ async fn unsigned_or_missigned_deliveries_queue_nothing(h: &Harness, bytes: &[u8
 /// (the next step), and nothing of it is queued.
 async fn a_delivery_the_queue_refuses_is_delivered_again(h: &Harness, bytes: &[u8], good: &str) {
     let faults = &h.runner().stack.cloud.faults;
-    let share = faults.sqs_share();
-    faults.set_sqs_share(1.0);
+    let share = faults.batch_share();
+    faults.set_batch_share(1.0);
     let (s, _, body) = h
         .call_raw(
             "POST",
@@ -138,7 +138,7 @@ async fn a_delivery_the_queue_refuses_is_delivered_again(h: &Harness, bytes: &[u
             bytes.to_vec(),
         )
         .await;
-    faults.set_sqs_share(share);
+    faults.set_batch_share(share);
     assert_eq!(s, 503, "{body}");
     assert!(body.contains("STORE_UNAVAILABLE"), "{body}");
     assert!(drain_leadgen(h).await.is_empty(), "nothing queued");

@@ -61,7 +61,7 @@ async fn runs_whose_messages_sqs_refused_go_when_their_lease_ends() {
     let h = Harness::start().await;
     h.link_agency().await;
     let faults = &h.runner().stack.cloud.faults;
-    faults.refuse_next_sqs_batches(adtrail_store::retry::MAX_ATTEMPTS);
+    faults.refuse_next_batches(adtrail_store::retry::MAX_ATTEMPTS);
     let report = h.runner().dispatch().await.unwrap();
     assert_eq!((report.leased, report.sent), (4, 0));
     assert_eq!(h.runner().drain().await.unwrap().delivered, 0);

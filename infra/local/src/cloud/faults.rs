@@ -1,12 +1,14 @@
-//! DynamoDB and SQS as they fail in the cloud and never in moto: a set
-//! share of the functions' DynamoDB requests is answered, before it reaches
-//! moto, with one of the errors the real service returns under load (a
-//! transaction cancelled for `TransactionConflict`, a single write in
-//! conflict with a transaction, `ProvisionedThroughputExceededException`,
-//! `ThrottlingException`, `InternalServerError`), or, for a batch, with
-//! every key handed back unprocessed. And a share of SQS's
-//! `SendMessageBatch` requests is answered `200` with every entry failed
-//! (`InternalError`, not the sender's fault), which the SDK does not retry.
+//! DynamoDB, SQS and EventBridge as they fail in the cloud and never in
+//! moto: a set share of the functions' DynamoDB requests is answered,
+//! before it reaches moto, with one of the errors the real service returns
+//! under load (a transaction cancelled for `TransactionConflict`, a single
+//! write in conflict with a transaction,
+//! `ProvisionedThroughputExceededException`, `ThrottlingException`,
+//! `InternalServerError`), or, for a batch, with every key handed back
+//! unprocessed. And a share of the batches answered entry by entry (SQS's
+//! `SendMessageBatch`, EventBridge's `PutEvents`) is answered `200` with
+//! every entry failed on the service's side (`InternalError`,
+//! `InternalFailure`), which the SDK never retries: the request succeeded.
 //! The answers are byte for byte what the services send, so the SDK parses
 //! them into its own types and the store's retry policy is what gets
 //! tested.
@@ -35,7 +37,7 @@ pub enum Fault {
     Throttling,
     InternalError,
     Unprocessed,
-    /// SQS: a batch whose every entry failed.
+    /// SQS or EventBridge: a batch whose every entry failed.
     EntriesFailed,
 }
 
@@ -48,7 +50,7 @@ impl Fault {
             Self::Throttling => "ThrottlingException",
             Self::InternalError => "InternalServerError",
             Self::Unprocessed => "Unprocessed",
-            Self::EntriesFailed => "SendMessageBatch entries failed",
+            Self::EntriesFailed => "batch entries failed",
         }
     }
 
@@ -89,12 +91,12 @@ impl Fault {
 #[derive(Debug)]
 pub struct Faults {
     per_mille: AtomicU32,
-    /// SQS's share, apart: a test that turns DynamoDB off still has its
-    /// queues, as in the cloud.
-    sqs_per_mille: AtomicU32,
-    /// SQS batch sends still to refuse whatever the share (a test's
-    /// deterministic outage).
-    sqs_refuse_next: AtomicU32,
+    /// The batches' share, apart: a test that turns DynamoDB off still
+    /// has its queues and its bus, as in the cloud.
+    batch_per_mille: AtomicU32,
+    /// Batches still to refuse whatever the share (a test's deterministic
+    /// outage).
+    batch_refuse_next: AtomicU32,
     seed: u64,
     rng: Mutex<fastrand::Rng>,
     injected: Mutex<BTreeMap<Fault, u64>>,
@@ -111,15 +113,15 @@ impl Faults {
     pub fn new(share: f64, seed: u64) -> Self {
         Self {
             per_mille: AtomicU32::new(per_mille(share)),
-            sqs_per_mille: AtomicU32::new(0),
-            sqs_refuse_next: AtomicU32::new(0),
+            batch_per_mille: AtomicU32::new(0),
+            batch_refuse_next: AtomicU32::new(0),
             seed,
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
             injected: Mutex::new(BTreeMap::new()),
         }
     }
 
-    /// The shares and seed from `ADTRAIL_DDB_FAULTS`, `ADTRAIL_SQS_FAULTS`
+    /// The shares and seed from `ADTRAIL_DDB_FAULTS`, `ADTRAIL_BATCH_FAULTS`
     /// and `ADTRAIL_FAULT_SEED` (none when unset).
     pub fn from_env() -> Self {
         let share_of = |name: &str| {
@@ -128,19 +130,24 @@ impl Faults {
                 .and_then(|v| v.parse::<f64>().ok())
                 .unwrap_or(0.0)
         };
-        let (share, sqs_share) = (
+        let (share, batch_share) = (
             share_of("ADTRAIL_DDB_FAULTS"),
-            share_of("ADTRAIL_SQS_FAULTS"),
+            share_of("ADTRAIL_BATCH_FAULTS"),
         );
         let seed = std::env::var("ADTRAIL_FAULT_SEED")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| fastrand::u64(..));
-        if share > 0.0 || sqs_share > 0.0 {
-            tracing::info!(share, sqs_share, seed, "DynamoDB and SQS faults injected");
+        if share > 0.0 || batch_share > 0.0 {
+            tracing::info!(
+                share,
+                batch_share,
+                seed,
+                "DynamoDB, SQS and EventBridge faults injected"
+            );
         }
         let faults = Self::new(share, seed);
-        faults.set_sqs_share(sqs_share);
+        faults.set_batch_share(batch_share);
         faults
     }
 
@@ -158,19 +165,20 @@ impl Faults {
         self.per_mille.store(per_mille(share), Ordering::Relaxed);
     }
 
-    /// Refuses `share` of SQS's batch sends from now on.
-    pub fn set_sqs_share(&self, share: f64) {
-        self.sqs_per_mille
+    /// Refuses `share` of the batches answered entry by entry from now on.
+    pub fn set_batch_share(&self, share: f64) {
+        self.batch_per_mille
             .store(per_mille(share), Ordering::Relaxed);
     }
 
-    /// Refuses the next `n` SQS batch sends, whatever the share.
-    pub fn refuse_next_sqs_batches(&self, n: u32) {
-        self.sqs_refuse_next.store(n, Ordering::Relaxed);
+    /// Refuses the next `n` batches answered entry by entry, whatever the
+    /// share.
+    pub fn refuse_next_batches(&self, n: u32) {
+        self.batch_refuse_next.store(n, Ordering::Relaxed);
     }
 
-    pub fn sqs_share(&self) -> f64 {
-        f64::from(self.sqs_per_mille.load(Ordering::Relaxed)) / 1_000.0
+    pub fn batch_share(&self) -> f64 {
+        f64::from(self.batch_per_mille.load(Ordering::Relaxed)) / 1_000.0
     }
 
     /// Faults injected so far, by kind.
@@ -185,14 +193,16 @@ impl Faults {
     pub fn inject(&self, call: &Call, body: &[u8]) -> Option<HttpResponse> {
         let per_mille = match (call.service, call.operation.as_str()) {
             ("dynamodb", _) => self.per_mille.load(Ordering::Relaxed),
-            ("sqs", "SendMessageBatch") => {
-                let refuse =
-                    self.sqs_refuse_next
-                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+            ("sqs", "SendMessageBatch") | ("events", "PutEvents") => {
+                let refuse = self.batch_refuse_next.fetch_update(
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                    |n| n.checked_sub(1),
+                );
                 if refuse.is_ok() {
                     1_000
                 } else {
-                    self.sqs_per_mille.load(Ordering::Relaxed)
+                    self.batch_per_mille.load(Ordering::Relaxed)
                 }
             }
             _ => return None,
@@ -205,7 +215,7 @@ impl Faults {
             if rng.u32(0..1_000) >= per_mille {
                 return None;
             }
-            if call.service == "sqs" {
+            if call.service != "dynamodb" {
                 Fault::EntriesFailed
             } else {
                 let possible = Fault::possible(&call.operation);
@@ -293,6 +303,18 @@ fn answer(fault: Fault, call: &Call, body: &[u8]) -> HttpResponse {
             json!({"Responses": {}, "UnprocessedKeys": request["RequestItems"]}),
         ),
         Fault::Unprocessed => (200, json!({"UnprocessedItems": request["RequestItems"]})),
+        Fault::EntriesFailed if call.service == "events" => {
+            let entries = request["Entries"].as_array().map_or(0, Vec::len);
+            let failed = json!({"ErrorCode": "InternalFailure",
+                                "ErrorMessage": "Internal Service Failure"});
+            let mut r = dynamodb_response(
+                200,
+                &json!({"FailedEntryCount": entries, "Entries": vec![failed; entries]}),
+            );
+            r.headers_mut()
+                .insert("content-type", "application/x-amz-json-1.1");
+            return r;
+        }
         Fault::EntriesFailed => {
             let failed: Vec<Value> = request["Entries"]
                 .as_array()
