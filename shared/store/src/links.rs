@@ -70,7 +70,8 @@ impl Links<'_> {
         item.as_ref().map(SiteAdAccount::from_item).transpose()
     }
 
-    /// A site's links (at most [`MAX_LINKS_PER_SITE`], so one page).
+    /// A site's links (at most [`MAX_LINKS_PER_SITE`], so one page as a
+    /// rule; read to the end all the same).
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -82,24 +83,21 @@ impl Links<'_> {
             .collect()
     }
 
-    /// A site's link items as stored, read strongly (one page: see
+    /// A site's link items as stored, read strongly (see
     /// [`Links::site_links`]).
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
     pub(crate) async fn site_link_items(&self, site: &str) -> Result<Vec<Item>, StoreError> {
-        let out = self
+        let query = self
             .ddb
             .query()
             .table_name(&self.names.table)
             .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
             .expression_attribute_values(":pk", s(site_pk(site)))
             .expression_attribute_values(":prefix", s(LINK_SK_PREFIX))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(StoreError::ddb)?;
-        Ok(out.items.unwrap_or_default())
+            .consistent_read(true);
+        self.query_all(query).await
     }
 
     /// An owner's links, through the `owner` index (bounded by the 500-link

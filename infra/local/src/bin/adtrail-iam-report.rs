@@ -84,7 +84,7 @@ fn judge(policy: &Policy, total: &CallReport, stacks: usize) -> (bool, String) {
         }
     }
     if !total.faults.is_empty() {
-        out.push_str("  DynamoDB faults injected:\n");
+        out.push_str("  faults injected (DynamoDB's errors; SQS's and EventBridge's failed batch entries):\n");
         for (kind, n) in &total.faults {
             out.push_str(&format!("    {kind:<44} {n:>8}\n"));
         }
