@@ -4,7 +4,7 @@
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use serde_json::Value;
 
-use crate::retry::Backoff;
+use crate::retry::send_entries;
 use crate::{Bus, StoreError};
 
 /// The `source` of every event adtrail puts.
@@ -44,10 +44,9 @@ impl Bus<'_> {
     ) -> Result<usize, StoreError> {
         let mut refused = 0;
         for chunk in details.chunks(10) {
-            let mut pending: Vec<&Value> = chunk.iter().collect();
-            let mut backoff = Backoff::default();
-            loop {
-                let entries = pending
+            let entries: Vec<&Value> = chunk.iter().collect();
+            refused += send_entries(entries, |pending| async move {
+                let batch = pending
                     .iter()
                     .map(|detail| {
                         PutEventsRequestEntry::builder()
@@ -61,29 +60,23 @@ impl Bus<'_> {
                 let out = self
                     .events
                     .put_events()
-                    .set_entries(Some(entries))
+                    .set_entries(Some(batch))
                     .send()
                     .await
                     .map_err(|e| StoreError::service("eventbridge", e))?;
                 // The answer's entries stand in the request's order.
                 let results = out.entries();
-                let mut again = vec![];
-                for (i, detail) in pending.iter().enumerate() {
+                let (mut again, mut lost) = (vec![], 0);
+                for (i, detail) in pending.into_iter().enumerate() {
                     match results.get(i).and_then(|r| r.error_code()) {
                         None => {}
-                        Some("InternalFailure" | "ThrottlingException") => again.push(*detail),
-                        Some(_) => refused += 1,
+                        Some("InternalFailure" | "ThrottlingException") => again.push(detail),
+                        Some(_) => lost += 1,
                     }
                 }
-                pending = again;
-                if pending.is_empty() {
-                    break;
-                }
-                if !backoff.wait().await {
-                    refused += pending.len();
-                    break;
-                }
-            }
+                Ok((again, lost))
+            })
+            .await?;
         }
         Ok(refused)
     }

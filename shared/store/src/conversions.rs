@@ -87,7 +87,8 @@ impl Conversions<'_> {
     }
 
     /// The site's conversions newest first: one page, at most `limit` rows
-    /// (fewer when they reach 1 MB first), strictly before the cursor (`before` and, for rows created in the same millisecond,
+    /// (fewer when they reach 1 MB first), strictly before the cursor
+    /// (`before` and, for rows created in the same millisecond,
     /// `before_event_id`).
     ///
     /// # Errors

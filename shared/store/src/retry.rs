@@ -13,7 +13,9 @@
 //!   (sent again as a new request: it wrote nothing), and the
 //!   `UnprocessedKeys`/`UnprocessedItems` of a batch. When the attempts run
 //!   out the caller fails loudly ([`crate::StoreError::Incomplete`] or the
-//!   service error), never drops.
+//!   service error), never drops. The same for SQS's and EventBridge's
+//!   batches, whose entries may fail on the service's side inside a `200`
+//!   ([`send_entries`]); what they still refuse is counted for the caller.
 //!
 //! Both back off with full jitter and doubling, so a busy partition is not
 //! hammered in step by every Lambda at once. When nothing fails, nothing
@@ -125,6 +127,36 @@ impl Backoff {
     /// The attempts made so far.
     pub fn attempts(&self) -> u32 {
         self.attempt
+    }
+}
+
+/// Sends a batch's `entries` with `send`, which answers the entries that
+/// failed on the service's side (to go again) and how many it refused for
+/// good; those to go again are sent after a jittered back-off, up to
+/// [`MAX_ATTEMPTS`] requests in all. Answers how many were refused in the
+/// end. The SDK retries a request that failed, never the failed entries of
+/// one that succeeded.
+///
+/// # Errors
+/// What `send` fails with.
+#[cfg(any(feature = "sqs", feature = "eventbridge"))]
+pub(crate) async fn send_entries<T, F, Fut, E>(mut entries: Vec<T>, mut send: F) -> Result<usize, E>
+where
+    F: FnMut(Vec<T>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, usize), E>>,
+{
+    let mut refused = 0;
+    let mut backoff = Backoff::default();
+    loop {
+        let (again, lost) = send(entries).await?;
+        refused += lost;
+        entries = again;
+        if entries.is_empty() {
+            return Ok(refused);
+        }
+        if !backoff.wait().await {
+            return Ok(refused + entries.len());
+        }
     }
 }
 

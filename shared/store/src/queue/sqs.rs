@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 
 use super::{LeadgenMessage, SendMessage, SyncMessage};
-use crate::retry::Backoff;
+use crate::retry::send_entries;
 use crate::{Queues, StoreError};
 
 /// The longest visibility timeout SQS takes (12 hours).
@@ -137,14 +137,13 @@ impl Queues<'_> {
     ) -> Result<usize, StoreError> {
         let mut refused = 0;
         for chunk in bodies.chunks(10) {
-            let mut pending: Vec<(String, &String)> = chunk
+            let entries: Vec<(String, &String)> = chunk
                 .iter()
                 .enumerate()
                 .map(|(i, body)| (i.to_string(), body))
                 .collect();
-            let mut backoff = Backoff::default();
-            loop {
-                let entries = pending
+            refused += send_entries(entries, |pending| async move {
+                let batch = pending
                     .iter()
                     .map(|(id, body)| {
                         SendMessageBatchRequestEntry::builder()
@@ -158,22 +157,20 @@ impl Queues<'_> {
                     .sqs
                     .send_message_batch()
                     .queue_url(queue_url)
-                    .set_entries(Some(entries))
+                    .set_entries(Some(batch))
                     .send()
                     .await
                     .map_err(|e| StoreError::service("sqs", e))?;
+                // A sender's fault is refused for good; SQS's own goes again.
                 let (theirs, ours): (Vec<_>, Vec<_>) =
                     out.failed.iter().partition(|f| !f.sender_fault());
-                refused += ours.len();
-                pending.retain(|(id, _)| theirs.iter().any(|f| f.id() == id));
-                if pending.is_empty() {
-                    break;
-                }
-                if !backoff.wait().await {
-                    refused += pending.len();
-                    break;
-                }
-            }
+                let again = pending
+                    .into_iter()
+                    .filter(|(id, _)| theirs.iter().any(|f| f.id() == id))
+                    .collect();
+                Ok((again, ours.len()))
+            })
+            .await?;
         }
         Ok(refused)
     }
