@@ -230,14 +230,25 @@ pub(crate) fn pixel_view(pixel: Option<&SitePixel>) -> PixelView<'_> {
     }
 }
 
-/// Keeps the leading rows whose JSON fits `budget` bytes, so an answer
-/// never passes Lambda's 6 MB; answers whether any was left out.
+/// The bytes `value` takes in the document Lambda measures against its
+/// 6 MB: the answer's JSON is a string in it, so each `"` and `\` of the
+/// JSON is escaped once more. A name of 400 quotes, which Meta allows,
+/// takes 800 bytes in the body and 1,600 there.
+pub(crate) fn answer_bytes<T: Serialize>(value: &T) -> usize {
+    serde_json::to_vec(value).map_or(usize::MAX / 2, |v| {
+        v.len() + v.iter().filter(|b| matches!(b, b'"' | b'\\')).count()
+    })
+}
+
+/// Keeps the leading rows that fit `budget` bytes of the document Lambda
+/// measures ([`answer_bytes`]), so an answer never passes Lambda's 6 MB;
+/// answers whether any was left out.
 pub(crate) fn keep_within<T: Serialize>(rows: &mut Vec<T>, budget: usize) -> bool {
     let mut bytes = 0;
     let fits = rows
         .iter()
         .take_while(|r| {
-            bytes += serde_json::to_vec(r).map_or(usize::MAX / 2, |v| v.len() + 1);
+            bytes += answer_bytes(r) + 1;
             bytes <= budget
         })
         .count();
@@ -255,9 +266,22 @@ mod keep_within_tests {
         let mut rows = vec!["a".repeat(10); 10];
         assert!(!keep_within(&mut rows, 1_000));
         assert_eq!(rows.len(), 10);
-        // Each row is 12 bytes of JSON and a comma.
-        assert!(keep_within(&mut rows, 40));
+        // Each row is 12 bytes of JSON, its quotes escaped once more (14
+        // in Lambda's document), and a comma.
+        assert!(keep_within(&mut rows, 50));
         assert_eq!(rows.len(), 3);
+    }
+
+    /// Quotes and backslashes count twice: once escaped in the JSON, once
+    /// more in Lambda's document.
+    #[test]
+    fn a_row_counts_what_it_takes_escaped_in_lambdas_document() {
+        assert_eq!(super::answer_bytes(&"ab"), 4 + 2);
+        assert_eq!(super::answer_bytes(&"\"\""), 6 + 2 + 4);
+        let mut rows = vec!["\"".repeat(100); 10];
+        // 202 bytes of JSON a row, 404 in the document.
+        assert!(keep_within(&mut rows, 1_000));
+        assert_eq!(rows.len(), 2);
     }
 }
 

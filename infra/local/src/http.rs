@@ -252,12 +252,22 @@ async fn authorize_and_invoke(
             Box::pin(adtrail_api::handle(&local.runner.api, request)),
         )
         .await;
-    let response = response.unwrap_or_else(|_| {
-        lambda_http::Response::builder()
-            .status(500)
-            .body(lambda_http::Body::Empty)
-            .expect("static response")
-    });
+    // A function error is API Gateway's 500, and so is an answer larger
+    // than Lambda's payload limit: Lambda fails the invocation with
+    // `Function.ResponseSizeTooLarge` after the handler succeeded.
+    let response = match response {
+        Ok(r) => r,
+        Err(_) => return internal_error(),
+    };
+    let document = response_document_len(&response);
+    if document > LAMBDA_RESPONSE_LIMIT {
+        eprintln!(
+            "{} {}: Function.ResponseSizeTooLarge: the response document is {document} bytes, over Lambda's {LAMBDA_RESPONSE_LIMIT}",
+            method,
+            uri.path()
+        );
+        return internal_error();
+    }
     let (parts, body) = response.into_parts();
     let bytes: Vec<u8> = match body {
         lambda_http::Body::Empty => vec![],
@@ -266,6 +276,35 @@ async fn authorize_and_invoke(
         _ => vec![],
     };
     Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// Lambda's limit on a synchronous invocation's response: the document the
+/// runtime posts, in bytes (the "6 MB" of Lambda's quotas, as its error
+/// message gives it).
+pub const LAMBDA_RESPONSE_LIMIT: usize = 6_291_556;
+
+/// API Gateway's answer when the function fails.
+fn internal_error() -> Response {
+    json_response(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        json!({"message": "Internal Server Error"}),
+    )
+}
+
+/// The size of the document `lambda_http` posts to Lambda for `response`
+/// (API Gateway's v2 response: the body a JSON string, escaped once more;
+/// a binary body in base64), which is what Lambda measures.
+pub fn response_document_len(response: &lambda_http::Response<lambda_http::Body>) -> usize {
+    use aws_lambda_events::apigw::ApiGatewayV2httpResponse;
+    let mut document = ApiGatewayV2httpResponse::default();
+    document.status_code = i64::from(response.status().as_u16());
+    document.headers = response.headers().clone();
+    document.is_base64_encoded = matches!(response.body(), lambda_http::Body::Binary(_));
+    document.body = match response.body() {
+        lambda_http::Body::Empty => None,
+        other => Some(other.clone()),
+    };
+    serde_json::to_vec(&document).map_or(usize::MAX, |d| d.len())
 }
 
 /// An API Gateway HTTP API (payload 2.0) event, with the authorizer's
@@ -330,4 +369,34 @@ pub fn api_gateway_event(
         event["requestContext"]["authorizer"] = json!({"jwt": {"claims": claims, "scopes": null}});
     }
     event
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(body: String) -> lambda_http::Response<lambda_http::Body> {
+        lambda_http::Response::builder()
+            .status(200)
+            .header("content-type", "application/json")
+            .body(lambda_http::Body::Text(body))
+            .expect("a response")
+    }
+
+    /// Lambda measures the document it is posted, where each quote of a
+    /// JSON body is escaped once more: a body of 4 MB of quotes is twice
+    /// that, over the limit.
+    #[test]
+    fn the_document_counts_the_body_escaped() {
+        let plain = response_document_len(&answer("a".repeat(4_000_000)));
+        assert!((4_000_000..4_000_200).contains(&plain), "{plain}");
+        let quotes = response_document_len(&answer("\"".repeat(4_000_000)));
+        assert!((8_000_000..8_000_200).contains(&quotes), "{quotes}");
+        assert!(quotes > LAMBDA_RESPONSE_LIMIT);
+        let binary = lambda_http::Response::builder()
+            .status(200)
+            .body(lambda_http::Body::Binary(vec![0; 3_000]))
+            .expect("a response");
+        assert!((4_000..4_200).contains(&response_document_len(&binary)));
+    }
 }

@@ -5,6 +5,7 @@
 use adtrail_tests::*;
 use serde_json::{Value, json};
 
+mod answer_size;
 mod auth;
 mod connections;
 mod daily;

@@ -33,7 +33,8 @@ use adtrail_store::rollups::RollupRow;
 use lambda_http::{Body, Request, Response};
 
 use self::rows::{
-    AdRow, AdView, Counts, Figures, LeadsReport, OriginRow, Paid, SiteRow, keep_ads_within, tree,
+    AdRow, AdView, Counts, Figures, LeadsReport, OriginRow, Paid, SiteRow, TreeCut,
+    keep_tree_within, tree,
 };
 use crate::auth::Caller;
 use crate::cohorts::site_rollups;
@@ -43,9 +44,10 @@ use crate::{Api, json};
 
 /// The longest range of the leads report.
 pub const MAX_REPORT_DAYS: i64 = 366;
-/// Bytes the tree's ad rows may take: with the rest of the report, far
-/// below Lambda's 6 MB for an answer.
-pub const REPORT_AD_BYTES: usize = 4_000_000;
+/// Bytes the campaign tree may take in the document Lambda measures
+/// (escaped, [`crate::views::answer_bytes`]): with the rest of the report
+/// (at most ten sites' rows and the origins), far below Lambda's 6 MB.
+pub const REPORT_TREE_BYTES: usize = 4_000_000;
 /// How long a thumbnail URL works.
 pub const THUMBNAIL_URL_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
@@ -294,7 +296,10 @@ async fn assemble(
         }
     }
     let mut campaigns = tree(ads);
-    let ads_truncated = keep_ads_within(&mut campaigns, REPORT_AD_BYTES);
+    let TreeCut {
+        ads: ads_truncated,
+        groups: groups_truncated,
+    } = keep_tree_within(&mut campaigns, REPORT_TREE_BYTES);
 
     let by_site: Vec<SiteRow> = sites.iter().map(|s| s.row(budgets.days_cut)).collect();
 
@@ -313,6 +318,7 @@ async fn assemble(
         currency_mismatch: mismatch,
         spend_incomplete: budgets.days_cut || budgets.ad_rows_cut,
         ads_truncated,
+        groups_truncated,
         totals: Counts::of(&totals, total_paid),
         origins,
         campaigns,

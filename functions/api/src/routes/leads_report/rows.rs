@@ -8,6 +8,8 @@ use adtrail_domain::metrics::{Counters, ReturnBand, derive, return_band};
 use adtrail_domain::spend::SpendFigures;
 use serde::Serialize;
 
+use crate::views::answer_bytes;
+
 /// Spend, impressions and clicks of a row, each `None` when unknown.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Paid {
@@ -167,35 +169,88 @@ pub(super) struct LeadsReport {
     pub(super) currency_mismatch: bool,
     pub(super) spend_incomplete: bool,
     /// Ad rows were left out so the answer fits Lambda's 6 MB (the groups
-    /// above them keep their full sums).
+    /// kept keep their full sums).
     pub(super) ads_truncated: bool,
+    /// Ad sets or campaigns (those that spent least) were left out too, so
+    /// the tree no longer adds up to the totals.
+    pub(super) groups_truncated: bool,
     pub(super) totals: Counts,
     pub(super) origins: Vec<OriginRow>,
     pub(super) campaigns: Vec<CampaignView>,
     pub(super) by_site: Vec<SiteRow>,
 }
 
-/// Keeps the ad rows whose JSON fits `budget` bytes, walking the tree in
-/// its order (most spend first), so the ads that spent least go first;
-/// every campaign and ad set stays with its sums. Answers whether any ad
-/// was left out.
-pub(super) fn keep_ads_within(campaigns: &mut [CampaignView], budget: usize) -> bool {
+/// What [`keep_tree_within`] left out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct TreeCut {
+    /// Ad rows.
+    pub(super) ads: bool,
+    /// Ad sets or campaigns (with their ads).
+    pub(super) groups: bool,
+}
+
+/// Keeps what of the tree fits `budget` bytes of the document Lambda
+/// measures ([`answer_bytes`]). The groups come first: every campaign and
+/// ad set, with its sums, in the tree's order (most spend first) while
+/// they fit; then the ad rows, walking the kept tree in its order, so the
+/// ads that spent least go first. A year of a large account can hold
+/// thousands of ad sets, each in a campaign of its own, with names of 400
+/// characters: their rows alone can pass 6 MB.
+pub(super) fn keep_tree_within(campaigns: &mut Vec<CampaignView>, budget: usize) -> TreeCut {
+    let count_ads = |campaigns: &[CampaignView]| -> usize {
+        campaigns
+            .iter()
+            .flat_map(|c| &c.adsets)
+            .map(|s| s.ads.len())
+            .sum()
+    };
+    let ads_before = count_ads(campaigns);
     let mut bytes = 0;
-    let mut cut = false;
+    let mut cut = TreeCut::default();
+    let mut kept = 0;
+    for campaign in campaigns.iter_mut() {
+        let adsets = std::mem::take(&mut campaign.adsets);
+        let head = answer_bytes(&*campaign) + 1;
+        campaign.adsets = adsets;
+        if bytes + head > budget {
+            cut.groups = true;
+            break;
+        }
+        bytes += head;
+        kept += 1;
+        let mut sets = 0;
+        for adset in &mut campaign.adsets {
+            let ads = std::mem::take(&mut adset.ads);
+            let n = answer_bytes(&*adset) + 1;
+            adset.ads = ads;
+            if bytes + n > budget {
+                break;
+            }
+            bytes += n;
+            sets += 1;
+        }
+        if sets < campaign.adsets.len() {
+            campaign.adsets.truncate(sets);
+            cut.groups = true;
+            break;
+        }
+    }
+    campaigns.truncate(kept);
+    let mut full = false;
     for adset in campaigns.iter_mut().flat_map(|c| c.adsets.iter_mut()) {
         let mut keep = 0;
         for ad in &adset.ads {
-            let n = serde_json::to_vec(ad).map_or(usize::MAX / 2, |v| v.len() + 1);
-            if cut || bytes + n > budget {
-                cut = true;
+            let n = answer_bytes(ad) + 1;
+            if full || bytes + n > budget {
+                full = true;
                 break;
             }
             bytes += n;
             keep += 1;
         }
-        cut |= keep < adset.ads.len();
         adset.ads.truncate(keep);
     }
+    cut.ads = count_ads(campaigns) < ads_before;
     cut
 }
 
@@ -293,6 +348,16 @@ mod tests {
         }
     }
 
+    /// What a campaign and its first ad set take without their ads, as
+    /// [`keep_tree_within`] counts them.
+    fn group_bytes(c: &CampaignView) -> usize {
+        let mut c = c.clone();
+        c.adsets[0].ads.clear();
+        let set = answer_bytes(&c.adsets[0]) + 1;
+        c.adsets.clear();
+        answer_bytes(&c) + 1 + set
+    }
+
     #[test]
     fn ads_past_the_budget_leave_the_tree_and_the_groups_keep_their_sums() {
         let rows: Vec<AdRow> = (0..10)
@@ -306,12 +371,19 @@ mod tests {
             .collect();
         let mut whole = tree(rows);
         let before = serde_json::to_value(&whole).unwrap();
-        assert!(!keep_ads_within(&mut whole.clone(), 1_000_000));
-        let one = serde_json::to_vec(&whole[0].adsets[0].ads[0])
-            .unwrap()
-            .len()
-            + 1;
-        assert!(keep_ads_within(&mut whole, one * 6));
+        assert_eq!(
+            keep_tree_within(&mut whole.clone(), 1_000_000),
+            TreeCut::default()
+        );
+        let groups = group_bytes(&whole[0]) + group_bytes(&whole[1]);
+        let one = answer_bytes(&whole[0].adsets[0].ads[0]) + 1;
+        assert_eq!(
+            keep_tree_within(&mut whole, groups + one * 6),
+            TreeCut {
+                ads: true,
+                groups: false
+            }
+        );
         let ads: Vec<usize> = whole.iter().map(|c| c.adsets[0].ads.len()).collect();
         assert_eq!(ads, vec![5, 1], "the big campaign's ads first");
         let after = serde_json::to_value(&whole).unwrap();
@@ -321,5 +393,40 @@ mod tests {
                 "a campaign keeps its sum"
             );
         }
+    }
+
+    /// Past the budget even without ads, the ad sets and campaigns that
+    /// spent least leave too, and the answer says so.
+    #[test]
+    fn groups_past_the_budget_leave_after_every_ad() {
+        let rows: Vec<AdRow> = (0..10)
+            .map(|i| ad(i, &format!("c{i}"), 1_000 - i as i64))
+            .collect();
+        let mut whole = tree(rows);
+        let budget: usize = whole[..3].iter().map(group_bytes).sum();
+        assert_eq!(
+            keep_tree_within(&mut whole, budget),
+            TreeCut {
+                ads: true,
+                groups: true
+            }
+        );
+        let kept: Vec<_> = whole
+            .iter()
+            .map(|c| (c.campaign_id.clone().unwrap(), c.adsets.len()))
+            .collect();
+        // The three campaigns that spent most, with their ad sets and
+        // without their ads.
+        assert_eq!(
+            kept,
+            vec![("c0".into(), 1), ("c1".into(), 1), ("c2".into(), 1)]
+        );
+        assert!(
+            whole
+                .iter()
+                .flat_map(|c| &c.adsets)
+                .all(|s| s.ads.is_empty())
+        );
+        assert!(answer_bytes(&whole) <= budget);
     }
 }
