@@ -257,6 +257,30 @@ pub(crate) fn keep_within<T: Serialize>(rows: &mut Vec<T>, budget: usize) -> boo
     cut
 }
 
+/// Keeps the items that fit `budget` bytes of the document Lambda
+/// measures, the most relevant first (highest `K`; ties in their order),
+/// each kept one where it stood; answers whether any was left out.
+pub(crate) fn keep_most_relevant<K: Ord, T: Serialize>(
+    items: &mut Vec<(K, T)>,
+    budget: usize,
+) -> bool {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by(|a, b| items[*b].0.cmp(&items[*a].0));
+    let mut keep = vec![false; items.len()];
+    let mut bytes = 0;
+    for i in order {
+        bytes += answer_bytes(&items[i].1) + 1;
+        if bytes > budget {
+            break;
+        }
+        keep[i] = true;
+    }
+    let before = items.len();
+    let mut kept = keep.into_iter();
+    items.retain(|_| kept.next().unwrap_or(false));
+    items.len() < before
+}
+
 #[cfg(test)]
 mod keep_within_tests {
     use super::keep_within;
@@ -270,6 +294,23 @@ mod keep_within_tests {
         // in Lambda's document), and a comma.
         assert!(keep_within(&mut rows, 50));
         assert_eq!(rows.len(), 3);
+    }
+
+    /// The least relevant leave first; the kept stay in their order.
+    #[test]
+    fn the_least_relevant_leave_first_and_the_rest_keep_their_order() {
+        let mut items: Vec<(u8, String)> = [3, 1, 4, 1, 5]
+            .into_iter()
+            .enumerate()
+            .map(|(i, k)| (k, format!("{i}")))
+            .collect();
+        // Each item is 3 bytes of JSON, 5 in Lambda's document, and a comma.
+        assert!(super::keep_most_relevant(&mut items, 18));
+        assert_eq!(
+            items,
+            vec![(3, "0".into()), (4, "2".into()), (5, "4".into())]
+        );
+        assert!(!super::keep_most_relevant(&mut items, 18));
     }
 
     /// Quotes and backslashes count twice: once escaped in the JSON, once

@@ -9,6 +9,7 @@ use axum::Json;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use crate::Knobs;
 use crate::leads::{StoredLead, meta_time};
 use crate::server::Shared;
 
@@ -45,9 +46,64 @@ pub fn sample_questions(form: &str) -> Value {
     Value::Array(contact.into_iter().chain(custom).collect())
 }
 
+/// The first sample Page's wide forms ([`crate::Knobs::wide_forms`]):
+/// `(form id, name, status)`, one in ten `ACTIVE` (the first of them),
+/// the rest `ARCHIVED`.
+pub fn wide_forms(n: usize) -> Vec<(String, String, &'static str)> {
+    (0..n)
+        .map(|i| {
+            let status = if i % 10 == 0 { "ACTIVE" } else { "ARCHIVED" };
+            (
+                format!("7009{i:08}"),
+                format!("Formulário largo {i}"),
+                status,
+            )
+        })
+        .collect()
+}
+
+/// A wide form's questions: eight multiple-choice questions of ten
+/// options, each option's text 350 characters, about 30 KB in all; the
+/// first wide form's a hundred questions of thirty options (1.1 MB, more
+/// than a DynamoDB item holds).
+fn wide_questions(form: &str) -> Value {
+    let (questions, options) = if form == "700900000000" {
+        (100, 30)
+    } else {
+        (8, 10)
+    };
+    (0..questions)
+        .map(|q| {
+            json!({"key": format!("pergunta_{q}"), "label": format!("Pergunta {q} de {form}"), "type": "CUSTOM",
+                "options": (0..options).map(|o| json!({"key": format!("opcao_{o}"), "value": format!("{o} {}", "x".repeat(348))})).collect::<Vec<_>>()})
+        })
+        .collect()
+}
+
+/// The Page whose form `form` is, sample or wide.
+fn page_of(form: &str, knobs: &Knobs) -> Option<&'static str> {
+    SAMPLE_FORMS
+        .iter()
+        .find(|(id, _, _)| *id == form)
+        .map(|(_, page, _)| *page)
+        .or_else(|| {
+            wide_forms(knobs.wide_forms)
+                .iter()
+                .any(|(id, _, _)| id == form)
+                .then_some(SAMPLE_FORMS[0].1)
+        })
+}
+
 /// `GET /{page}/leadgen_forms` with the Page's own token, or `None` when
-/// the path is not a sample Page's forms.
-pub(crate) fn list_forms(rest: &str, fields: Option<&str>, token: &str) -> Option<Response> {
+/// the path is not a sample Page's forms: `limit` a page (25 unless
+/// asked) and an `after` cursor, as Meta pages a list.
+pub(crate) fn list_forms(
+    shared: &Shared,
+    rest: &str,
+    query: &BTreeMap<String, String>,
+    knobs: &Knobs,
+    token: &str,
+) -> Option<Response> {
     let page = rest.strip_suffix("/leadgen_forms")?;
     if !crate::agency::SAMPLE_PAGES
         .iter()
@@ -58,43 +114,57 @@ pub(crate) fn list_forms(rest: &str, fields: Option<&str>, token: &str) -> Optio
     if let Some(refused) = crate::pages::page_token_refused(page, token) {
         return Some(refused);
     }
-    let asked = fields.unwrap_or("id");
-    let data: Vec<Value> = SAMPLE_FORMS
+    let size = match crate::wire::page_size(query, knobs, 25) {
+        Ok(size) => size,
+        Err(refused) => return Some(refused),
+    };
+    let asked = query.get("fields").map_or("id", String::as_str);
+    let wide = if page == SAMPLE_FORMS[0].1 {
+        wide_forms(knobs.wide_forms)
+    } else {
+        vec![]
+    };
+    let listed = SAMPLE_FORMS
         .iter()
         .filter(|(_, p, _)| *p == page)
-        .map(|(id, _, name)| {
+        .map(|(id, _, name)| ((*id).to_owned(), (*name).to_owned(), "ACTIVE"))
+        .chain(wide);
+    let data: Vec<Value> = listed
+        .map(|(id, name, status)| {
             let mut form = json!({"id": id});
             if asked.contains("name") {
                 form["name"] = json!(name);
             }
             if asked.contains("status") {
-                form["status"] = json!("ACTIVE");
+                form["status"] = json!(status);
             }
             if asked.contains("questions") {
-                form["questions"] = sample_questions(id);
+                form["questions"] = if id.starts_with("7009") {
+                    wide_questions(&id)
+                } else {
+                    sample_questions(&id)
+                };
             }
             form
         })
         .collect();
-    Some(
-        Json(json!({"data": data, "paging": {"cursors": {"before": "a", "after": "b"}}}))
-            .into_response(),
-    )
+    Some(crate::wire::paged(shared, rest, query, data, size, token))
 }
 
 /// `GET /{form}/leads` with the form's Page's token: its leads, newest
 /// first, filtered on `time_created` (`GREATER_THAN`,
 /// `GREATER_THAN_OR_EQUAL` or `LESS_THAN`, epoch seconds), `limit` a page
 /// (at most 100) and an `after` cursor whose `paging.next` stays on the
-/// fake's origin. `None` when `rest` is not a sample form's leads.
+/// fake's origin. `None` when `rest` is not a sample or wide form's leads.
 pub(crate) fn list_form_leads(
     shared: &Shared,
     rest: &str,
     query: &BTreeMap<String, String>,
+    knobs: &Knobs,
     token: &str,
 ) -> Option<Response> {
     let form = rest.strip_suffix("/leads")?;
-    let (_, page, _) = SAMPLE_FORMS.iter().find(|(id, _, _)| *id == form)?;
+    let page = page_of(form, knobs)?;
     if let Some(refused) = crate::pages::page_token_refused(page, token) {
         return Some(refused);
     }

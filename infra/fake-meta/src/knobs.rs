@@ -92,6 +92,10 @@ pub struct Knobs {
     /// ads, every name at the 400 characters adtrail keeps (the worker's
     /// memory at its largest part).
     pub wide_ads: usize,
+    /// A Page of many forms: the first sample Page also lists this many
+    /// forms of about 30 KB of questions each (`7009…`, one in ten active),
+    /// the first of 1.1 MB.
+    pub wide_forms: usize,
 }
 
 /// One request the fake served.

@@ -33,7 +33,7 @@ pub use agency::{
     page_token, sample_accounts,
 };
 pub use capi::AcceptedEvent;
-pub use forms::{SAMPLE_FORMS, sample_questions};
+pub use forms::{SAMPLE_FORMS, sample_questions, wide_forms};
 pub use knobs::{Knobs, RandomFaults, RecordedRequest, Throttle};
 pub use leads::{Delivery, Submission, Submitted, signature};
 pub use login::{FAKE_APP_ID, FAKE_APP_SECRET, FAKE_WEBHOOK_VERIFY_TOKEN};

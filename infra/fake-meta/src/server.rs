@@ -345,9 +345,9 @@ fn answer(
         bad_param("Unsupported post request")
     } else if let Some(answer) = crate::leads::read_lead(shared, rest, fields, token) {
         answer
-    } else if let Some(answer) = crate::forms::list_forms(rest, fields, token) {
+    } else if let Some(answer) = crate::forms::list_forms(shared, rest, query, knobs, token) {
         answer
-    } else if let Some(answer) = crate::forms::list_form_leads(shared, rest, query, token) {
+    } else if let Some(answer) = crate::forms::list_form_leads(shared, rest, query, knobs, token) {
         answer
     } else {
         graph_get(shared, rest, query, knobs, token)

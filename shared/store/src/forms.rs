@@ -19,9 +19,6 @@ use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
 
 use crate::form_counts::form_day_update;
 
-/// Query pages read for one site's forms and rules.
-const MAX_FORM_PAGES: usize = 10;
-
 /// A site's forms and the rules set on them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SiteForms {
@@ -31,7 +28,9 @@ pub struct SiteForms {
 }
 
 impl Forms<'_> {
-    /// The site's forms and rules, in one query.
+    /// The site's forms and rules, in one query read to its end: a Page
+    /// lists up to 500 forms, each with up to 64 KB of questions, and a
+    /// form left unread would be listed nowhere and never removed.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails.
@@ -44,7 +43,7 @@ impl Forms<'_> {
             .expression_attribute_values(":pk", s(site_forms_pk(site)))
             .consistent_read(true);
         let mut found = SiteForms::default();
-        self.query_pages(query, MAX_FORM_PAGES, |items| {
+        self.query_pages(query, usize::MAX, |items| {
             for item in items {
                 let sk = item.get(SK).and_then(|v| v.as_s().ok()).map_or("", |v| v);
                 if let Some(form) = sk.strip_prefix("rules#") {

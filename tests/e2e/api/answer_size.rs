@@ -1,10 +1,11 @@
 //! Answers against Lambda's 6 MB. The local API fails an answer whose
 //! document passes Lambda's limit as the cloud does (API Gateway's `500`),
 //! measured as Lambda measures it: the body a JSON string in the runtime's
-//! response, each quote escaped once more. The largest answer adtrail
-//! gives, a leads report over thousands of ad sets each in a campaign of
-//! its own, every name 400 quotes long (Meta allows them, adtrail keeps
-//! 400 characters), is cut to fit and says so.
+//! response, each quote escaped once more. The largest answers adtrail
+//! gives are cut to fit and say so: a leads report over thousands of ad
+//! sets each in a campaign of its own, every name 400 quotes long (Meta
+//! allows them, adtrail keeps 400 characters), and a Page of hundreds of
+//! large forms.
 
 use adtrail_domain::catalog::CatalogEntry;
 use adtrail_store::attr::{n, s};
@@ -17,6 +18,11 @@ const DAY_MS: i64 = 86_400_000;
 /// Ads, each in an ad set and a campaign of its own: their groups alone
 /// come to about 11 MB in Lambda's document.
 const ADS: usize = 3_000;
+
+/// The size of the document Lambda would be posted for `answer`.
+fn document_len(answer: &serde_json::Value) -> usize {
+    serde_json::to_string(&answer.to_string()).unwrap().len()
+}
 
 /// A name of 400 quotes, 1,600 bytes once escaped twice.
 fn quoted(tag: &str, i: usize) -> String {
@@ -126,7 +132,7 @@ async fn a_leads_report_over_thousands_of_ad_sets_fits_lambdas_6_mb() {
     }
     // What Lambda would measure: the body, escaped into its document.
     let body = report.to_string();
-    let document = serde_json::to_string(&body).unwrap().len();
+    let document = document_len(&report);
     assert!(
         document < adtrail_local::http::LAMBDA_RESPONSE_LIMIT,
         "{document} bytes"
@@ -135,5 +141,74 @@ async fn a_leads_report_over_thousands_of_ad_sets_fits_lambdas_6_mb() {
         "leads report over {ADS} ad sets: {} campaigns kept, {} bytes of body, {document} in Lambda's document",
         campaigns.len(),
         body.len()
+    );
+}
+
+/// A Page of 250 more forms of about 30 KB of questions each (8 MB in
+/// Lambda's document), one of 1.1 MB: each form is kept with its first
+/// 64 KB of questions, and the list keeps what fits, the active forms and
+/// those with recent leads first, in Meta's order, and says it left forms
+/// out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_many_large_forms_lists_within_lambdas_6_mb() {
+    let h = Harness::start().await;
+    h.fake().tune(|k| k.wide_forms = 250);
+    adtrail_tests::capi::loja_with_pixel(&h).await;
+    crate::leadads::link_loja_page(&h).await;
+
+    let (status, listed) = h
+        .call(
+            "GET",
+            &format!("/v1/sites/loja-x/pages/{}/forms", crate::leadads::LOJA_PAGE),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["formsTruncated"], true);
+    let forms = listed["forms"].as_array().unwrap();
+    let ids: Vec<&str> = forms
+        .iter()
+        .map(|f| f["formId"].as_str().unwrap())
+        .collect();
+    let wide = adtrail_fake_meta::wide_forms(250);
+    let active = std::iter::once(adtrail_fake_meta::SAMPLE_FORMS[0].0.to_owned()).chain(
+        wide.iter()
+            .filter(|(_, _, status)| *status == "ACTIVE")
+            .map(|(id, _, _)| id.clone()),
+    );
+    for id in active {
+        assert!(ids.contains(&id.as_str()), "active form {id} listed");
+    }
+    assert!(
+        (100..251).contains(&ids.len()),
+        "{} forms listed",
+        ids.len()
+    );
+    let mut in_order = ids.clone();
+    in_order.sort();
+    assert_eq!(ids, in_order, "in the order Meta listed them");
+    // Each wide form whole, but the first: its 1.1 MB of questions, more
+    // than a DynamoDB item holds, kept up to 64 KB.
+    for f in forms
+        .iter()
+        .filter(|f| f["formId"] != adtrail_fake_meta::SAMPLE_FORMS[0].0)
+    {
+        let questions = f["questions"].as_array().unwrap();
+        if f["formId"] == wide[0].0 {
+            assert!((1..100).contains(&questions.len()), "{}", questions.len());
+            let bytes = serde_json::to_string(questions).unwrap().len();
+            assert!(bytes <= 64 * 1024, "{bytes}");
+        } else {
+            assert_eq!(questions.len(), 8, "whole");
+        }
+    }
+    let document = document_len(&listed);
+    assert!(
+        document < adtrail_local::http::LAMBDA_RESPONSE_LIMIT,
+        "{document} bytes"
+    );
+    println!(
+        "a Page of 251 forms: {} listed, {document} bytes in Lambda's document",
+        ids.len()
     );
 }

@@ -25,13 +25,18 @@ use crate::error::ApiError;
 use crate::input::json_body;
 use crate::routes::pages::site_page_link;
 use crate::routes::webhooks::lead_ads_on;
-use crate::views::{DayCount, PageFormsView, Recent, form_view, rules_view, simulation_view};
+use crate::views::{
+    DayCount, PageFormsView, Recent, form_view, keep_most_relevant, rules_view, simulation_view,
+};
 use crate::{Api, json};
 
 /// The window the counts, the series and the simulations read.
 const WINDOW_MS: i64 = 30 * DAY_MS;
 /// Leads read per form and window at most; past it, answers are `partial`.
 const MAX_READ: usize = 5_000;
+/// Bytes a Page's forms may take in Lambda's document: a Page lists up to
+/// 500 forms of up to 64 KB of questions each.
+const FORMS_BYTES: usize = 4_000_000;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -174,12 +179,14 @@ async fn answer_forms(
     let mut forms = vec![];
     for form in all.forms.iter().filter(|f| &f.page_id == page_id) {
         let (leads, partial) = recent_leads(api, site, &form.form_id).await?;
-        forms.push(form_view(
-            form,
-            all.rules.get(&form.form_id),
-            recent(&leads, partial, now),
+        let recent = recent(&leads, partial, now);
+        let relevance = (form.status == "ACTIVE", recent.leads, recent.last_lead_at);
+        forms.push((
+            relevance,
+            form_view(form, all.rules.get(&form.form_id), recent),
         ));
     }
+    let forms_truncated = keep_most_relevant(&mut forms, FORMS_BYTES);
     json(
         200,
         &PageFormsView {
@@ -188,7 +195,8 @@ async fn answer_forms(
             last_reconcile_at: link.last_reconcile_at,
             reconciled_through: link.reconciled_through,
             last_error: link.last_error.as_deref(),
-            forms,
+            forms: forms.into_iter().map(|(_, view)| view).collect(),
+            forms_truncated,
         },
     )
 }

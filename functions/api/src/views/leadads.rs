@@ -20,6 +20,9 @@ pub(crate) struct PageFormsView<'a> {
     pub(crate) reconciled_through: i64,
     pub(crate) last_error: Option<&'a str>,
     pub(crate) forms: Vec<FormView<'a>>,
+    /// Forms were left out so the answer fits Lambda's 6 MB: archived ones
+    /// and those with the fewest recent leads first.
+    pub(crate) forms_truncated: bool,
 }
 
 /// `GET /v1/sites/{siteId}/form-leads`: the form leads kept, oldest first,

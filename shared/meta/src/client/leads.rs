@@ -24,6 +24,27 @@ const MAX_OPTIONS: usize = 100;
 const MAX_VALUES: usize = 50;
 const MAX_KEY: usize = 128;
 const MAX_VALUE: usize = 1_000;
+/// A form's questions kept at most, in bytes of their JSON: the bounds
+/// above allow megabytes a form, more than a DynamoDB item (400 KB) holds,
+/// and a Page lists up to 500 forms. Questions past it are left out, as
+/// past the hundredth; a real form takes a few kilobytes.
+const MAX_QUESTION_BYTES: usize = 64 * 1024;
+
+/// What `s` takes as a JSON string: its quotes, and its own quotes and
+/// backslashes escaped.
+fn json_len(s: &str) -> usize {
+    s.len() + 2 + s.bytes().filter(|b| matches!(b, b'"' | b'\\')).count()
+}
+
+/// What a question takes as JSON, with its field names.
+fn question_len(q: &Question) -> usize {
+    let options: usize = q
+        .options
+        .iter()
+        .map(|o| 20 + json_len(&o.key) + json_len(&o.value))
+        .sum();
+    48 + json_len(&q.key) + json_len(&q.label) + json_len(&q.kind) + options
+}
 
 /// A question or option key: printable, bounded.
 fn key(v: &Value, name: &str) -> Option<String> {
@@ -56,9 +77,11 @@ fn answers(v: &Value) -> Answers {
     )
 }
 
-/// A form's questions, bounded; a question without a key is left out.
+/// A form's questions, bounded ([`MAX_QUESTION_BYTES`] for them all); a
+/// question without a key is left out.
 fn questions(v: &Value) -> Vec<Question> {
     let listed = v.get("questions").and_then(Value::as_array);
+    let mut bytes = 0;
     listed
         .into_iter()
         .flatten()
@@ -83,6 +106,10 @@ fn questions(v: &Value) -> Vec<Question> {
                 kind: key(q, "type").unwrap_or_default(),
                 options,
             })
+        })
+        .take_while(|q| {
+            bytes += question_len(q);
+            bytes <= MAX_QUESTION_BYTES
         })
         .collect()
 }
@@ -219,5 +246,47 @@ impl GraphClient {
                 None => return Ok((found, false)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A form at the per-question bounds (100 questions of 100 options,
+    /// each a key of 128 and a value of 400 characters) would be megabytes:
+    /// its first questions are kept up to 64 KB, whole, in Meta's order.
+    #[test]
+    fn a_huge_form_keeps_its_first_questions_up_to_64_kb() {
+        let option = |q: usize, o: usize| serde_json::json!({"key": format!("q{q}o{o}{}", "k".repeat(120)), "value": "\"".repeat(400)});
+        let form = serde_json::json!({"questions": (0..100).map(|q| serde_json::json!({
+            "key": format!("q{q}"), "label": "l".repeat(400), "type": "CUSTOM",
+            "options": (0..100).map(|o| option(q, o)).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>()});
+        let kept = questions(&form);
+        // A question is about 137 KB here; the first alone passes 64 KB.
+        assert!(kept.is_empty(), "{} kept", kept.len());
+
+        let small = serde_json::json!({"questions": (0..100).map(|q| serde_json::json!({
+            "key": format!("q{q}"), "label": "Qual?", "type": "CUSTOM",
+            "options": (0..10).map(|o| serde_json::json!({"key": format!("o{o}"), "value": "x".repeat(80)})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>()});
+        let kept = questions(&small);
+        assert!((50..100).contains(&kept.len()), "{} kept", kept.len());
+        assert_eq!(kept[0].key, "q0");
+        assert!(kept.iter().all(|q| q.options.len() == 10));
+        let bytes: usize = kept.iter().map(question_len).sum();
+        assert!(bytes <= MAX_QUESTION_BYTES);
+        // What the store writes is no larger than what was counted.
+        let written: usize = kept
+            .iter()
+            .map(|q| {
+                serde_json::json!({"key": q.key, "label": q.label, "kind": q.kind,
+                    "options": q.options.iter().map(|o| serde_json::json!({"key": o.key, "value": o.value})).collect::<Vec<_>>()})
+                .to_string()
+                .len()
+            })
+            .sum();
+        assert!(written <= bytes, "{written} > {bytes}");
     }
 }
