@@ -185,6 +185,7 @@ async fn a_form_lead_is_returned_once_and_the_forms_report_counts_it() {
         "name": SAMPLE_FORMS[0].2, "leads": 3, "entry": 3, "columns": [], "discarded": [],
         "qualified": 1, "won": 1, "revenueCents": 45_990, "returned": 1}]);
     assert_eq!(report["forms"], figures);
+    assert_eq!(report["formsTruncated"], false);
     counted_once_from_counters_over_a_year(&h, &ids, day, &figures).await;
     let table = h.table_text().await;
     assert!(!table.contains(EMAIL) && !table.contains("Ana Reservada"));

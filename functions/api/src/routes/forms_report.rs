@@ -16,11 +16,13 @@ use crate::cohorts::site_rollups;
 use crate::error::ApiError;
 use crate::input::report_params;
 use crate::routes::webhooks::lead_ads_on;
-use crate::views::{FormRow, FormsReportView};
+use crate::views::{FormRow, FormsReportView, keep_most_relevant};
 use crate::{Api, json};
 
 /// The longest range, as the leads report's.
 const MAX_DAYS: i64 = 366;
+/// Bytes the rows may take in the document Lambda measures.
+const REPORT_BYTES: usize = 4_000_000;
 
 pub(crate) async fn forms(
     api: &Api,
@@ -54,15 +56,18 @@ pub(crate) async fn forms(
             if f == FormFigures::default() {
                 continue;
             }
-            rows.push(FormRow::of(site, &form, f));
+            rows.push((f.leads, FormRow::of(site, &form, f)));
         }
     }
+    // Ten sites of up to 500 forms: what does not fit goes, least led first.
+    let forms_truncated = keep_most_relevant(&mut rows, REPORT_BYTES);
     json(
         200,
         &FormsReportView {
             from,
             to,
-            forms: rows,
+            forms: rows.into_iter().map(|(_, row)| row).collect(),
+            forms_truncated,
         },
     )
 }

@@ -68,6 +68,9 @@ pub(crate) struct FormsReportView {
     pub(crate) from: i64,
     pub(crate) to: i64,
     pub(crate) forms: Vec<FormRow>,
+    /// Rows of the forms with the fewest leads were left out so the answer
+    /// fits Lambda's 6 MB.
+    pub(crate) forms_truncated: bool,
 }
 
 /// One form's figures over the report's range.
