@@ -230,6 +230,11 @@ pub(crate) fn pixel_view(pixel: Option<&SitePixel>) -> PixelView<'_> {
     }
 }
 
+/// Bytes a long list may take in the document Lambda measures (an ad
+/// list, the leads report's tree, a Page's forms, the forms report's rows):
+/// with the rest of its answer, far below Lambda's 6 MB.
+pub(crate) const LIST_BYTES: usize = 4_000_000;
+
 /// The bytes `value` takes in the document Lambda measures against its
 /// 6 MB: the answer's JSON is a string in it, so each `"` and `\` of the
 /// JSON is escaped once more. A name of 400 quotes, which Meta allows,

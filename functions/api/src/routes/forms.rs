@@ -26,7 +26,8 @@ use crate::input::json_body;
 use crate::routes::pages::site_page_link;
 use crate::routes::webhooks::lead_ads_on;
 use crate::views::{
-    DayCount, PageFormsView, Recent, form_view, keep_most_relevant, rules_view, simulation_view,
+    DayCount, LIST_BYTES, PageFormsView, Recent, form_view, keep_most_relevant, rules_view,
+    simulation_view,
 };
 use crate::{Api, json};
 
@@ -34,9 +35,6 @@ use crate::{Api, json};
 const WINDOW_MS: i64 = 30 * DAY_MS;
 /// Leads read per form and window at most; past it, answers are `partial`.
 const MAX_READ: usize = 5_000;
-/// Bytes a Page's forms may take in Lambda's document: a Page lists up to
-/// 500 forms of up to 64 KB of questions each.
-const FORMS_BYTES: usize = 4_000_000;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -186,7 +184,8 @@ async fn answer_forms(
             form_view(form, all.rules.get(&form.form_id), recent),
         ));
     }
-    let forms_truncated = keep_most_relevant(&mut forms, FORMS_BYTES);
+    // Up to 500 forms of up to 64 KB of questions each.
+    let forms_truncated = keep_most_relevant(&mut forms, LIST_BYTES);
     json(
         200,
         &PageFormsView {

@@ -16,13 +16,11 @@ use crate::cohorts::site_rollups;
 use crate::error::ApiError;
 use crate::input::report_params;
 use crate::routes::webhooks::lead_ads_on;
-use crate::views::{FormRow, FormsReportView, keep_most_relevant};
+use crate::views::{FormRow, FormsReportView, LIST_BYTES, keep_most_relevant};
 use crate::{Api, json};
 
 /// The longest range, as the leads report's.
 const MAX_DAYS: i64 = 366;
-/// Bytes the rows may take in the document Lambda measures.
-const REPORT_BYTES: usize = 4_000_000;
 
 pub(crate) async fn forms(
     api: &Api,
@@ -60,7 +58,7 @@ pub(crate) async fn forms(
         }
     }
     // Ten sites of up to 500 forms: what does not fit goes, least led first.
-    let forms_truncated = keep_most_relevant(&mut rows, REPORT_BYTES);
+    let forms_truncated = keep_most_relevant(&mut rows, LIST_BYTES);
     json(
         200,
         &FormsReportView {

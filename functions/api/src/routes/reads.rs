@@ -30,9 +30,6 @@ use crate::{Api, json};
 
 /// Spend rows read per spend answer for the per-ad list.
 pub const AD_ROW_BUDGET: usize = 12_000;
-/// Bytes the per-ad list may take in a spend answer: with the days and the
-/// accounts, far below Lambda's 6 MB for an answer.
-pub const AD_LIST_BYTES: usize = 4_000_000;
 /// The longest range a spend read covers.
 pub const MAX_SPEND_DAYS: i64 = 366;
 
@@ -246,7 +243,7 @@ async fn spend_by_ad(
         .collect();
     rows.sort_by_key(|r| std::cmp::Reverse(r.spend_cents.unwrap_or(r.impressions)));
     // The ads that spent least go first when the list would not fit.
-    incomplete |= crate::views::keep_within(&mut rows, AD_LIST_BYTES);
+    incomplete |= crate::views::keep_within(&mut rows, crate::views::LIST_BYTES);
     Ok((rows, incomplete))
 }
 

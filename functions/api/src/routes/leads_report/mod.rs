@@ -44,10 +44,6 @@ use crate::{Api, json};
 
 /// The longest range of the leads report.
 pub const MAX_REPORT_DAYS: i64 = 366;
-/// Bytes the campaign tree may take in the document Lambda measures
-/// (escaped, [`crate::views::answer_bytes`]): with the rest of the report
-/// (at most ten sites' rows and the origins), far below Lambda's 6 MB.
-pub const REPORT_TREE_BYTES: usize = 4_000_000;
 /// How long a thumbnail URL works.
 pub const THUMBNAIL_URL_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
@@ -299,7 +295,7 @@ async fn assemble(
     let TreeCut {
         ads: ads_truncated,
         groups: groups_truncated,
-    } = keep_tree_within(&mut campaigns, REPORT_TREE_BYTES);
+    } = keep_tree_within(&mut campaigns, crate::views::LIST_BYTES);
 
     let by_site: Vec<SiteRow> = sites.iter().map(|s| s.row(budgets.days_cut)).collect();
 
