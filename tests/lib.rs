@@ -65,6 +65,20 @@ impl Harness {
         .await
     }
 
+    /// A fresh stack whose API function times out after `api_timeout`
+    /// (the template's 30 s): a request runs out of time without the test
+    /// waiting half a minute. This stack's alone.
+    pub async fn start_hurried(api_timeout: std::time::Duration) -> Self {
+        Self::start_with(
+            T0,
+            Settings {
+                api_timeout: Some(api_timeout),
+                ..Settings::default()
+            },
+        )
+        .await
+    }
+
     async fn start_with(now: i64, settings: Settings) -> Self {
         let clock = VirtualClock::starting_at(now);
         let prefix = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);

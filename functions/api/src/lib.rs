@@ -43,6 +43,26 @@ pub struct Api {
     pub identity: auth::Identity,
 }
 
+/// Time kept back from the invocation's deadline for what a request does
+/// after its last call to Meta or another platform: sealing with KMS and
+/// writing to DynamoDB, the SDK's retries included. The calls get the
+/// rest (25 of the API's 30 seconds), so a platform that hangs fails the
+/// call, not the invocation, and the route answers while it still can
+/// (`META_UNAVAILABLE`), where Lambda would otherwise cut it mid-way and
+/// API Gateway answer a bare `503`.
+pub const CALLS_RESERVE: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Api {
+    /// This stack's clients, their platform calls bound to `deadline`.
+    pub fn within(&self, deadline: Option<adtrail_http::Deadline>) -> Self {
+        Self {
+            graph: self.graph.within(deadline),
+            platforms: self.platforms.within(deadline),
+            ..self.clone()
+        }
+    }
+}
+
 /// The read budgets of one report. Fixed in production; tests lower them to
 /// reach the edges without writing 12,000 rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +126,12 @@ pub async fn handle(api: &Api, req: Request) -> Result<Response<Body>, lambda_ht
         route = %name,
         apigw_request_id = %apigw_request_id
     );
+    // The invocation's deadline, less the time its writes may need after
+    // its last platform call.
+    let deadline = req
+        .lambda_context_ref()
+        .and_then(|c| adtrail_http::Deadline::from_lambda_ms(c.deadline, CALLS_RESERVE));
+    let api = &api.within(deadline);
     let answer = async {
         // A browser's preflight (the template routes it here outside the
         // authorizer, having no token): nothing to do but agree. API

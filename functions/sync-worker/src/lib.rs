@@ -127,14 +127,8 @@ fn account_for(message: &SyncMessage, report: &RunReport) {
 /// ms; 0 outside Lambda, where a run gets what Lambda's longest timeout,
 /// 15 minutes, would give).
 fn stop_reads_at(deadline_ms: u64) -> Instant {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    let left = if deadline_ms > now_ms {
-        Duration::from_millis(deadline_ms - now_ms)
-    } else {
-        Duration::from_secs(14 * 60)
-    };
-    Instant::now() + left.saturating_sub(DEADLINE_MARGIN)
+    adtrail_http::Deadline::from_lambda_ms(deadline_ms, DEADLINE_MARGIN).map_or_else(
+        || Instant::now() + Duration::from_secs(14 * 60).saturating_sub(DEADLINE_MARGIN),
+        adtrail_http::Deadline::instant,
+    )
 }

@@ -54,6 +54,11 @@ pub struct Knobs {
     /// accounts with heavy creatives.
     pub ads_limit_cap: Option<usize>,
     pub latency_ms: u64,
+    /// One endpoint slow while the others answer (as when one of Meta's
+    /// backends is): requests whose path ends with this (`/me/accounts`,
+    /// the user's Pages) answer after `slow_ms` more.
+    pub slow_path: Option<String>,
+    pub slow_ms: u64,
     /// After this many more authorized calls, the token of the next call
     /// dies: it is refused like an expired token from then on.
     pub token_dies_after: Option<u32>,

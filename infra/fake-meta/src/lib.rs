@@ -10,7 +10,8 @@
 //!
 //! Knobs (in process through [`FakeMeta::knobs`], or `POST /_fake/knobs`):
 //! throttling with Meta's codes and usage headers, 5xx answers, the "reduce
-//! the amount of data" error above a row count, latency, a token that dies
+//! the amount of data" error above a row count, latency (everywhere or on
+//! one endpoint), a token that dies
 //! after a number of calls, random faults (5xx, throttles, timeouts) on a
 //! seeded generator, events to reject. Every request served is recorded, and
 //! every Conversions API event accepted.

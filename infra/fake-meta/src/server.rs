@@ -222,6 +222,13 @@ async fn handle(
     if knobs.latency_ms > 0 && !path.starts_with("/_fake/") {
         tokio::time::sleep(Duration::from_millis(knobs.latency_ms)).await;
     }
+    if knobs
+        .slow_path
+        .as_ref()
+        .is_some_and(|p| path.ends_with(p.as_str()))
+    {
+        tokio::time::sleep(Duration::from_millis(knobs.slow_ms)).await;
+    }
     let fault = if path.starts_with("/_fake/") {
         None
     } else {

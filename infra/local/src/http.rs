@@ -1,7 +1,9 @@
 //! The local HTTP API: what API Gateway does in the cloud (verify the
 //! RS256 bearer token, hand the function its claims in API Gateway's v2
 //! event shape, add the CORS headers of the template's `CorsConfiguration`
-//! for the origins allowed), plus the local-only admin routes
+//! for the origins allowed, answer 503 past its 30-second integration
+//! timeout and 500 for a function that failed, timed out or answered past
+//! Lambda's 6 MB), plus the local-only admin routes
 //! `/_local/tick`, `/_local/clock` and `/_local/token`, which never exist
 //! in the Lambda.
 
@@ -14,6 +16,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
+use lambda_http::RequestExt;
 use serde_json::{Value, json};
 
 use crate::jwt::DevKeys;
@@ -244,19 +247,34 @@ async fn authorize_and_invoke(
         Ok(r) => r,
         Err(_) => return json_response(StatusCode::BAD_REQUEST, json!({"message": "Bad Request"})),
     };
+    // Lambda ends the function at its timeout, and API Gateway stops
+    // waiting at its integration timeout, whichever comes first.
+    let timeout = local.runner.timeout("ApiFunction");
+    let waited = timeout.min(INTEGRATION_TIMEOUT);
+    let request = request.with_lambda_context(crate::runner::context_until(timeout));
     let response = local
         .runner
         .handler_time
         .invoke(
             "ApiFunction",
+            waited,
             Box::pin(adtrail_api::handle(&local.runner.api, request)),
         )
         .await;
     // A function error is API Gateway's 500, and so is an answer larger
     // than Lambda's payload limit: Lambda fails the invocation with
-    // `Function.ResponseSizeTooLarge` after the handler succeeded.
+    // `Function.ResponseSizeTooLarge` after the handler succeeded. Past
+    // the integration timeout API Gateway answers 503 without waiting for
+    // the function.
     let response = match response {
-        Ok(r) => r,
+        Ok(Ok(r)) => r,
+        Ok(Err(_)) => return internal_error(),
+        Err(_) if waited == INTEGRATION_TIMEOUT => {
+            return json_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"message": "Service Unavailable"}),
+            );
+        }
         Err(_) => return internal_error(),
     };
     let document = response_document_len(&response);
@@ -277,6 +295,10 @@ async fn authorize_and_invoke(
     };
     Response::from_parts(parts, axum::body::Body::from(bytes))
 }
+
+/// How long an HTTP API waits for its Lambda integration: 30 seconds,
+/// the most it allows.
+pub const INTEGRATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Lambda's limit on a synchronous invocation's response: the document the
 /// runtime posts, in bytes (the "6 MB" of Lambda's quotas, as its error

@@ -244,4 +244,15 @@ impl Template {
     pub fn function(&self, logical_id: &str) -> Option<&FunctionDef> {
         self.functions.iter().find(|f| f.logical_id == logical_id)
     }
+
+    /// Sets a function's `Timeout` (seconds), as a stack's settings may.
+    pub fn set_timeout(&mut self, logical_id: &str, seconds: i64) {
+        for f in self
+            .functions
+            .iter_mut()
+            .filter(|f| f.logical_id == logical_id)
+        {
+            f.timeout = seconds;
+        }
+    }
 }

@@ -8,6 +8,8 @@
 //!   call.
 //! - [`sdk`]: the AWS SDK's clients, whose HTTP client is this same
 //!   reqwest (`adtrail_store::sdk` hands it to them).
+//! - [`deadline`]: how long a call to a platform may wait within its
+//!   invocation's time.
 //!
 //! Why one stack of our choosing rather than each library's default:
 //! - **Size.** One HTTP client instead of two (the SDK's and reqwest's) is
@@ -32,7 +34,10 @@
 
 use std::sync::{Arc, OnceLock};
 
+pub mod deadline;
 pub mod sdk;
+
+pub use deadline::{Deadline, call_timeout};
 
 /// A client builder on the shared TLS configuration; the caller sets its
 /// timeouts and redirect policy ([`platforms`], and the SDK's clients in

@@ -65,6 +65,21 @@ impl GraphError {
         }
     }
 
+    /// A call not made: the request's deadline left it no time. Meta saw
+    /// nothing.
+    pub fn out_of_time() -> Self {
+        Self {
+            kind: GraphErrorKind::Transient,
+            status: 0,
+            code: None,
+            subcode: None,
+            message: "no time was left to call Meta before the request's deadline".into(),
+            regain_ms: None,
+            maybe_received: false,
+            source: None,
+        }
+    }
+
     /// An answer we cannot read.
     pub fn malformed(what: &str) -> Self {
         Self {

@@ -129,6 +129,9 @@ pub struct PlatformClient {
     pub timeout: Duration,
     /// Google's access tokens, kept until they expire.
     google_tokens: google::TokenCache,
+    /// When the calls must be over (an API request's); `None`: each waits
+    /// `timeout`.
+    deadline: Option<adtrail_http::Deadline>,
 }
 
 /// The most of a platform's answer read: its answers are small JSON.
@@ -143,6 +146,17 @@ impl PlatformClient {
             urls,
             timeout,
             google_tokens: google::TokenCache::default(),
+            deadline: None,
+        }
+    }
+
+    /// This client with its sends bound to `deadline`: each waits the
+    /// shorter of `timeout` and the time left, and none starts with almost
+    /// nothing left. The token cache stays shared.
+    pub fn within(&self, deadline: Option<adtrail_http::Deadline>) -> Self {
+        Self {
+            deadline,
+            ..self.clone()
         }
     }
 
@@ -157,7 +171,15 @@ impl PlatformClient {
     /// Sends a request and reads the answer, bounded. The transport's
     /// error is kept without the URL.
     pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
-        let response = match request.timeout(self.timeout).send().await {
+        let Some(timeout) = adtrail_http::call_timeout(self.timeout, self.deadline) else {
+            // Not sent: the platform saw nothing.
+            return Answer::Lost {
+                maybe_received: false,
+                message: "no time was left to call the platform before the request's deadline"
+                    .into(),
+            };
+        };
+        let response = match request.timeout(timeout).send().await {
             Ok(r) => r,
             Err(e) => {
                 // Connected and sent, then silence: it may have arrived.

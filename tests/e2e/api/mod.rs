@@ -9,6 +9,7 @@ mod answer_size;
 mod auth;
 mod connections;
 mod daily;
+mod deadline;
 mod destination_checks;
 mod destinations;
 mod erase;

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::pin::Pin;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tracing::Instrument;
@@ -86,21 +86,49 @@ impl HandlerTime {
         LOGGED.store(0, Ordering::Relaxed);
     }
 
-    /// Runs `handler` as one invocation of `function`. Boxed: a handler's
-    /// future is large (in a debug build, hundreds of kilobytes), and each
-    /// move of it by value is a copy on the worker thread's stack.
+    /// Runs `handler` as one invocation of `function`, ended at `timeout`
+    /// as Lambda ends it: the handler stops where it is (its future is
+    /// dropped, with whatever it had not written yet) and the invocation
+    /// fails, billed for the whole timeout. Boxed: a handler's future is
+    /// large (in a debug build, hundreds of kilobytes), and each move of it
+    /// by value is a copy on the worker thread's stack.
+    ///
+    /// # Errors
+    /// [`TimedOut`] when the handler was still running at `timeout`.
     pub(crate) async fn invoke<F: Future>(
         &self,
         function: &str,
+        timeout: Duration,
         handler: Pin<Box<F>>,
-    ) -> F::Output {
+    ) -> Result<F::Output, TimedOut> {
         let request_id = uuid::Uuid::new_v4().to_string();
         let span = tracing::info_span!("Lambda runtime invoke", requestId = %request_id);
         let started = Instant::now();
-        let out = handler.instrument(span).await;
+        let out = tokio::time::timeout(timeout, handler.instrument(span)).await;
         self.add(function, &request_id, started);
-        out
+        out.map_err(|_| {
+            let cut = TimedOut(timeout.as_secs_f64());
+            // What Lambda writes to the function's log.
+            eprintln!("{function} {request_id}: {cut}");
+            cut
+        })
     }
+}
+
+/// Lambda ended an invocation at its timeout; its message, as Lambda logs
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error("Task timed out after {0:.2} seconds")]
+pub struct TimedOut(pub f64);
+
+/// The context Lambda hands an invocation of a function whose timeout is
+/// `timeout`: its deadline, in Unix milliseconds of the wall clock (the
+/// handlers' deadlines are real time, whatever the runner's clock says).
+pub fn context_until(timeout: Duration) -> lambda_runtime::Context {
+    use adtrail_domain::time::{Clock, SystemClock};
+    let mut ctx = lambda_runtime::Context::default();
+    ctx.deadline = (SystemClock.now_ms().max(0) as u64).saturating_add(timeout.as_millis() as u64);
+    ctx
 }
 
 /// The metrics Embedded Metric Format documents (one a line) name.
@@ -165,13 +193,59 @@ mod tests {
     async fn an_invocation_takes_the_bytes_logged_before_its_end() {
         let time = HandlerTime::default();
         time.reset();
-        time.invoke("ApiFunction", Box::pin(async { count_logged(120) }))
-            .await;
-        time.invoke("ApiFunction", Box::pin(async {})).await;
+        let a_second = Duration::from_secs(1);
+        time.invoke(
+            "ApiFunction",
+            a_second,
+            Box::pin(async { count_logged(120) }),
+        )
+        .await
+        .expect("in time");
+        time.invoke("ApiFunction", a_second, Box::pin(async {}))
+            .await
+            .expect("in time");
         let taken = time.snapshot()["ApiFunction"];
         assert_eq!((taken.invocations, taken.log_bytes), (2, 120));
         time.reset();
         assert!(time.snapshot().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_invocation_past_its_timeout_is_ended_there_and_billed_for_it() {
+        let time = HandlerTime::default();
+        let wrote = std::sync::Arc::new(AtomicU64::new(0));
+        let w = wrote.clone();
+        let started = Instant::now();
+        let out = time
+            .invoke(
+                "SweeperFunction",
+                Duration::from_millis(200),
+                Box::pin(async move {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    w.store(1, Ordering::Relaxed);
+                }),
+            )
+            .await;
+        assert_eq!(out, Err(TimedOut(0.2)));
+        assert_eq!(
+            TimedOut(3.0).to_string(),
+            "Task timed out after 3.00 seconds"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        // What the handler would have done after its deadline never happens.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(wrote.load(Ordering::Relaxed), 0);
+        let taken = time.snapshot()["SweeperFunction"];
+        assert_eq!(taken.invocations, 1);
+        assert!(taken.ms >= 200.0);
+    }
+
+    #[test]
+    fn an_invocations_deadline_is_its_timeout_from_now() {
+        use adtrail_domain::time::{Clock, SystemClock};
+        let now = SystemClock.now_ms() as u64;
+        let ctx = context_until(Duration::from_secs(30));
+        assert!((now + 30_000..now + 31_000).contains(&ctx.deadline));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The part of the runner that plays Lambda's SQS event source mappings:
 //! batches gathered from several receives, the consumer invoked with its
-//! timeout as the deadline, partial batch failures held until their
+//! timeout as the deadline and ended there, partial batch failures held until their
 //! visibility timeout (or the delay the consumer set) on the runner's
 //! clock, and what was delivered deleted.
 
@@ -196,29 +196,24 @@ impl Runner {
         Ok(messages)
     }
 
-    /// Invokes the consumer with its timeout as the deadline; answers the
-    /// ids of the messages that failed (all of them when the handler
-    /// errs, as Lambda fails the whole batch).
+    /// Invokes the consumer with its timeout as the deadline, and ends it
+    /// there; answers the ids of the messages that failed (all of them
+    /// when the handler errs or times out, as Lambda fails the whole
+    /// batch).
     async fn invoke(&self, function: &str, event: SqsEvent) -> Vec<String> {
         let ids: Vec<String> = event
             .records
             .iter()
             .filter_map(|r| r.message_id.clone())
             .collect();
-        let timeout_ms = self
-            .stack
-            .template
-            .function(function)
-            .map_or(30, |f| f.timeout)
-            * 1_000;
-        let mut ctx = Context::default();
-        ctx.deadline = (SystemClock.now_ms() + timeout_ms) as u64;
-        let event = LambdaEvent::new(event, ctx);
+        let timeout = self.timeout(function);
+        let event = LambdaEvent::new(event, context_until(timeout));
         let time = &self.handler_time;
         let response = match function {
             "SyncWorkerFunction" => {
                 time.invoke(
                     function,
+                    timeout,
                     Box::pin(adtrail_sync_worker::handle(&self.worker, event)),
                 )
                 .await
@@ -226,6 +221,7 @@ impl Runner {
             "CapiSenderFunction" => {
                 time.invoke(
                     function,
+                    timeout,
                     Box::pin(adtrail_capi_sender::handle(&self.sender, event)),
                 )
                 .await
@@ -233,22 +229,25 @@ impl Runner {
             "LeadgenWorkerFunction" => {
                 time.invoke(
                     function,
+                    timeout,
                     Box::pin(adtrail_leadgen_worker::handle(&self.leadgen, event)),
                 )
                 .await
             }
             other => {
                 tracing::warn!(function = other, "no local consumer for this function");
-                Ok(SqsBatchResponse::default())
+                Ok(Ok(SqsBatchResponse::default()))
             }
         };
+        // A handler that failed or ran past its timeout fails the whole
+        // batch, as Lambda's event source mapping does.
         match response {
-            Ok(r) => r
+            Ok(Ok(r)) => r
                 .batch_item_failures
                 .into_iter()
                 .map(|f| f.item_identifier)
                 .collect(),
-            Err(_) => ids,
+            Ok(Err(_)) | Err(_) => ids,
         }
     }
 

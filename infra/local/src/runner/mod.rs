@@ -30,7 +30,7 @@ use aws_sdk_sqs::types::{
     ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry,
     MessageSystemAttributeName,
 };
-use lambda_runtime::{Context, LambdaEvent};
+use lambda_runtime::LambdaEvent;
 use serde::Serialize;
 
 use crate::stack::{LocalQueue, LocalStack};
@@ -38,7 +38,9 @@ use crate::stack::{LocalQueue, LocalStack};
 mod invocation;
 mod mapping;
 
-pub use invocation::{CountingSink, HandlerTime, Taken, count_logged, metrics_seen};
+pub use invocation::{
+    CountingSink, HandlerTime, Taken, TimedOut, context_until, count_logged, metrics_seen,
+};
 
 use mapping::{Gathering, Held};
 
@@ -276,13 +278,15 @@ impl Runner {
     /// # Errors
     /// [`RunnerError::Handler`] when it fails.
     pub async fn dispatch(&self) -> Result<DispatchReport, RunnerError> {
+        let timeout = self.timeout("DispatcherFunction");
         let handler = Box::pin(adtrail_dispatcher::handle(
             &self.dispatcher,
-            LambdaEvent::new(scheduled_event(), Context::default()),
+            LambdaEvent::new(scheduled_event(), context_until(timeout)),
         ));
         self.handler_time
-            .invoke("DispatcherFunction", handler)
+            .invoke("DispatcherFunction", timeout, handler)
             .await
+            .map_err(|e| RunnerError::Handler(Box::new(e)))?
             .map_err(RunnerError::Handler)
     }
 
@@ -291,14 +295,28 @@ impl Runner {
     /// # Errors
     /// [`RunnerError::Handler`] when it fails.
     pub async fn sweep(&self) -> Result<SweepReport, RunnerError> {
+        let timeout = self.timeout("SweeperFunction");
         let handler = Box::pin(adtrail_sweeper::handle(
             &self.sweeper,
-            LambdaEvent::new(scheduled_event(), Context::default()),
+            LambdaEvent::new(scheduled_event(), context_until(timeout)),
         ));
         self.handler_time
-            .invoke("SweeperFunction", handler)
+            .invoke("SweeperFunction", timeout, handler)
             .await
+            .map_err(|e| RunnerError::Handler(Box::new(e)))?
             .map_err(RunnerError::Handler)
+    }
+
+    /// A function's `Timeout` in the template (as the stack's settings
+    /// left it); Lambda's default of 3 s for one the template does not
+    /// name.
+    pub fn timeout(&self, function: &str) -> std::time::Duration {
+        let seconds = self
+            .stack
+            .template
+            .function(function)
+            .map_or(3, |f| f.timeout);
+        std::time::Duration::from_secs(seconds.max(1) as u64)
     }
 }
 

@@ -35,6 +35,9 @@ const MAX_NAME: usize = 400;
 #[derive(Debug, Clone)]
 pub struct GraphClient {
     config: GraphConfig,
+    /// When the calls must be over (an API request's); `None`: each call
+    /// waits its configured timeout.
+    deadline: Option<adtrail_http::Deadline>,
 }
 
 #[derive(Deserialize)]
@@ -101,7 +104,21 @@ impl GraphClient {
     /// [`http`](Self::http) builds the process's at the first call, so the
     /// API's requests that call no platform never build one.
     pub fn new(config: GraphConfig) -> Self {
-        Self { config }
+        Self {
+            config,
+            deadline: None,
+        }
+    }
+
+    /// This client with its calls bound to `deadline`: each waits the
+    /// shorter of its timeout and the time left, and none starts with
+    /// almost nothing left ([`GraphError::out_of_time`]). Cheap: the HTTP
+    /// client is the process's.
+    pub fn within(&self, deadline: Option<adtrail_http::Deadline>) -> Self {
+        Self {
+            config: self.config.clone(),
+            deadline,
+        }
     }
 
     /// The process's client for the platforms (`adtrail_http::platforms`,
@@ -176,8 +193,11 @@ impl GraphClient {
         } else {
             request.bearer_auth(token)
         };
+        let Some(timeout) = adtrail_http::call_timeout(self.config.timeout, self.deadline) else {
+            return Err(GraphError::out_of_time());
+        };
         let resp = request
-            .timeout(self.config.timeout)
+            .timeout(timeout)
             .send()
             .await
             .map_err(GraphError::transport)?;

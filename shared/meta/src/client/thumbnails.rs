@@ -10,13 +10,8 @@ impl GraphClient {
     /// fetch: a thumbnail is never worth failing a run.
     pub async fn thumbnail(&self, url: &str) -> Option<Thumbnail> {
         let url = self.thumbnail_allowed(url)?;
-        let resp = self
-            .http()
-            .get(url)
-            .timeout(CDN_TIMEOUT)
-            .send()
-            .await
-            .ok()?;
+        let timeout = adtrail_http::call_timeout(CDN_TIMEOUT, self.deadline)?;
+        let resp = self.http().get(url).timeout(timeout).send().await.ok()?;
         if !resp.status().is_success() {
             return None;
         }
