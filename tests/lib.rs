@@ -65,21 +65,24 @@ impl Harness {
         .await
     }
 
-    /// A fresh stack whose API function times out after `api_timeout`
-    /// (the template's 30 s): a request runs out of time without the test
-    /// waiting half a minute. This stack's alone.
-    pub async fn start_hurried(api_timeout: std::time::Duration) -> Self {
+    /// A fresh stack whose `function` (a logical id of the template)
+    /// times out after `timeout`, not the template's 30 seconds or more:
+    /// an invocation runs out of time without the test waiting that long.
+    /// This stack's alone.
+    pub async fn start_hurried(function: &'static str, timeout: std::time::Duration) -> Self {
         Self::start_with(
             T0,
             Settings {
-                api_timeout: Some(api_timeout),
+                function_timeout: Some((function, timeout)),
                 ..Settings::default()
             },
         )
         .await
     }
 
-    async fn start_with(now: i64, settings: Settings) -> Self {
+    /// A fresh stack with the clock at `now` and the deployed stack's
+    /// `settings` of the test's.
+    pub async fn start_with(now: i64, settings: Settings) -> Self {
         let clock = VirtualClock::starting_at(now);
         let prefix = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let app = start_with(

@@ -15,7 +15,9 @@
 //! waits in the dead-letter queue. A message SQS gives again (its receive
 //! count above one) puts the event again when its lead was already
 //! written, since the first try may have written the lead and died before
-//! the bus; a second delivery of Meta's puts nothing.
+//! the bus; a second delivery of Meta's puts nothing. The reads from Meta
+//! are bound to the invocation's deadline ([`CALLS_RESERVE`]): a message
+//! there is no time for goes back untouched, and the batch ends by itself.
 
 use adtrail_changes::forms::{FormsError, read_page_forms};
 use adtrail_changes::{RecordError, Recorded, record};
@@ -85,7 +87,18 @@ pub struct LeadgenReport {
     pub duplicates: usize,
     pub not_linked: usize,
     pub kept: usize,
+    /// Handed back untouched: the invocation's time was up.
+    pub left: usize,
 }
+
+/// Time kept back from the invocation's deadline (of its 60 seconds) for
+/// what a message needs after its reads from Meta: the lead recorded, its
+/// event put. A read that hangs then fails its message, not the batch:
+/// Lambda ending the invocation would fail all ten, the leads already
+/// recorded among them, and a Meta slow enough to do that every time would
+/// send the batch's messages to the dead-letter queue receive after
+/// receive.
+pub const CALLS_RESERVE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Serves one batch of the leadgen queue, one message after another (a
 /// webhook's leads are few; Meta's rate limit is per Page).
@@ -98,8 +111,16 @@ pub async fn handle(
 ) -> Result<SqsBatchResponse, lambda_runtime::Error> {
     let mut response = SqsBatchResponse::default();
     let mut report = LeadgenReport::default();
+    let deadline = adtrail_http::Deadline::from_lambda_ms(event.context.deadline, CALLS_RESERVE);
+    let worker = &worker.within(deadline);
     for record in &event.payload.records {
         let id = record.message_id.clone().unwrap_or_default();
+        if worker.graph.out_of_time() {
+            // No time left for its read: back to the queue as it came.
+            report.left += 1;
+            response.add_failure(id);
+            continue;
+        }
         match worker.take(record).await {
             Ok(Taken::Recorded) => report.recorded += 1,
             Ok(Taken::Duplicate) => report.duplicates += 1,
@@ -119,6 +140,7 @@ pub async fn handle(
         duplicates = report.duplicates,
         not_linked = report.not_linked,
         kept = report.kept,
+        left = report.left,
         "leadgen batch"
     );
     Ok(response)
@@ -162,6 +184,14 @@ fn redelivered(record: &SqsMessage) -> bool {
 }
 
 impl LeadgenWorker {
+    /// This worker, its reads from Meta bound to `deadline`.
+    pub fn within(&self, deadline: Option<adtrail_http::Deadline>) -> Self {
+        Self {
+            graph: self.graph.within(deadline),
+            ..self.clone()
+        }
+    }
+
     /// A lead whose read Meta throttled waits as a throttled
     /// reconciliation does, not the queue's few minutes: each early try
     /// would spend the Page's small lead-retrieval quota and a receive of

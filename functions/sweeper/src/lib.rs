@@ -6,7 +6,9 @@
 //! with a fixed budget per invocation. It also flags the Meta tokens with
 //! under 7 days left as `expiringSoon` (and puts `ConnectionExpiringSoon`
 //! on the bus), so a screen asks for a new login in time (a read never consults the clock). With Lead Ads on, it reconciles
-//! each linked Page every 15 minutes (`reconcile.rs`).
+//! each linked Page every 15 minutes (`reconcile.rs`), its reads from Meta
+//! bound to the sweep's deadline: a Page there is no time for waits for
+//! the next sweep.
 
 mod reconcile;
 
@@ -39,6 +41,13 @@ const MAX_LATE_PAGES: usize = 8;
 const ERASURES_PER_SHARD: i32 = 5;
 /// Items one sweep deletes of the sites being erased.
 const ERASE_BUDGET: usize = 2_000;
+
+/// Time kept back from the sweep's deadline (of its 120 seconds) for what
+/// follows its last read from Meta: a Page's reconciliation recorded, and
+/// the sweep's figures written. Meta hanging on a Page's forms then fails
+/// that Page's reconciliation, which says so and is tried again, where
+/// Lambda would end the whole sweep with nothing recorded.
+pub const CALLS_RESERVE: std::time::Duration = std::time::Duration::from_secs(15);
 
 #[derive(Debug, Clone)]
 pub struct Sweeper {
@@ -239,8 +248,13 @@ impl Sweeper {
 /// [`StoreError`] when AWS fails.
 pub async fn handle(
     sweeper: &Sweeper,
-    _event: LambdaEvent<EventBridgeEvent<serde_json::Value>>,
+    event: LambdaEvent<EventBridgeEvent<serde_json::Value>>,
 ) -> Result<SweepReport, lambda_runtime::Error> {
+    let deadline = adtrail_http::Deadline::from_lambda_ms(event.context.deadline, CALLS_RESERVE);
+    let sweeper = Sweeper {
+        graph: sweeper.graph.within(deadline),
+        ..sweeper.clone()
+    };
     let report = sweeper.sweep().await?;
     account_for(&report);
     Ok(report)

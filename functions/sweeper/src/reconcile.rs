@@ -45,6 +45,10 @@ impl Sweeper {
         let now = self.clock.now_ms();
         let pages = self.store.pages();
         for (page, seen) in pages.due_reconciles(now, PAGES_PER_SHARD).await? {
+            if self.graph.out_of_time() {
+                // The rest wait for the next sweep, still due.
+                break;
+            }
             if !pages
                 .claim_reconcile(&page, seen, now + RECONCILE_EVERY_MS)
                 .await?

@@ -55,10 +55,10 @@ pub struct Settings {
     /// (`META_TIMEOUT_MS`); `None`: 10 s for the fake Meta, the platform
     /// client's 30 s for the others.
     pub timeout: Option<Duration>,
-    /// The API function's `Timeout`, in whole seconds, when not the
-    /// template's 30: a test reaches the end of a request's time without
-    /// waiting half a minute.
-    pub api_timeout: Option<Duration>,
+    /// One function's `Timeout` (its logical id, whole seconds) when not
+    /// the template's: a test reaches the end of an invocation's time
+    /// without waiting the template's half minute or more.
+    pub function_timeout: Option<(&'static str, Duration)>,
 }
 
 impl Default for Settings {
@@ -67,7 +67,7 @@ impl Default for Settings {
             interval: SyncInterval::DEFAULT,
             quiet_interval: SyncInterval::QUIET_DEFAULT,
             timeout: None,
-            api_timeout: None,
+            function_timeout: None,
         }
     }
 }
@@ -92,7 +92,7 @@ impl Settings {
             interval: adtrail_store::sync_interval_from_env()?,
             quiet_interval: adtrail_store::quiet_interval_from_env()?,
             timeout: adtrail_meta::timeout_from_env()?,
-            api_timeout: None,
+            function_timeout: None,
         })
     }
 }
@@ -123,8 +123,8 @@ pub async fn start_with(
     let moto = Moto::ensure()?;
     let config = sdk_config(&moto.url).await;
     let mut template = Template::load(&default_path())?;
-    if let Some(t) = settings.api_timeout {
-        template.set_timeout("ApiFunction", t.as_secs().max(1) as i64);
+    if let Some((function, t)) = settings.function_timeout {
+        template.set_timeout(function, t.as_secs().max(1) as i64);
     }
     let stack = LocalStack::create(&config, template, prefix).await?;
     let (graph_config, fake) = match std::env::var("META_GRAPH_URL") {

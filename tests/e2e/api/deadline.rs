@@ -23,7 +23,7 @@ const HANG_MS: u64 = 20_000;
 /// answered again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connect_whose_pages_listing_hangs_is_stored_within_the_requests_time() {
-    let h = Harness::start_hurried(API_TIMEOUT).await;
+    let h = Harness::start_hurried("ApiFunction", API_TIMEOUT).await;
     h.fake().tune(|k| {
         k.slow_path = Some("/me/accounts".into());
         k.slow_ms = HANG_MS;
@@ -49,7 +49,7 @@ async fn a_connect_whose_pages_listing_hangs_is_stored_within_the_requests_time(
 /// call waited 10 s and API Gateway answered a bare `500` at 8.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connect_to_a_meta_that_hangs_fails_in_adtrails_words_and_stores_nothing() {
-    let h = Harness::start_hurried(API_TIMEOUT).await;
+    let h = Harness::start_hurried("ApiFunction", API_TIMEOUT).await;
     h.fake().tune(|k| k.latency_ms = HANG_MS);
     let (status, body) = connect_in_time(&h).await;
     assert_eq!((status, code(&body)), (502, "META_UNAVAILABLE"), "{body}");
@@ -69,7 +69,7 @@ async fn a_connect_to_a_meta_that_hangs_fails_in_adtrails_words_and_stores_nothi
 /// that had been made.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_linked_while_its_forms_hang_is_answered_as_linked() {
-    let h = Harness::start_hurried(API_TIMEOUT).await;
+    let h = Harness::start_hurried("ApiFunction", API_TIMEOUT).await;
     adtrail_tests::capi::loja_with_pixel(&h).await;
     h.fake().tune(|k| {
         k.slow_path = Some("/leadgen_forms".into());

@@ -7,6 +7,7 @@ mod pages;
 mod reconcile;
 pub(crate) mod webhook;
 mod worker;
+mod worker_deadline;
 
 use adtrail_tests::Harness;
 

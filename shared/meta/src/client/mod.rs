@@ -127,6 +127,12 @@ impl GraphClient {
         adtrail_http::platforms()
     }
 
+    /// Whether the deadline leaves no time for another call: a caller
+    /// stops taking work it would need Meta for.
+    pub fn out_of_time(&self) -> bool {
+        adtrail_http::call_timeout(self.config.timeout, self.deadline).is_none()
+    }
+
     pub fn config(&self) -> &GraphConfig {
         &self.config
     }
