@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use adtrail_domain::capi::EventName;
-use adtrail_domain::leadads::{FormDecision, FormLeadRecord};
+use adtrail_domain::leadads::FormLeadRecord;
 use adtrail_store::attr::{n, s};
 use adtrail_store::keys::{COUNT_TOTAL_SK, count_day_sk, count_pk};
 use adtrail_tests::*;
@@ -16,35 +16,10 @@ use futures::{StreamExt, TryStreamExt};
 
 const DAY_MS: i64 = 86_400_000;
 
-/// A lead of a long form (no form named: `unknown`): twenty questions
-/// chosen, each a long option, about 10 KB stored (a page holds 100).
+/// The `i`th lead of a long form (no form named: `unknown`), a second
+/// after the one before.
 fn long_form_lead(i: i64, at: i64) -> FormLeadRecord {
-    let choices = (0..20)
-        .map(|q| {
-            (
-                format!("question_{q:02}"),
-                vec![format!("{q:02}-{}", "o".repeat(497))],
-            )
-        })
-        .collect();
-    FormLeadRecord {
-        site_id: "loja-x".into(),
-        page_id: "100200300".into(),
-        form_id: "unknown".into(),
-        leadgen_id: format!("9{i:014}"),
-        created_at: at + i * 1_000,
-        choices,
-        decision: FormDecision::Column {
-            column: None,
-            rule: None,
-        },
-        origin: "lead_form".into(),
-        ad_id: None,
-        adset_id: None,
-        campaign_id: None,
-        received_at: at + i * 1_000,
-        returned: None,
-    }
+    adtrail_tests::long_form_lead("unknown", format!("9{i:014}"), at + i * 1_000)
 }
 
 /// 600 leads of 10 KB (6 MB): the first list of 500 takes six pages of

@@ -81,14 +81,7 @@ impl Forms<'_> {
         from_day: i64,
         to_day: i64,
     ) -> Result<FormFigures, StoreError> {
-        let query = self
-            .ddb
-            .query()
-            .table_name(&self.names.table)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", s(form_day_pk(site, form)))
-            .expression_attribute_values(":from", s(day_sk(from_day)))
-            .expression_attribute_values(":to", s(day_sk(to_day)));
+        let query = self.form_days_query(site, form, from_day, to_day);
         let mut figures = FormFigures::default();
         let mut days = 0;
         // A year of days is a few pages at most.
@@ -105,6 +98,54 @@ impl Forms<'_> {
         })
         .await?;
         Ok(figures)
+    }
+
+    /// A form's leads by UTC day over `from_day..=to_day`, as
+    /// `(day_start, leads)` in day order, the days without a lead left
+    /// out: the forms list's 30 days from at most 30 small items, where
+    /// reading the leads themselves took up to 5,000 records of kilobytes
+    /// a form.
+    ///
+    /// # Errors
+    /// [`StoreError::Service`] when DynamoDB fails.
+    pub async fn form_daily_leads(
+        &self,
+        site: &str,
+        form: &str,
+        from_day: i64,
+        to_day: i64,
+    ) -> Result<Vec<(i64, u64)>, StoreError> {
+        let query = self.form_days_query(site, form, from_day, to_day);
+        let mut days = vec![];
+        self.query_pages(query, 10, |items| {
+            for item in items {
+                let day = item.get("dayStart").and_then(|v| v.as_n().ok());
+                let leads = item.get("leads").and_then(|v| v.as_n().ok());
+                if let (Some(day), Some(leads)) = (day, leads) {
+                    days.push((day.parse().unwrap_or(0), leads.parse().unwrap_or(0)));
+                }
+            }
+            Ok(days.len() < MAX_DAYS_READ)
+        })
+        .await?;
+        Ok(days)
+    }
+
+    /// The query of a form's day counters over `from_day..=to_day`.
+    fn form_days_query(
+        &self,
+        site: &str,
+        form: &str,
+        from_day: i64,
+        to_day: i64,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.ddb
+            .query()
+            .table_name(&self.names.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", s(form_day_pk(site, form)))
+            .expression_attribute_values(":from", s(day_sk(from_day)))
+            .expression_attribute_values(":to", s(day_sk(to_day)))
     }
 }
 

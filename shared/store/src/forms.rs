@@ -308,13 +308,7 @@ impl Forms<'_> {
         cap: usize,
     ) -> Result<(Vec<FormLeadRecord>, bool), StoreError> {
         let query = self
-            .ddb
-            .query()
-            .table_name(&self.names.table)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", s(form_leads_pk(site, form)))
-            .expression_attribute_values(":from", s(form_lead_sk(from.max(0), "")))
-            .expression_attribute_values(":to", s(form_lead_sk(to.max(0), "")))
+            .form_leads_query(site, form, from, to)
             .limit(i32::try_from(cap.min(1_000) + 1).unwrap_or(1_000));
         let mut found = vec![];
         let mut partial = false;
@@ -332,6 +326,51 @@ impl Forms<'_> {
         })
         .await?;
         Ok((found, partial))
+    }
+
+    /// The query of a form's leads made in `from..to`, oldest first.
+    fn form_leads_query(
+        &self,
+        site: &str,
+        form: &str,
+        from: i64,
+        to: i64,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.ddb
+            .query()
+            .table_name(&self.names.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", s(form_leads_pk(site, form)))
+            .expression_attribute_values(":from", s(form_lead_sk(from.max(0), "")))
+            .expression_attribute_values(":to", s(form_lead_sk(to.max(0), "")))
+    }
+
+    /// When the newest of a form's leads made in `from..to` was made, if
+    /// any: one record read, newest first.
+    ///
+    /// # Errors
+    /// [`StoreError`] when DynamoDB fails or the record is unreadable.
+    pub async fn latest_form_lead_at(
+        &self,
+        site: &str,
+        form: &str,
+        from: i64,
+        to: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        let query = self
+            .form_leads_query(site, form, from, to)
+            .scan_index_forward(false)
+            .limit(1);
+        let mut latest = None;
+        self.query_pages(query, 1, |items| {
+            if let Some(item) = items.first() {
+                let record: FormLeadRecord = decode::<FormLeadItem>(item, "form lead")?.into();
+                latest = Some(record.created_at);
+            }
+            Ok(false)
+        })
+        .await?;
+        Ok(latest)
     }
 
     /// Of `listed` (`(leadgen_id, created_at)` of one form), the ids

@@ -2,6 +2,7 @@
 
 mod form_leads;
 mod forms;
+mod forms_list;
 mod forward;
 mod pages;
 mod reconcile;
