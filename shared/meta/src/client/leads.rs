@@ -54,9 +54,23 @@ fn key(v: &Value, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// `field_data`: each question's key and values, bounded.
+/// The most of a lead's answers kept, as JSON. The bounds above allow
+/// megabytes a lead (100 questions of 50 values of 1,000 characters), past
+/// what an answer of the API's may hold; a person's answers take a few
+/// hundred bytes. Answers past it are left out, whole, as past the
+/// hundredth question.
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+/// What one question's answers take as JSON.
+fn answer_len((key, values): &(String, Vec<String>)) -> usize {
+    8 + json_len(key) + values.iter().map(|v| 1 + json_len(v)).sum::<usize>()
+}
+
+/// `field_data`: each question's key and values, bounded
+/// ([`MAX_ANSWER_BYTES`] for them all).
 fn answers(v: &Value) -> Answers {
     let fields = v.get("field_data").and_then(Value::as_array);
+    let mut bytes = 0;
     Answers(
         fields
             .into_iter()
@@ -72,6 +86,10 @@ fn answers(v: &Value) -> Answers {
                     .map(|s| s.chars().take(MAX_VALUE).collect())
                     .collect();
                 Some((key(f, "name")?, values))
+            })
+            .take_while(|answer| {
+                bytes += answer_len(answer);
+                bytes <= MAX_ANSWER_BYTES
             })
             .collect(),
     )
@@ -252,6 +270,26 @@ impl GraphClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A lead at the per-answer bounds (100 questions of 50 values of
+    /// 1,000 quotes) would be 10 MB as JSON: its first answers are kept up
+    /// to 64 KB, whole; a person's answers are kept as they are.
+    #[test]
+    fn a_huge_leads_answers_are_kept_up_to_64_kb() {
+        let field = |q: usize, value: &str, n: usize| serde_json::json!({"name": format!("q{q}"), "values": vec![value; n]});
+        let huge = serde_json::json!({"field_data": (0..100).map(|q| field(q, &"\"".repeat(1_000), 50)).collect::<Vec<_>>()});
+        let kept = answers(&huge).0;
+        assert!(kept.is_empty(), "a question's answers alone pass 64 KB");
+        let long = serde_json::json!({"field_data": (0..100).map(|q| field(q, &"x".repeat(1_000), 5)).collect::<Vec<_>>()});
+        let kept = answers(&long).0;
+        assert!((10..100).contains(&kept.len()), "{} kept", kept.len());
+        assert_eq!(kept[0].0, "q0");
+        assert!(kept.iter().all(|(_, values)| values.len() == 5));
+        let written = serde_json::to_string(&kept).unwrap().len();
+        assert!(written <= MAX_ANSWER_BYTES, "{written}");
+        let person = serde_json::json!({"field_data": [field(0, "Maria", 1), field(1, "maria@example.com", 1)]});
+        assert_eq!(answers(&person).0.len(), 2);
+    }
 
     /// A form at the per-question bounds (100 questions of 100 options,
     /// each a key of 128 and a value of 400 characters) would be megabytes:
