@@ -6,9 +6,10 @@
 //! with a fixed budget per invocation. It also flags the Meta tokens with
 //! under 7 days left as `expiringSoon` (and puts `ConnectionExpiringSoon`
 //! on the bus), so a screen asks for a new login in time (a read never consults the clock). With Lead Ads on, it reconciles
-//! each linked Page every 15 minutes (`reconcile.rs`), its reads from Meta
-//! bound to the sweep's deadline: a Page there is no time for waits for
-//! the next sweep.
+//! each linked Page every 15 minutes (`reconcile.rs`). Its work is bounded
+//! in count and, in each invocation, by its deadline ([`RESERVE`]): what
+//! there is no time for (a purge step, a lost send, a Page's reads from
+//! Meta) waits for the next sweep.
 
 mod reconcile;
 
@@ -43,11 +44,15 @@ const ERASURES_PER_SHARD: i32 = 5;
 const ERASE_BUDGET: usize = 2_000;
 
 /// Time kept back from the sweep's deadline (of its 120 seconds) for what
-/// follows its last read from Meta: a Page's reconciliation recorded, and
-/// the sweep's figures written. Meta hanging on a Page's forms then fails
-/// that Page's reconciliation, which says so and is tried again, where
-/// Lambda would end the whole sweep with nothing recorded.
-pub const CALLS_RESERVE: std::time::Duration = std::time::Duration::from_secs(15);
+/// follows its last piece of work: the step, row or Page under way ended
+/// and recorded, and the sweep's figures written. The work is bounded in
+/// count, not time, and on a slow day for DynamoDB (or on moto, at about
+/// 20 ms an item a transaction writes) 3,200 lost sends to recover can take
+/// longer than the sweep has; Meta hanging on a Page's forms can take all
+/// of it. Past the deadline less this the sweep takes no more work, and
+/// what is left waits, still due, for the next sweep five minutes on,
+/// where Lambda would end the sweep mid-work with nothing recorded.
+pub const RESERVE: std::time::Duration = std::time::Duration::from_secs(15);
 
 #[derive(Debug, Clone)]
 pub struct Sweeper {
@@ -57,6 +62,9 @@ pub struct Sweeper {
     pub graph: GraphClient,
     /// The stack's `LeadAds` parameter: off, no Page is reconciled.
     pub lead_ads: bool,
+    /// When the sweep stops taking work: its invocation's deadline less
+    /// [`RESERVE`], set by [`handle`]; `None` outside Lambda.
+    pub deadline: Option<adtrail_http::Deadline>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -78,6 +86,11 @@ pub struct SweepReport {
 }
 
 impl Sweeper {
+    /// Whether the sweep's time for work is up.
+    fn out_of_time(&self) -> bool {
+        self.deadline.is_some_and(|d| d.left().is_zero())
+    }
+
     /// One sweep.
     ///
     /// # Errors
@@ -87,7 +100,7 @@ impl Sweeper {
         let purges = self.store.spend().pending_purges(PURGES_PER_SHARD).await?;
         'purges: for (site, account) in purges {
             loop {
-                if report.purge_steps >= MAX_STEPS {
+                if report.purge_steps >= MAX_STEPS || self.out_of_time() {
                     break 'purges;
                 }
                 report.purge_steps += 1;
@@ -135,7 +148,7 @@ impl Sweeper {
             .await?
         {
             let left = ERASE_BUDGET.saturating_sub(report.items_erased);
-            if left == 0 {
+            if left == 0 || self.out_of_time() {
                 break;
             }
             let step = self.store.sites().erase_step(&erasure, left, now).await?;
@@ -179,6 +192,9 @@ impl Sweeper {
     async fn recover_lost_sends(&self, report: &mut SweepReport) -> Result<(), StoreError> {
         let now = self.clock.now_ms();
         for shard in 0..WORK_SHARDS {
+            if self.out_of_time() {
+                break;
+            }
             let mut after = None;
             // Rows a shard deals with in one sweep, whether found one by
             // one or through their send batches.
@@ -191,6 +207,11 @@ impl Sweeper {
                     .await?;
                 let mut again = vec![];
                 for entry in &late {
+                    if self.out_of_time() {
+                        // What was dealt with is queued below; the rest
+                        // is found again by the next sweep.
+                        budget = 0;
+                    }
                     if budget == 0 {
                         break;
                     }
@@ -250,12 +271,16 @@ pub async fn handle(
     sweeper: &Sweeper,
     event: LambdaEvent<EventBridgeEvent<serde_json::Value>>,
 ) -> Result<SweepReport, lambda_runtime::Error> {
-    let deadline = adtrail_http::Deadline::from_lambda_ms(event.context.deadline, CALLS_RESERVE);
+    let deadline = adtrail_http::Deadline::from_lambda_ms(event.context.deadline, RESERVE);
     let sweeper = Sweeper {
         graph: sweeper.graph.within(deadline),
+        deadline,
         ..sweeper.clone()
     };
     let report = sweeper.sweep().await?;
+    if sweeper.out_of_time() {
+        tracing::info!("the sweep's time ran out; the rest waits for the next sweep");
+    }
     account_for(&report);
     Ok(report)
 }

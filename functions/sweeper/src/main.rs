@@ -18,6 +18,7 @@ async fn main() -> Result<(), Error> {
         clock: Arc::new(SystemClock),
         graph: GraphClient::new(GraphConfig::from_env()?),
         lead_ads: std::env::var("LEAD_ADS").is_ok_and(|v| v == "on"),
+        deadline: None,
     };
     run(service_fn(|event: LambdaEvent<_>| {
         let request_id = event.context.request_id.clone();

@@ -213,6 +213,7 @@ impl Runner {
                 graph,
                 // The local stack runs with `LeadAds` on.
                 lead_ads: true,
+                deadline: None,
             },
             stack,
             clock,
