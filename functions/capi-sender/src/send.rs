@@ -85,23 +85,13 @@ impl Sender {
             dispositions: vec![Disposition::Done; deliveries.len()],
             report: SendReport::default(),
         };
-        let claiming = Instant::now();
         if let Some(jobs) = self
             .claim(deliveries, &lease_id, now, deadline, &mut batch)
             .await
         {
-            // Recording takes about what claiming did (see `claim`): the
-            // requests keep that time for it, beside the margin.
-            let recording = claiming.elapsed();
             let mut verdicts = prejudge(&jobs, now);
-            self.send(
-                &jobs,
-                &mut verdicts,
-                now,
-                (deadline, recording),
-                &mut batch.report,
-            )
-            .await;
+            self.send(&jobs, &mut verdicts, now, deadline, &mut batch.report)
+                .await;
             let failures = self
                 .record(&jobs, &verdicts, &lease_id, now, &mut batch)
                 .await;
@@ -177,6 +167,12 @@ impl Sender {
         (!jobs.is_empty()).then_some(jobs)
     }
 
+    /// Whether a request started now ends, at Meta's timeout, with time
+    /// left to record it before `deadline`.
+    fn time_for_a_request(&self, deadline: Option<u64>) -> bool {
+        self.time_left(deadline, Duration::ZERO)
+    }
+
     /// Whether a request started now, `extra` more and the margin to
     /// record all end before `deadline` (none: always).
     fn time_left(&self, deadline: Option<u64>, extra: Duration) -> bool {
@@ -193,14 +189,13 @@ impl Sender {
     /// Sends every row not judged yet, by group, up to
     /// [`SEND_CONCURRENCY`] requests in flight; stops the owner of a token
     /// Meta refused. A request that could not end before the invocation's
-    /// deadline, with the time to record every row (`recording`) and the
-    /// margin after it, is not started: its rows are not sent.
+    /// deadline is not started: its rows are not sent.
     async fn send(
         &self,
         jobs: &[Job],
         verdicts: &mut [Option<Verdict>],
         now: i64,
-        (deadline, recording): (Option<u64>, Duration),
+        deadline: Option<u64>,
         report: &mut SendReport,
     ) {
         let (targets, groups) = self.group(jobs, verdicts).await;
@@ -219,7 +214,7 @@ impl Sender {
             for chunk in members.chunks(per_request) {
                 let adapter = adapter.clone();
                 requests.push(async move {
-                    if !self.time_left(deadline, recording) {
+                    if !self.time_for_a_request(deadline) {
                         return (
                             owner,
                             chunk,
