@@ -4,18 +4,19 @@
 //! host's server would, with a bearer token verified like API Gateway does.
 
 pub mod bus;
+mod fixtures;
 pub mod queues;
 pub mod runtime;
+mod start;
 pub mod table;
 
-use std::sync::Arc;
+pub use fixtures::long_form_lead;
 
 use adtrail_domain::links::SiteAdAccount;
-use adtrail_domain::plan::SyncInterval;
 use adtrail_domain::time::VirtualClock;
 use adtrail_fake_meta::FakeMeta;
 use adtrail_local::Runner;
-use adtrail_local::app::{App, Settings, start_with};
+use adtrail_local::app::App;
 use adtrail_store::Store;
 use serde_json::{Value, json};
 
@@ -29,43 +30,6 @@ pub const PET_EAST: &str = "act_2038475610";
 pub const PET_WEST: &str = "act_2038475611";
 pub const TOKEN: &str = "EAAB-sample-agency-token-0001";
 
-/// A lead of a long form, made at `at` on Loja X's Page: twenty
-/// questions chosen, each a long option, about 10 KB stored (a page of
-/// DynamoDB's holds 100).
-pub fn long_form_lead(
-    form_id: &str,
-    leadgen_id: String,
-    at: i64,
-) -> adtrail_domain::leadads::FormLeadRecord {
-    use adtrail_domain::leadads::{FormDecision, FormLeadRecord};
-    let choices = (0..20)
-        .map(|q| {
-            (
-                format!("question_{q:02}"),
-                vec![format!("{q:02}-{}", "o".repeat(497))],
-            )
-        })
-        .collect();
-    FormLeadRecord {
-        site_id: "loja-x".into(),
-        page_id: "100200300".into(),
-        form_id: form_id.into(),
-        leadgen_id,
-        created_at: at,
-        choices,
-        decision: FormDecision::Column {
-            column: None,
-            rule: None,
-        },
-        origin: "lead_form".into(),
-        ad_id: None,
-        adset_id: None,
-        campaign_id: None,
-        received_at: at,
-        returned: None,
-    }
-}
-
 pub struct Harness {
     pub app: App,
     pub clock: VirtualClock,
@@ -73,70 +37,6 @@ pub struct Harness {
 }
 
 impl Harness {
-    /// A fresh stack with the clock at [`T0`].
-    pub async fn start() -> Self {
-        Self::start_at(T0).await
-    }
-
-    pub async fn start_at(now: i64) -> Self {
-        Self::start_with(now, Settings::default()).await
-    }
-
-    /// A fresh stack whose dispatcher and worker keep another interval
-    /// (the template's `SyncIntervalMinutes`).
-    pub async fn start_every(now: i64, interval: SyncInterval) -> Self {
-        Self::start_with(now, Settings::every(interval)).await
-    }
-
-    /// A fresh stack whose clients give up on Meta and the other platforms
-    /// after `timeout` (`META_TIMEOUT_MS`): the fault runs, whose fakes
-    /// hang longer than that. This stack's alone.
-    pub async fn start_impatient(timeout: std::time::Duration) -> Self {
-        Self::start_with(
-            T0,
-            Settings {
-                timeout: Some(timeout),
-                ..Settings::default()
-            },
-        )
-        .await
-    }
-
-    /// A fresh stack whose `function` (a logical id of the template)
-    /// times out after `timeout`, not the template's 30 seconds or more:
-    /// an invocation runs out of time without the test waiting that long.
-    /// This stack's alone.
-    pub async fn start_hurried(function: &'static str, timeout: std::time::Duration) -> Self {
-        Self::start_with(
-            T0,
-            Settings {
-                function_timeout: Some((function, timeout)),
-                ..Settings::default()
-            },
-        )
-        .await
-    }
-
-    /// A fresh stack with the clock at `now` and the deployed stack's
-    /// `settings` of the test's.
-    pub async fn start_with(now: i64, settings: Settings) -> Self {
-        let clock = VirtualClock::starting_at(now);
-        let prefix = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let app = start_with(
-            "127.0.0.1:0".parse().expect("addr"),
-            Arc::new(clock.clone()),
-            &prefix,
-            settings,
-        )
-        .await
-        .expect("the local stack starts (is moto reachable? run through `make test`)");
-        Self {
-            app,
-            clock,
-            http: reqwest::Client::new(),
-        }
-    }
-
     pub fn runner(&self) -> &Runner {
         self.app.runner()
     }
