@@ -16,12 +16,15 @@ const MAX_SPLIT_REQUESTS: usize = 64;
 impl Sender {
     /// Sends `rows` to `target` through its platform's adapter; a request
     /// rejected as invalid is split in halves until each invalid event
-    /// stands alone. Answers a verdict per row and the requests made.
+    /// stands alone. A half that could not end before `deadline` (with
+    /// the time to record it) is not sent: its rows are given back.
+    /// Answers a verdict per row and the requests made.
     pub(crate) async fn send_isolating(
         &self,
         adapter: &dyn Adapter,
         target: &Target,
         rows: &[&Conversion],
+        deadline: Option<u64>,
     ) -> (Vec<Verdict>, usize) {
         let mut verdicts: Vec<Option<Verdict>> = vec![None; rows.len()];
         let mut ranges = vec![(0, rows.len())];
@@ -32,6 +35,14 @@ impl Sender {
                     *v = Some(Verdict::unexpected(
                         "too many invalid events to isolate at once",
                     ));
+                }
+                continue;
+            }
+            // The first request was checked by the caller; a half comes
+            // after at least one request's time.
+            if requests > 0 && !self.time_for_a_request(deadline) {
+                for v in &mut verdicts[lo..hi] {
+                    *v = Some(Verdict::NotSent);
                 }
                 continue;
             }

@@ -18,6 +18,10 @@
 //! Near its deadline the sender claims no more rows than it can send and
 //! record in time, and starts no request it could not finish: the rest go
 //! back on the queue at once, unclaimed or with their attempt given back.
+//! A recording that runs late all the same (DynamoDB slower than the
+//! claims foretold) stops short of the deadline rather than be cut by
+//! Lambda mid-write: the rows it did not reach keep their lease, and their
+//! messages come back when it ends.
 
 mod adapters;
 mod isolate;
@@ -32,7 +36,6 @@ use adtrail_platforms::PlatformClient;
 use adtrail_store::Store;
 use adtrail_store::queue::{SendMessage, Visibility};
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
-use futures::StreamExt;
 use lambda_runtime::LambdaEvent;
 
 pub use send::{CLAIM_SLICE, RECORD_MARGIN, SendReport};
@@ -70,9 +73,6 @@ pub fn events_per_request_from_env() -> Result<usize, String> {
             .ok_or_else(|| "CAPI_EVENTS_PER_REQUEST must be 1 to 2000".to_owned()),
     }
 }
-
-/// Messages whose visibility is set at once.
-const HOLDS_AT_ONCE: usize = 16;
 
 /// One message of the batch.
 #[derive(Debug, Clone)]
@@ -125,18 +125,6 @@ pub async fn handle(
     // ends) to pass the compiler's query depth when laid out inline in the
     // runtime's future; one allocation a batch.
     let (dispositions, report) = Box::pin(sender.send_batch(&deliveries, deadline)).await;
-    tracing::info!(
-        claimed = report.claimed,
-        sent = report.sent,
-        retried = report.retried,
-        failed = report.failed,
-        waiting = report.waiting,
-        gone = report.gone,
-        released = report.released,
-        deferred = report.deferred,
-        requests = report.requests,
-        "send batch done"
-    );
     let mut holds = vec![];
     for (d, disposition) in deliveries.iter().zip(dispositions) {
         match disposition {
@@ -148,19 +136,42 @@ pub async fn handle(
             .batch_item_failures
             .push(failure(d.message_id.clone()));
     }
-    // Many at once: a batch handed back near the deadline may hold
-    // thousands, and one after the other they would outlast it.
-    futures::stream::iter(holds)
-        .for_each_concurrent(HOLDS_AT_ONCE, |(receipt, ms)| async move {
-            if let Err(error) = sender
-                .visibility
-                .hold(sender.store.queues(), receipt, ms)
-                .await
-            {
-                tracing::warn!(error = %error, "could not delay the message; it returns after the queue's timeout");
-            }
-        })
-        .await;
+    // Ten a request, several at once: a batch handed back near the
+    // deadline may hold thousands, and one after the other they would
+    // outlast it.
+    let holding = std::time::Instant::now();
+    let not_held = sender
+        .visibility
+        .hold_all(sender.store.queues(), &holds)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+        .collect::<Vec<_>>();
+    if let Some(why) = not_held.first() {
+        tracing::warn!(
+            messages = not_held.len(),
+            error = %why,
+            "could not delay some messages; they return after the queue's timeout"
+        );
+    }
+    tracing::info!(
+        claimed = report.claimed,
+        sent = report.sent,
+        retried = report.retried,
+        failed = report.failed,
+        waiting = report.waiting,
+        gone = report.gone,
+        released = report.released,
+        deferred = report.deferred,
+        unrecorded = report.unrecorded,
+        requests = report.requests,
+        claim_ms = report.claim_ms,
+        send_ms = report.send_ms,
+        record_ms = report.record_ms,
+        held = holds.len() - not_held.len(),
+        hold_ms = holding.elapsed().as_millis() as u64,
+        "send batch done"
+    );
     Ok(response)
 }
 

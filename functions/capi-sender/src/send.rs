@@ -31,6 +31,10 @@ const SEND_CONCURRENCY: usize = 8;
 /// What a batch needs after its last request: recording every row's end
 /// and answering Lambda.
 pub const RECORD_MARGIN: Duration = Duration::from_secs(10);
+/// What a batch keeps after recording: the hundred rows being written
+/// when recording stops, the failures' announcement, the messages' holds
+/// and the answer to Lambda.
+const LAST_WORDS: Duration = Duration::from_secs(5);
 /// Rows claimed at a time: between two slices the sender checks that it
 /// can still send and record what it claims before its deadline.
 pub const CLAIM_SLICE: usize = 500;
@@ -53,6 +57,15 @@ pub struct SendReport {
     /// Their messages are back on the queue at once, for an invocation
     /// with the time.
     pub deferred: usize,
+    /// Rows whose end was not recorded: the deadline came first. Their
+    /// messages come back when their lease ends.
+    pub unrecorded: usize,
+    /// Milliseconds each phase took: claiming, sending (with grouping and
+    /// stopping refused tokens' owners) and recording. What the deadline
+    /// arithmetic assumes about them is checked against these.
+    pub claim_ms: u64,
+    pub send_ms: u64,
+    pub record_ms: u64,
 }
 
 /// A claimed row and the message that named it.
@@ -85,16 +98,22 @@ impl Sender {
             dispositions: vec![Disposition::Done; deliveries.len()],
             report: SendReport::default(),
         };
-        if let Some(jobs) = self
+        let phase = Instant::now();
+        let claimed = self
             .claim(deliveries, &lease_id, now, deadline, &mut batch)
-            .await
-        {
+            .await;
+        batch.report.claim_ms = ms_since(phase);
+        if let Some(jobs) = claimed {
             let mut verdicts = prejudge(&jobs, now);
+            let phase = Instant::now();
             self.send(&jobs, &mut verdicts, now, deadline, &mut batch.report)
                 .await;
+            batch.report.send_ms = ms_since(phase);
+            let phase = Instant::now();
             let failures = self
-                .record(&jobs, &verdicts, &lease_id, now, &mut batch)
+                .record(&jobs, &verdicts, &lease_id, (now, deadline), &mut batch)
                 .await;
+            batch.report.record_ms = ms_since(phase);
             self.announce(failures).await;
         }
         (batch.dispositions, batch.report)
@@ -169,7 +188,7 @@ impl Sender {
 
     /// Whether a request started now ends, at Meta's timeout, with time
     /// left to record it before `deadline`.
-    fn time_for_a_request(&self, deadline: Option<u64>) -> bool {
+    pub(crate) fn time_for_a_request(&self, deadline: Option<u64>) -> bool {
         self.time_left(deadline, Duration::ZERO)
     }
 
@@ -224,8 +243,9 @@ impl Sender {
                         );
                     }
                     let rows: Vec<&Conversion> = chunk.iter().map(|j| &jobs[*j].conv).collect();
-                    let (results, made) =
-                        self.send_isolating(adapter.as_ref(), target, &rows).await;
+                    let (results, made) = self
+                        .send_isolating(adapter.as_ref(), target, &rows, deadline)
+                        .await;
                     (owner, chunk, results, made, platform)
                 });
             }
@@ -293,21 +313,25 @@ impl Sender {
         (targets, groups)
     }
 
-    /// Records every row's end; each message's fate follows what was
-    /// recorded. Answers the failures to announce.
+    /// Records every row's end, or as many as it can before the deadline
+    /// less [`LAST_WORDS`]; each message's fate follows what was recorded.
+    /// Answers the failures to announce.
     async fn record(
         &self,
         jobs: &[Job],
         verdicts: &[Option<Verdict>],
         lease_id: &str,
-        now: i64,
+        (now, deadline): (i64, Option<u64>),
         batch: &mut Batch,
     ) -> Vec<Value> {
         let finishes = finishes_of(jobs, verdicts, now);
+        let stop = deadline.and_then(|d| {
+            adtrail_http::deadline::Deadline::from_lambda_ms(d, LAST_WORDS).map(|d| d.instant())
+        });
         let applied = match self
             .store
             .conversions()
-            .finish_sends(lease_id, &finishes, now)
+            .finish_sends(lease_id, &finishes, now, stop)
             .await
         {
             Ok(a) => a,
@@ -325,9 +349,20 @@ impl Sender {
         };
         let mut failures = vec![];
         for ((job, finish), applied) in jobs.iter().zip(&finishes).zip(applied) {
-            if !applied {
+            match applied {
+                Some(true) => {}
                 // The lease was lost: another attempt owns the row.
-                continue;
+                Some(false) => continue,
+                // Not recorded before the deadline: the row keeps its
+                // lease, and its message comes back when the lease ends,
+                // to be taken over (Lambda ending the batch mid-write
+                // would have left the same, every message back at once,
+                // and the function failed).
+                None => {
+                    batch.report.unrecorded += 1;
+                    batch.dispositions[job.delivery] = Disposition::Later(SEND_LEASE_MS);
+                    continue;
+                }
             }
             adtrail_store::telemetry::note("siteIds", &job.conv.site_id);
             failures.extend(count_end(job, &finish.end, now, batch));
@@ -405,6 +440,10 @@ fn count_end(job: &Job, end: &SendEnd, now: i64, batch: &mut Batch) -> Option<Va
             }))
         }
     }
+}
+
+fn ms_since(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Rows that cannot go whatever Meta says (the domain's `doomed`).

@@ -13,6 +13,7 @@
 //! sender died as soon as its lease ends.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 use adtrail_domain::capi::{Conversion, ConversionStatus, EventName, SendEnd, wait_before_claim};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -254,9 +255,13 @@ impl Conversions<'_> {
     /// Ends attempts held under `lease_id`: the counters move first, with
     /// a receipt of the ends they counted ([`crate::receipts`]), then each
     /// row by a plain update: sent and failed rows lose their hashes and
-    /// leave the pending index. Answers, per finish, whether it was applied
-    /// (`false`: the lease was lost, another attempt owns the row, and its
-    /// counting was taken back).
+    /// leave the pending index, a site's hundred rows at a time. Answers,
+    /// per finish, whether it was applied (`Some(false)`: the lease was
+    /// lost, another attempt owns the row, and its counting was taken
+    /// back), or `None` when `stop` came before its hundred were started:
+    /// that row keeps its lease, and its next claim once the lease ends
+    /// sends it again, unsure, as after a sender that died. The caller
+    /// gives a `stop` its invocation can outlive by one hundred's writes.
     ///
     /// # Errors
     /// [`StoreError::Service`] when DynamoDB fails; a row counted but not
@@ -266,8 +271,9 @@ impl Conversions<'_> {
         lease_id: &str,
         finishes: &[Finish],
         now: i64,
-    ) -> Result<Vec<bool>, StoreError> {
-        let mut applied_all = vec![false; finishes.len()];
+        stop: Option<Instant>,
+    ) -> Result<Vec<Option<bool>>, StoreError> {
+        let mut applied_all = vec![None; finishes.len()];
         let mut by_site: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, f) in finishes.iter().enumerate() {
             by_site.entry(&f.site_id).or_default().push(i);
@@ -275,6 +281,9 @@ impl Conversions<'_> {
         let mut part = 0;
         for (site, indexes) in by_site {
             for chunk in indexes.chunks(ROWS_PER_RECEIPT) {
+                if stop.is_some_and(|stop| Instant::now() >= stop) {
+                    return Ok(applied_all);
+                }
                 let batch: Vec<&Finish> = chunk.iter().map(|i| &finishes[*i]).collect();
                 let ends: Vec<&Finish> = batch.iter().copied().filter(|f| counted(f)).collect();
                 if !ends.is_empty() {
@@ -292,7 +301,7 @@ impl Conversions<'_> {
                     self.uncount_ends(site, &lost, now).await?;
                 }
                 for (i, applied) in chunk.iter().zip(applied) {
-                    applied_all[*i] = applied;
+                    applied_all[*i] = Some(applied);
                 }
             }
         }

@@ -6,7 +6,8 @@
 //! `ProvisionedThroughputExceededException`, `ThrottlingException`,
 //! `InternalServerError`), or, for a batch, with every key handed back
 //! unprocessed. And a share of the batches answered entry by entry (SQS's
-//! `SendMessageBatch`, EventBridge's `PutEvents`) is answered `200` with
+//! `SendMessageBatch` and `ChangeMessageVisibilityBatch`, EventBridge's
+//! `PutEvents`) is answered `200` with
 //! every entry failed on the service's side (`InternalError`,
 //! `InternalFailure`), which the SDK never retries: the request succeeded.
 //! The answers are byte for byte what the services send, so the SDK parses
@@ -193,7 +194,8 @@ impl Faults {
     pub fn inject(&self, call: &Call, body: &[u8]) -> Option<HttpResponse> {
         let per_mille = match (call.service, call.operation.as_str()) {
             ("dynamodb", _) => self.per_mille.load(Ordering::Relaxed),
-            ("sqs", "SendMessageBatch") | ("events", "PutEvents") => {
+            ("sqs", "SendMessageBatch" | "ChangeMessageVisibilityBatch")
+            | ("events", "PutEvents") => {
                 let refuse = self.batch_refuse_next.fetch_update(
                     Ordering::Relaxed,
                     Ordering::Relaxed,

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+use aws_sdk_sqs::types::{ChangeMessageVisibilityBatchRequestEntry, SendMessageBatchRequestEntry};
+use futures::StreamExt;
 
 use super::{LeadgenMessage, SendMessage, SyncMessage};
 use crate::retry::send_entries;
@@ -13,6 +14,17 @@ use crate::{Queues, StoreError};
 
 /// The longest visibility timeout SQS takes (12 hours).
 const MAX_VISIBILITY_SECS: i64 = 43_200;
+/// The most entries an SQS batch request takes.
+const BATCH_ENTRIES: usize = 10;
+/// Visibility batches in flight at once.
+const CHANGES_AT_ONCE: usize = 8;
+
+/// A delay as SQS takes it: whole seconds, rounded up, at most 12 hours.
+fn visibility_secs(delay_ms: i64) -> i32 {
+    (delay_ms + 999)
+        .div_euclid(1_000)
+        .clamp(0, MAX_VISIBILITY_SECS) as i32
+}
 
 fn bodies<T: serde::Serialize>(messages: &[T]) -> Result<Vec<String>, StoreError> {
     messages
@@ -47,19 +59,40 @@ impl Visibility {
         receipt: &str,
         delay_ms: i64,
     ) -> Result<(), StoreError> {
+        let held = self.hold_all(queues, &[(receipt, delay_ms)]).await;
+        match held.into_iter().next() {
+            Some(Err(why)) => Err(StoreError::Service {
+                service: "sqs",
+                detail: why.clone(),
+                transient: false,
+                source: why.into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Keeps each message invisible for its own delay, ten a request
+    /// ([`Queues::delay_messages`]). Answers, per hold in order, whether
+    /// SQS took it; one it did not comes back after the queue's own
+    /// timeout.
+    pub async fn hold_all(
+        &self,
+        queues: Queues<'_>,
+        holds: &[(&str, i64)],
+    ) -> Vec<Result<(), String>> {
         match self {
-            Visibility::Sqs { queue_url } => {
-                queues.delay_message(queue_url, receipt, delay_ms).await?
-            }
+            Visibility::Sqs { queue_url } => queues.delay_messages(queue_url, holds).await,
             Visibility::Recorded { queue_url, delays } => {
-                queues.delay_message(queue_url, receipt, delay_ms).await?;
-                delays
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(receipt.to_owned(), delay_ms.max(0));
+                let held = queues.delay_messages(queue_url, holds).await;
+                let mut delays = delays.lock().unwrap_or_else(|e| e.into_inner());
+                for ((receipt, delay_ms), held) in holds.iter().zip(&held) {
+                    if held.is_ok() {
+                        delays.insert((*receipt).to_owned(), (*delay_ms).max(0));
+                    }
+                }
+                held
             }
         }
-        Ok(())
     }
 }
 
@@ -96,29 +129,97 @@ impl Queues<'_> {
         self.send_batch(url, &bodies(messages)?).await
     }
 
-    /// Keeps a received message invisible for `delay_ms` (rounded up to
-    /// whole seconds, at most SQS's 12 hours): the message comes back then.
-    ///
-    /// # Errors
-    /// [`StoreError::Service`] when SQS refuses or cannot be reached.
-    pub async fn delay_message(
+    /// Keeps received messages invisible, each for its delay (rounded up
+    /// to whole seconds, at most SQS's 12 hours), ten a
+    /// `ChangeMessageVisibilityBatch` ([`CHANGES_AT_ONCE`] requests at
+    /// once): a batch handed back near a deadline may hold thousands, one
+    /// request each would outlast it and cost ten times the requests. An
+    /// entry SQS fails on its side goes again after a back-off, as a
+    /// send's does ([`send_entries`]). Answers, per hold in order, `Ok` or
+    /// why SQS did not take it (a receipt no longer valid, or SQS
+    /// unreachable): that message comes back after the queue's timeout.
+    pub async fn delay_messages(
         &self,
         queue_url: &str,
-        receipt: &str,
-        delay_ms: i64,
-    ) -> Result<(), StoreError> {
-        let secs = (delay_ms + 999)
-            .div_euclid(1_000)
-            .clamp(0, MAX_VISIBILITY_SECS);
-        self.sqs
-            .change_message_visibility()
-            .queue_url(queue_url)
-            .receipt_handle(receipt)
-            .visibility_timeout(secs as i32)
-            .send()
-            .await
-            .map_err(|e| StoreError::service("sqs", e))?;
-        Ok(())
+        holds: &[(&str, i64)],
+    ) -> Vec<Result<(), String>> {
+        // The futures made first, then driven: a stream mapping a closure
+        // over borrowed holds is not `Send` for every lifetime, which the
+        // local API's router requires of its handlers.
+        let requests: Vec<_> = holds
+            .chunks(BATCH_ENTRIES)
+            .enumerate()
+            .map(|(n, chunk)| async move {
+                (n * BATCH_ENTRIES, self.delay_chunk(queue_url, chunk).await)
+            })
+            .collect();
+        let answered: Vec<(usize, Vec<Result<(), String>>)> = futures::stream::iter(requests)
+            .buffer_unordered(CHANGES_AT_ONCE)
+            .collect()
+            .await;
+        let mut held = vec![Ok(()); holds.len()];
+        for (first, answers) in answered {
+            for (k, answer) in answers.into_iter().enumerate() {
+                held[first + k] = answer;
+            }
+        }
+        held
+    }
+
+    /// Up to ten holds in one request, its entries SQS failed on its side
+    /// sent again.
+    async fn delay_chunk(&self, queue_url: &str, chunk: &[(&str, i64)]) -> Vec<Result<(), String>> {
+        // Each entry's latest answer: one SQS failed and then took is Ok.
+        let held = Mutex::new(vec![Ok(()); chunk.len()]);
+        let entries: Vec<usize> = (0..chunk.len()).collect();
+        let held_ref = &held;
+        let sent = send_entries(entries, |pending| async move {
+            let batch = pending
+                .iter()
+                .map(|k| {
+                    let (receipt, delay_ms) = chunk[*k];
+                    ChangeMessageVisibilityBatchRequestEntry::builder()
+                        .id(k.to_string())
+                        .receipt_handle(receipt)
+                        .visibility_timeout(visibility_secs(delay_ms))
+                        .build()
+                        .map_err(|e| StoreError::service("sqs", e))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let out = self
+                .sqs
+                .change_message_visibility_batch()
+                .queue_url(queue_url)
+                .set_entries(Some(batch))
+                .send()
+                .await
+                .map_err(|e| StoreError::service("sqs", e))?;
+            let mut held = held_ref.lock().unwrap_or_else(|e| e.into_inner());
+            for k in &pending {
+                held[*k] = Ok(());
+            }
+            let mut again = vec![];
+            let mut refused = 0;
+            for f in &out.failed {
+                let Some(k) = f.id().parse::<usize>().ok().filter(|k| pending.contains(k)) else {
+                    continue;
+                };
+                held[k] = Err(format!("{}: {}", f.code(), f.message().unwrap_or("")));
+                // A sender's fault (a receipt no longer valid) is refused
+                // for good; SQS's own goes again.
+                if f.sender_fault() {
+                    refused += 1;
+                } else {
+                    again.push(k);
+                }
+            }
+            Ok::<_, StoreError>((again, refused))
+        })
+        .await;
+        match sent {
+            Err(error) => vec![Err(error.to_string()); chunk.len()],
+            Ok(_) => held.into_inner().unwrap_or_else(|e| e.into_inner()),
+        }
     }
 
     /// Sends `bodies` to `queue_url`, ten per request. Entries SQS fails
