@@ -43,6 +43,13 @@ async fn ten_thousand_conversions_through_faults() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
+    // `ADTRAIL_FAULT_LOG=1`: the functions' log lines on stdout, as in
+    // Lambda (`RUST_LOG` picks them, e.g. `warn,adtrail_capi_sender=info`
+    // for each send batch's figures and phase times). Off by default:
+    // they are many, and the other tests' would join them.
+    if std::env::var_os("ADTRAIL_FAULT_LOG").is_some() {
+        adtrail_store::logging::init();
+    }
     // The fake's timeouts hang 1.5 s; this stack's clients give up at 1 s.
     let h = Harness::start_impatient(std::time::Duration::from_secs(1)).await;
     let started = std::time::Instant::now();

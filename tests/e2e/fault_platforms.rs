@@ -107,7 +107,12 @@ async fn loja_with_a_tiktok_and_a_pinterest_destination(h: &Harness) {
     }
 }
 
-/// Posted in batches of 100, four at once; a tenth of them twice.
+/// Posted in batches of 100, two at once; a tenth of them twice. Two, not
+/// more: each batch is 300 conditional puts (three destinations), which
+/// moto serializes at tens of milliseconds each beside the other fault
+/// run, so more at once only stretch each request toward API Gateway's
+/// 30 s, which the local API enforces (in AWS each runs in its own
+/// Lambda against a DynamoDB that takes them in parallel).
 async fn post_every_event_a_tenth_twice(h: &Harness, total: usize) {
     let now = h.now();
     let batches: Vec<Value> = (0..total)
@@ -129,7 +134,7 @@ async fn post_every_event_a_tenth_twice(h: &Harness, total: usize) {
             }
             first
         })
-        .buffer_unordered(4)
+        .buffer_unordered(2)
         .collect()
         .await;
     let queued: i64 = answers.iter().map(|a| a["queued"].as_i64().unwrap()).sum();

@@ -31,6 +31,7 @@ mod targets;
 use std::collections::BTreeMap;
 
 use adtrail_domain::time::SharedClock;
+use adtrail_http::deadline::Deadline;
 use adtrail_meta::GraphClient;
 use adtrail_platforms::PlatformClient;
 use adtrail_store::Store;
@@ -73,6 +74,9 @@ pub fn events_per_request_from_env() -> Result<usize, String> {
             .ok_or_else(|| "CAPI_EVENTS_PER_REQUEST must be 1 to 2000".to_owned()),
     }
 }
+
+/// What the handler keeps, after its last hold, to answer Lambda.
+const ANSWER_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// One message of the batch.
 #[derive(Debug, Clone)]
@@ -138,11 +142,15 @@ pub async fn handle(
     }
     // Ten a request, several at once: a batch handed back near the
     // deadline may hold thousands, and one after the other they would
-    // outlast it.
+    // outlast it. None is started in the last second, which answering
+    // Lambda needs: those messages come back after the queue's timeout.
     let holding = std::time::Instant::now();
+    let stop = deadline
+        .and_then(|d| Deadline::from_lambda_ms(d, ANSWER_MARGIN))
+        .map(Deadline::instant);
     let not_held = sender
         .visibility
-        .hold_all(sender.store.queues(), &holds)
+        .hold_all(sender.store.queues(), &holds, stop)
         .await
         .into_iter()
         .filter_map(Result::err)

@@ -243,7 +243,7 @@ async fn holds_go_ten_a_request_and_entries_sqs_fails_go_again() {
     let sender = &h.runner().sender;
     let held = sender
         .visibility
-        .hold_all(sender.store.queues(), &holds)
+        .hold_all(sender.store.queues(), &holds, None)
         .await;
     assert_eq!(held.len(), 26);
     for (i, answer) in held.iter().enumerate() {

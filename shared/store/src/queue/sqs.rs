@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use aws_sdk_sqs::types::{ChangeMessageVisibilityBatchRequestEntry, SendMessageBatchRequestEntry};
 use futures::StreamExt;
@@ -18,6 +19,9 @@ const MAX_VISIBILITY_SECS: i64 = 43_200;
 const BATCH_ENTRIES: usize = 10;
 /// Visibility batches in flight at once.
 const CHANGES_AT_ONCE: usize = 8;
+
+/// Why a hold was not asked for.
+const OUT_OF_TIME: &str = "not asked: the invocation's time ran out";
 
 /// A delay as SQS takes it: whole seconds, rounded up, at most 12 hours.
 fn visibility_secs(delay_ms: i64) -> i32 {
@@ -59,7 +63,7 @@ impl Visibility {
         receipt: &str,
         delay_ms: i64,
     ) -> Result<(), StoreError> {
-        let held = self.hold_all(queues, &[(receipt, delay_ms)]).await;
+        let held = self.hold_all(queues, &[(receipt, delay_ms)], None).await;
         match held.into_iter().next() {
             Some(Err(why)) => Err(StoreError::Service {
                 service: "sqs",
@@ -72,18 +76,19 @@ impl Visibility {
     }
 
     /// Keeps each message invisible for its own delay, ten a request
-    /// ([`Queues::delay_messages`]). Answers, per hold in order, whether
-    /// SQS took it; one it did not comes back after the queue's own
-    /// timeout.
+    /// ([`Queues::delay_messages`]), none started past `stop`. Answers,
+    /// per hold in order, whether SQS took it; one it did not comes back
+    /// after the queue's own timeout.
     pub async fn hold_all(
         &self,
         queues: Queues<'_>,
         holds: &[(&str, i64)],
+        stop: Option<Instant>,
     ) -> Vec<Result<(), String>> {
         match self {
-            Visibility::Sqs { queue_url } => queues.delay_messages(queue_url, holds).await,
+            Visibility::Sqs { queue_url } => queues.delay_messages(queue_url, holds, stop).await,
             Visibility::Recorded { queue_url, delays } => {
-                let held = queues.delay_messages(queue_url, holds).await;
+                let held = queues.delay_messages(queue_url, holds, stop).await;
                 let mut delays = delays.lock().unwrap_or_else(|e| e.into_inner());
                 for ((receipt, delay_ms), held) in holds.iter().zip(&held) {
                     if held.is_ok() {
@@ -136,12 +141,14 @@ impl Queues<'_> {
     /// request each would outlast it and cost ten times the requests. An
     /// entry SQS fails on its side goes again after a back-off, as a
     /// send's does ([`send_entries`]). Answers, per hold in order, `Ok` or
-    /// why SQS did not take it (a receipt no longer valid, or SQS
-    /// unreachable): that message comes back after the queue's timeout.
+    /// why SQS did not take it (a receipt no longer valid, SQS
+    /// unreachable, or `stop` come before its request started): that
+    /// message comes back after the queue's timeout.
     pub async fn delay_messages(
         &self,
         queue_url: &str,
         holds: &[(&str, i64)],
+        stop: Option<Instant>,
     ) -> Vec<Result<(), String>> {
         // The futures made first, then driven: a stream mapping a closure
         // over borrowed holds is not `Send` for every lifetime, which the
@@ -150,7 +157,11 @@ impl Queues<'_> {
             .chunks(BATCH_ENTRIES)
             .enumerate()
             .map(|(n, chunk)| async move {
-                (n * BATCH_ENTRIES, self.delay_chunk(queue_url, chunk).await)
+                let first = n * BATCH_ENTRIES;
+                if stop.is_some_and(|stop| Instant::now() >= stop) {
+                    return (first, vec![Err(OUT_OF_TIME.to_owned()); chunk.len()]);
+                }
+                (first, self.delay_chunk(queue_url, chunk).await)
             })
             .collect();
         let answered: Vec<(usize, Vec<Result<(), String>>)> = futures::stream::iter(requests)
