@@ -24,6 +24,7 @@
 //! messages come back when it ends.
 
 mod adapters;
+mod claim;
 mod isolate;
 mod send;
 mod targets;
@@ -39,7 +40,8 @@ use adtrail_store::queue::{SendMessage, Visibility};
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 
-pub use send::{CLAIM_SLICE, RECORD_MARGIN, SendReport};
+pub use claim::{CLAIM_SLICE, RECORD_MARGIN};
+pub use send::SendReport;
 
 /// What every batch needs, built once per process.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@
 //! (failures on the bus).
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use adtrail_domain::capi::{
     Conversion, SEND_LEASE_MS, SendEnd, SendFailure, Verdict, doomed, end_of,
@@ -16,7 +16,7 @@ use adtrail_domain::error_codes::LastErrorCode;
 use adtrail_domain::telemetry::{
     CONVERSIONS_FAILED, CONVERSIONS_RETRIED, CONVERSIONS_SENT, PLATFORM_REQUESTS,
 };
-use adtrail_store::sending::{Claim, Finish};
+use adtrail_store::sending::Finish;
 use adtrail_store::sites::Site;
 use futures::StreamExt;
 use serde::Serialize;
@@ -24,20 +24,14 @@ use serde_json::{Value, json};
 
 use crate::adapters::Adapter;
 use crate::targets::{Target, TargetKey, TokenOwner};
-use crate::{Delivery, Disposition, Sender, distinct_rows};
+use crate::{Delivery, Disposition, Sender};
 
 /// Requests to Meta in flight at once.
 const SEND_CONCURRENCY: usize = 8;
-/// What a batch needs after its last request: recording every row's end
-/// and answering Lambda.
-pub const RECORD_MARGIN: Duration = Duration::from_secs(10);
 /// What a batch keeps after recording: the hundred rows being written
 /// when recording stops, the failures' announcement, the messages' holds
 /// and the answer to Lambda.
 const LAST_WORDS: Duration = Duration::from_secs(5);
-/// Rows claimed at a time: between two slices the sender checks that it
-/// can still send and record what it claims before its deadline.
-pub const CLAIM_SLICE: usize = 500;
 
 /// What one batch did, for the log and the tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -69,15 +63,15 @@ pub struct SendReport {
 }
 
 /// A claimed row and the message that named it.
-struct Job {
-    delivery: usize,
-    conv: Conversion,
+pub(crate) struct Job {
+    pub(crate) delivery: usize,
+    pub(crate) conv: Conversion,
 }
 
 /// What the batch answers: each message's fate, and the figures.
-struct Batch {
-    dispositions: Vec<Disposition>,
-    report: SendReport,
+pub(crate) struct Batch {
+    pub(crate) dispositions: Vec<Disposition>,
+    pub(crate) report: SendReport,
 }
 
 /// One account (with its test mode), one set of credentials: the events
@@ -117,92 +111,6 @@ impl Sender {
             self.announce(failures).await;
         }
         (batch.dispositions, batch.report)
-    }
-
-    /// Leases and counts the attempt of each distinct row, a slice of
-    /// [`CLAIM_SLICE`] at a time while the invocation has the time to send
-    /// and record what it claims: recording takes about what claiming did,
-    /// so a slice starts only if a request, the margin and the claiming so
-    /// far, once more, all fit before `deadline`. The rows left are
-    /// deferred (back on the queue at once): a batch larger than one
-    /// invocation can work, on a slow day for DynamoDB, is worked in part
-    /// rather than claimed whole and handed back unsent. `None` when
-    /// nothing was claimed.
-    async fn claim(
-        &self,
-        deliveries: &[Delivery],
-        lease_id: &str,
-        now: i64,
-        deadline: Option<u64>,
-        batch: &mut Batch,
-    ) -> Option<Vec<Job>> {
-        let rows: Vec<((String, String), Vec<usize>)> =
-            distinct_rows(deliveries).into_iter().collect();
-        let started = Instant::now();
-        let mut jobs = vec![];
-        for (n, slice) in rows.chunks(CLAIM_SLICE).enumerate() {
-            let firsts = |from: usize| rows[from..].iter().map(|(_, idx)| idx[0]);
-            if !self.time_left(deadline, started.elapsed()) {
-                for i in firsts(n * CLAIM_SLICE) {
-                    batch.report.deferred += 1;
-                    batch.dispositions[i] = Disposition::Later(0);
-                }
-                break;
-            }
-            let keys: Vec<(String, String)> = slice.iter().map(|(k, _)| k.clone()).collect();
-            let claims = match self
-                .store
-                .conversions()
-                .claim_sends(&keys, lease_id, SEND_LEASE_MS, now)
-                .await
-            {
-                Ok(claims) => claims,
-                Err(error) => {
-                    // Nothing of this slice or after it is decided: back
-                    // after the queue's timeout. What was claimed goes on.
-                    tracing::warn!(error = %error, "could not claim the batch's sends");
-                    for i in firsts(n * CLAIM_SLICE) {
-                        batch.dispositions[i] = Disposition::Retry;
-                    }
-                    break;
-                }
-            };
-            for ((_, idx), claim) in slice.iter().zip(claims) {
-                let i = idx[0];
-                match claim {
-                    Claim::Claimed(conv) => jobs.push(Job {
-                        delivery: i,
-                        conv: *conv,
-                    }),
-                    Claim::Wait(ms) => {
-                        batch.report.waiting += 1;
-                        batch.dispositions[i] = Disposition::Later(ms);
-                    }
-                    Claim::Gone => batch.report.gone += 1,
-                }
-            }
-        }
-        batch.report.claimed = jobs.len();
-        (!jobs.is_empty()).then_some(jobs)
-    }
-
-    /// Whether a request started now ends, at Meta's timeout, with time
-    /// left to record it before `deadline`.
-    pub(crate) fn time_for_a_request(&self, deadline: Option<u64>) -> bool {
-        self.time_left(deadline, Duration::ZERO)
-    }
-
-    /// Whether a request started now, `extra` more and the margin to
-    /// record all end before `deadline` (none: always).
-    fn time_left(&self, deadline: Option<u64>, extra: Duration) -> bool {
-        let Some(deadline) = deadline else {
-            return true;
-        };
-        let now = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default();
-        let done = now + self.graph.config().timeout + RECORD_MARGIN + extra;
-        u64::try_from(done.as_millis()).unwrap_or(u64::MAX) < deadline
     }
 
     /// Sends every row not judged yet, by group, up to

@@ -211,7 +211,8 @@ async fn a_batch_too_large_for_the_time_left_is_claimed_in_part_and_the_rest_han
 /// The messages a batch keeps for later are held ten a request, several
 /// requests at once, and the entries SQS fails on its side go again: each
 /// message comes back when its delay says, not after the queue's six
-/// minutes. A receipt SQS does not know is refused alone, and said.
+/// minutes. A receipt SQS does not know is refused alone, and said; and
+/// none is asked once the invocation's time to ask has run out.
 #[tokio::test]
 async fn holds_go_ten_a_request_and_entries_sqs_fails_go_again() {
     let h = Harness::start().await;
@@ -239,8 +240,19 @@ async fn holds_go_ten_a_request_and_entries_sqs_fails_go_again() {
             .unwrap_or(0)
     };
     let before = calls(&cloud.report());
-    cloud.faults.refuse_next_batches(2);
+    // Past the invocation's time to ask them: none is asked.
     let sender = &h.runner().sender;
+    let late = sender
+        .visibility
+        .hold_all(
+            sender.store.queues(),
+            &holds,
+            Some(std::time::Instant::now()),
+        )
+        .await;
+    assert!(late.iter().all(Result::is_err), "{late:?}");
+    assert_eq!(calls(&cloud.report()), before);
+    cloud.faults.refuse_next_batches(2);
     let held = sender
         .visibility
         .hold_all(sender.store.queues(), &holds, None)
