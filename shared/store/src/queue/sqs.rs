@@ -155,26 +155,19 @@ impl Queues<'_> {
         // local API's router requires of its handlers.
         let requests: Vec<_> = holds
             .chunks(BATCH_ENTRIES)
-            .enumerate()
-            .map(|(n, chunk)| async move {
-                let first = n * BATCH_ENTRIES;
+            .map(|chunk| async move {
                 if stop.is_some_and(|stop| Instant::now() >= stop) {
-                    return (first, vec![Err(OUT_OF_TIME.to_owned()); chunk.len()]);
+                    return vec![Err(OUT_OF_TIME.to_owned()); chunk.len()];
                 }
-                (first, self.delay_chunk(queue_url, chunk).await)
+                self.delay_chunk(queue_url, chunk).await
             })
             .collect();
-        let answered: Vec<(usize, Vec<Result<(), String>>)> = futures::stream::iter(requests)
-            .buffer_unordered(CHANGES_AT_ONCE)
+        // In order (several in flight): the answers line up with `holds`.
+        let answered: Vec<Vec<Result<(), String>>> = futures::stream::iter(requests)
+            .buffered(CHANGES_AT_ONCE)
             .collect()
             .await;
-        let mut held = vec![Ok(()); holds.len()];
-        for (first, answers) in answered {
-            for (k, answer) in answers.into_iter().enumerate() {
-                held[first + k] = answer;
-            }
-        }
-        held
+        answered.into_iter().flatten().collect()
     }
 
     /// Up to ten holds in one request, its entries SQS failed on its side
